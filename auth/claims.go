@@ -1,0 +1,92 @@
+package auth
+
+import (
+	"fmt"
+	"time"
+)
+
+// Issuer is the iss claim of every token spine mints.
+const Issuer = "spine"
+
+// AudienceMember is the audience of tokens that act for a member of an org.
+const AudienceMember = "spine"
+
+// maxIDLen bounds org, member, audience and token ids.
+const maxIDLen = 128
+
+// Claims is what a token asserts.
+type Claims struct {
+	Org       string    // required; an id-safe token
+	Member    string    // required; an id-safe token; also the JWT sub
+	Audience  string    // empty: AudienceMember
+	ID        string    // jti; Mint sets it (16 random bytes, hex)
+	IssuedAt  time.Time // Mint sets it
+	ExpiresAt time.Time // Mint sets it to IssuedAt + ttl
+}
+
+// payload is the JSON body of a token, in the order it is written.
+type payload struct {
+	Iss    string `json:"iss"`
+	Aud    string `json:"aud"`
+	Sub    string `json:"sub"`
+	Org    string `json:"org"`
+	Member string `json:"member"`
+	Iat    int64  `json:"iat"`
+	Exp    int64  `json:"exp"`
+	Jti    string `json:"jti"`
+}
+
+func (c Claims) payload() payload {
+	return payload{
+		Iss: Issuer, Aud: c.Audience, Sub: c.Member, Org: c.Org, Member: c.Member,
+		Iat: c.IssuedAt.Unix(), Exp: c.ExpiresAt.Unix(), Jti: c.ID,
+	}
+}
+
+func (p payload) claims() Claims {
+	return Claims{
+		Org: p.Org, Member: p.Member, Audience: p.Aud, ID: p.Jti,
+		IssuedAt: time.Unix(p.Iat, 0).UTC(), ExpiresAt: time.Unix(p.Exp, 0).UTC(),
+	}
+}
+
+// check reports the first claim of p that no token of ours could carry.
+// The messages name the claim, never its value.
+func (p payload) check() error {
+	switch {
+	case p.Iss != Issuer:
+		return fmt.Errorf("issuer: %w", ErrMalformed)
+	case !idSafe(p.Org) || !idSafe(p.Member):
+		return fmt.Errorf("org or member: %w", ErrMalformed)
+	case p.Sub != p.Member:
+		return fmt.Errorf("sub differs from member: %w", ErrMalformed)
+	case p.Jti == "" || len(p.Jti) > maxIDLen:
+		return fmt.Errorf("jti: %w", ErrMalformed)
+	case p.Iat <= 0 || p.Exp <= p.Iat:
+		return fmt.Errorf("iat or exp: %w", ErrMalformed)
+	}
+	return nil
+}
+
+// idSafe reports whether s is a non-empty id of at most 128 letters, digits
+// and - _ . @ (so an email-like member id fits). Such an id is safe in a URL
+// path and a log line; it is not a NATS subject token, since it may hold dots.
+func idSafe(s string) bool {
+	if s == "" || len(s) > maxIDLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !idByte(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func idByte(b byte) bool {
+	switch {
+	case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9':
+		return true
+	}
+	return b == '-' || b == '_' || b == '.' || b == '@'
+}

@@ -1,0 +1,80 @@
+// Command spine records coding-agent sessions and serves them back.
+//
+//	spine serve                       run spine (embedded NATS, PostgreSQL found or started)
+//	spine migrate                     apply database migrations and exit
+//	spine publish FILE.jsonl          send envelopes from a file
+//	spine read session|transcript|steps ID [--json] [--follow]
+//	spine token mint [--org O] [--member M] [--ttl D]
+//	spine bench ingest [flags]        measure ingest against a raw baseline
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+type command struct {
+	name, usage string
+	run         func(ctx context.Context, args []string) error
+}
+
+func commands() []command {
+	return []command{
+		{"serve", "run spine: NATS, PostgreSQL, projectors and the HTTP API", runServe},
+		{"migrate", "apply database migrations and exit", runMigrate},
+		{"publish", "publish envelopes from a JSON-lines file (FILE or - for stdin)", runPublish},
+		{"read", "read a session, its transcript or a run's steps", runRead},
+		{"token", "mint a bearer token (token mint --org O --member M)", runToken},
+		{"bench", "benchmark ingest against a raw JetStream + COPY baseline", runBench},
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "spine:", err)
+		}
+		os.Exit(exitCode(err))
+	}
+}
+
+func run(ctx context.Context, args []string) error {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage()
+		return nil
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(ctx, args[1:])
+		}
+	}
+	usage()
+	return usageError{fmt.Sprintf("unknown command %q", args[0])}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "spine records coding-agent sessions and serves them back.\n\nUsage: spine COMMAND [flags]\n\nCommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(os.Stderr, "  %-8s %s\n", c.name, c.usage)
+	}
+	fmt.Fprintln(os.Stderr, "\nRun 'spine COMMAND -h' for a command's flags. Settings come from SPINE_* variables (see README).")
+}
+
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func exitCode(err error) int {
+	var u usageError
+	if errors.As(err, &u) || errors.Is(err, flag.ErrHelp) {
+		return 2
+	}
+	return 1
+}

@@ -1,0 +1,74 @@
+// Package config reads spine's settings from the environment. Every setting
+// has a default that makes `spine serve` work with no configuration at all.
+package config
+
+import (
+	"cmp"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Environment variable names. docker-compose.yaml and the README use exactly
+// these; a test checks that they agree.
+const (
+	EnvDatabaseURL = "SPINE_DATABASE_URL" // PostgreSQL URL; empty = discover (see pgboot)
+	EnvNATSURL     = "SPINE_NATS_URL"     // external NATS; empty = embedded server
+	EnvNATSListen  = "SPINE_NATS_LISTEN"  // embedded NATS client listener; "off" = in-process only
+	EnvHTTPAddr    = "SPINE_HTTP_ADDR"    // HTTP listen address
+	EnvDataDir     = "SPINE_DATA_DIR"     // embedded NATS store, private PostgreSQL, dev secret
+	EnvTokenSecret = "SPINE_TOKEN_SECRET" // HMAC secret for bearer tokens; empty = generated under the data dir
+	EnvReplicas    = "SPINE_STREAM_REPLICAS"
+	EnvURL         = "SPINE_URL"   // where CLI commands reach a running spine
+	EnvToken       = "SPINE_TOKEN" // bearer token CLI commands send
+)
+
+// Defaults.
+const (
+	DefaultHTTPAddr   = "127.0.0.1:7070"
+	DefaultNATSListen = "127.0.0.1:4223"
+	DefaultDataDir    = "./data"
+	DefaultURL        = "http://127.0.0.1:7070"
+)
+
+// Vars lists every environment variable spine reads.
+var Vars = []string{EnvDatabaseURL, EnvNATSURL, EnvNATSListen, EnvHTTPAddr, EnvDataDir,
+	EnvTokenSecret, EnvReplicas, EnvURL, EnvToken}
+
+// Config is spine serve's configuration.
+type Config struct {
+	DatabaseURL string // empty: discover a PostgreSQL (pgboot)
+	NATSURL     string // empty: run an embedded nats-server
+	NATSListen  string // embedded server's client listener; "off" = none
+	HTTPAddr    string // defaults to DefaultHTTPAddr
+	DataDir     string // defaults to DefaultDataDir
+	TokenSecret string // empty: read or create DataDir/token.secret
+	Replicas    int    // stream replicas; 0 means 1
+	Drain       time.Duration
+}
+
+// FromEnv reads the configuration from the environment.
+func FromEnv() (Config, error) {
+	c := Config{
+		DatabaseURL: os.Getenv(EnvDatabaseURL),
+		NATSURL:     os.Getenv(EnvNATSURL),
+		NATSListen:  cmp.Or(os.Getenv(EnvNATSListen), DefaultNATSListen),
+		HTTPAddr:    cmp.Or(os.Getenv(EnvHTTPAddr), DefaultHTTPAddr),
+		DataDir:     cmp.Or(os.Getenv(EnvDataDir), DefaultDataDir),
+		TokenSecret: os.Getenv(EnvTokenSecret),
+		Replicas:    1,
+		Drain:       30 * time.Second,
+	}
+	if r := os.Getenv(EnvReplicas); r != "" {
+		if _, err := fmt.Sscanf(r, "%d", &c.Replicas); err != nil || c.Replicas < 1 || c.Replicas > 5 {
+			return c, fmt.Errorf("%s=%q: want 1..5", EnvReplicas, r)
+		}
+	}
+	abs, err := filepath.Abs(c.DataDir)
+	if err != nil {
+		return c, fmt.Errorf("data dir %q: %w", c.DataDir, err)
+	}
+	c.DataDir = abs
+	return c, nil
+}

@@ -1,0 +1,70 @@
+package pgboot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// SQLSTATEs a CREATE DATABASE raises when the database exists: 42P04 when
+// it already did, 23505 on pg_database's name index when a concurrent
+// CREATE DATABASE committed first.
+const (
+	sqlstateDuplicateDatabase = "42P04"
+	sqlstateUniqueViolation   = "23505"
+)
+
+// serverURL is a password-less, TLS-less URL for user on addr.
+func serverURL(addr, user, database string) string {
+	u := url.URL{
+		Scheme:   "postgres",
+		User:     url.User(user),
+		Host:     addr,
+		Path:     "/" + database,
+		RawQuery: "sslmode=disable",
+	}
+	return u.String()
+}
+
+// ensureDatabase creates database name unless it exists, tolerating a
+// concurrent creator.
+func ensureDatabase(ctx context.Context, conn *pgx.Conn, name string) error {
+	var exists bool
+	err := conn.QueryRow(ctx,
+		"SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists)
+	if err != nil {
+		return fmt.Errorf("look up database %s: %w", name, err)
+	}
+	if exists {
+		return nil
+	}
+	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	if err != nil && !isDuplicateDatabase(err) {
+		return fmt.Errorf("create database %s: %w", name, err)
+	}
+	return nil
+}
+
+// ensureDatabaseAt connects to the maintenance database "postgres" as user and
+// makes sure database exists.
+func ensureDatabaseAt(ctx context.Context, addr, user, database string) error {
+	conn, err := connect(ctx, serverURL(addr, user, "postgres"))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	return ensureDatabase(ctx, conn, database)
+}
+
+func isDuplicateDatabase(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	return pgErr.Code == sqlstateDuplicateDatabase ||
+		pgErr.Code == sqlstateUniqueViolation && pgErr.ConstraintName == "pg_database_datname_index"
+}

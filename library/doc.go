@@ -1,0 +1,16 @@
+// Package library is spine's content-addressed file store.
+//
+// A file is named by the BLAKE3-256 digest of its bytes, written in one
+// textual form everywhere: "blake3:" and 64 lowercase hex digits. Identical
+// content is stored once, however often it is written; bytes are kept
+// zstd-compressed when that is smaller, and every read re-hashes them so a
+// corrupted blob is an error, never served.
+//
+//	store := library.NewPGStore()
+//	b := library.NewBlob(content)
+//	err := store.PutMany(ctx, tx, []library.Blob{b})
+//	data, err := store.Get(ctx, pool, b.Digest)
+//
+// BlobStore is the interface a second store (filesystem, object store)
+// would implement; PGStore keeps bytes in PostgreSQL's blobs table.
+package library

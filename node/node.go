@@ -1,0 +1,257 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/spinehq/spine/auth"
+	"github.com/spinehq/spine/internal/config"
+	"github.com/spinehq/spine/internal/pgboot"
+	"github.com/spinehq/spine/migrations"
+	"github.com/spinehq/spine/recorder"
+	"github.com/spinehq/spine/server"
+	"github.com/spinehq/spine/streams"
+)
+
+// Node is a running spine.
+type Node struct {
+	cfg       config.Config
+	log       *slog.Logger
+	pg        *pgboot.Result
+	Pool      *pgxpool.Pool
+	embedded  *streams.Embedded
+	NC        *nats.Conn
+	JS        jetstream.JetStream
+	Signer    *auth.Signer
+	Registry  *prometheus.Registry
+	Publisher *streams.Publisher
+	recorder  *streams.Projector
+	http      *http.Server
+	listener  net.Listener
+	stops     []func()
+}
+
+// Options tune a node beyond its Config; nil means defaults.
+type Options struct {
+	// Projector settings passed to the recorder projector.
+	BatchSize int
+	OnCommit  func(last uint64, msgs []streams.Message)
+	// NoProjectors starts only the API (tests start projectors themselves).
+	NoProjectors bool
+}
+
+// Start brings a node up. On error, whatever was started is stopped.
+func Start(ctx context.Context, cfg config.Config, log *slog.Logger, opts *Options) (n *Node, err error) {
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts == nil {
+		opts = &Options{}
+	}
+	n = &Node{cfg: cfg, log: log, Registry: prometheus.NewRegistry()}
+	defer func() {
+		if err != nil {
+			n.Stop()
+		}
+	}()
+	n.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	steps := []func(context.Context) error{n.startPostgres, n.migrate, n.startNATS, n.loadSigner}
+	if !opts.NoProjectors {
+		steps = append(steps, func(ctx context.Context) error { return n.startProjectors(ctx, opts) })
+	}
+	steps = append(steps, n.startHTTP)
+	for _, step := range steps {
+		if err := step(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return n, nil
+}
+
+func (n *Node) startPostgres(ctx context.Context) error {
+	res, err := pgboot.Find(ctx, pgboot.Options{URL: n.cfg.DatabaseURL, DataDir: n.cfg.DataDir, Logger: n.log})
+	if err != nil {
+		return err
+	}
+	n.pg = res
+	n.stops = append(n.stops, func() {
+		if err := res.Stop(); err != nil {
+			n.log.Warn("stop private postgres", "err", err)
+		}
+	})
+	n.log.Info("postgres ready", "source", res.Source)
+	pcfg, err := pgxpool.ParseConfig(res.URL)
+	if err != nil {
+		return fmt.Errorf("database url: %w", err)
+	}
+	pcfg.MaxConns = max(pcfg.MaxConns, 8)
+	n.Pool, err = pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return fmt.Errorf("connect postgres: %w", err)
+	}
+	n.stops = append(n.stops, n.Pool.Close)
+	return nil
+}
+
+func (n *Node) migrate(ctx context.Context) error {
+	conn, err := n.Pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer conn.Release()
+	applied, err := migrations.Up(ctx, conn.Conn())
+	if err != nil {
+		return err
+	}
+	if len(applied) > 0 {
+		n.log.Info("migrations applied", "versions", applied)
+	}
+	return nil
+}
+
+func (n *Node) startNATS(ctx context.Context) error {
+	var err error
+	if n.cfg.NATSURL != "" {
+		n.NC, err = nats.Connect(n.cfg.NATSURL, nats.Name("spine"), nats.MaxReconnects(-1))
+		if err != nil {
+			return fmt.Errorf("connect %s=%s: %w", config.EnvNATSURL, n.cfg.NATSURL, err)
+		}
+	} else {
+		if err := n.startEmbedded(); err != nil {
+			return err
+		}
+	}
+	n.stops = append(n.stops, func() { _ = n.NC.Drain() })
+	if n.JS, err = jetstream.New(n.NC); err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	n.Publisher = streams.NewPublisher(n.JS)
+	return streams.EnsureStreams(ctx, n.JS, n.cfg.Replicas)
+}
+
+func (n *Node) startEmbedded() error {
+	listen := n.cfg.NATSListen
+	if listen == "off" {
+		listen = ""
+	}
+	emb, err := streams.StartEmbedded(streams.EmbeddedConfig{StoreDir: filepath.Join(n.cfg.DataDir, "nats"), Listen: listen})
+	if err != nil {
+		return fmt.Errorf("%w (set %s=off or another address)", err, config.EnvNATSListen)
+	}
+	n.embedded = emb
+	n.stops = append(n.stops, emb.Stop)
+	n.NC, err = emb.Connect()
+	if err != nil {
+		return fmt.Errorf("connect embedded nats: %w", err)
+	}
+	return nil
+}
+
+func (n *Node) loadSigner(context.Context) error {
+	var secret []byte
+	var err error
+	if n.cfg.TokenSecret != "" {
+		secret, err = auth.DecodeSecret(n.cfg.TokenSecret)
+		if err != nil {
+			return fmt.Errorf("%s: %w", config.EnvTokenSecret, err)
+		}
+	} else if secret, err = auth.LoadOrCreateSecret(filepath.Join(n.cfg.DataDir, "token.secret")); err != nil {
+		return err
+	}
+	n.Signer, err = auth.NewSigner(secret)
+	return err
+}
+
+func (n *Node) startProjectors(ctx context.Context, opts *Options) error {
+	rec := recorder.New(recorder.Config{Logger: n.log, Registerer: n.Registry})
+	p, err := streams.NewProjector(streams.ProjectorConfig{Name: "recorder", Stream: streams.StreamSessions,
+		Handler: rec, Pool: n.Pool, JS: n.JS, Logger: n.log, Metrics: streams.NewMetrics(n.Registry),
+		Redact: recorder.RedactBytes, BatchSize: opts.BatchSize, OnCommit: opts.OnCommit})
+	if err != nil {
+		return err
+	}
+	if err := p.Start(ctx); err != nil {
+		return err
+	}
+	n.recorder = p
+	return nil
+}
+
+func (n *Node) startHTTP(ctx context.Context) error {
+	api := server.New(server.Config{Pool: n.Pool, Publisher: n.Publisher, Signer: n.Signer,
+		Gatherer: n.Registry, Registry: n.Registry, Logger: n.log, Ready: n.ready})
+	ln, err := net.Listen("tcp", n.cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen %s (set %s): %w", n.cfg.HTTPAddr, config.EnvHTTPAddr, err)
+	}
+	n.listener = ln
+	n.http = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := n.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			n.log.Error("http server", "err", err)
+		}
+	}()
+	return nil
+}
+
+func (n *Node) ready(context.Context) error {
+	if n.NC == nil || !n.NC.IsConnected() {
+		return errors.New("nats: not connected")
+	}
+	return nil
+}
+
+// HTTPAddr is where the API listens.
+func (n *Node) HTTPAddr() string { return n.listener.Addr().String() }
+
+// NATSURL is where NATS clients reach the log ("" for an in-process-only server).
+func (n *Node) NATSURL() string {
+	if n.embedded != nil {
+		return n.embedded.ClientURL()
+	}
+	return n.cfg.NATSURL
+}
+
+// PostgresSource says where PostgreSQL came from: env, local or private.
+func (n *Node) PostgresSource() string { return n.pg.Source }
+
+// Recorder is the session projector (nil with NoProjectors).
+func (n *Node) Recorder() *streams.Projector { return n.recorder }
+
+// DevToken mints a 24-hour token for org "dev", member "dev".
+func (n *Node) DevToken() (string, error) {
+	return n.Signer.Mint(auth.Claims{Org: "dev", Member: "dev"}, 24*time.Hour)
+}
+
+// Stop drains and stops everything, in reverse order of start.
+func (n *Node) Stop() {
+	if n.http != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_ = n.http.Shutdown(ctx)
+		cancel()
+	}
+	if n.recorder != nil {
+		n.recorder.Stop()
+	}
+	for i := len(n.stops) - 1; i >= 0; i-- {
+		n.stops[i]()
+	}
+	n.stops = nil
+}

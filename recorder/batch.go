@@ -1,0 +1,262 @@
+package recorder
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/spinehq/spine/library"
+	"github.com/spinehq/spine/spine"
+	"github.com/spinehq/spine/streams"
+)
+
+// errDuplicate marks a chunk dropped as a duplicate or out of order: not an
+// error, not a dead letter, not counted on the row.
+var errDuplicate = errors.New("duplicate chunk")
+
+// protocolTools are the session's protocol with the MCP node, never its work.
+var protocolTools = []string{"submit", "next_task"}
+
+// batch is the recorder's state for one projector batch: the sessions it
+// touches and the rows it will write, flushed once at the end.
+type batch struct {
+	r        *Recorder
+	tx       pgx.Tx
+	sessions map[string]*Session
+	chunks   [][]any
+	blobs    map[string]library.Blob
+	work     spine.Batch
+	calls    map[string]string // runID+"\x00"+callID -> step id, for this batch
+}
+
+func newBatch(r *Recorder, tx pgx.Tx) *batch {
+	return &batch{r: r, tx: tx, sessions: map[string]*Session{}, blobs: map[string]library.Blob{},
+		calls: map[string]string{}}
+}
+
+// preload reads every session the batch names in one query.
+func (b *batch) preload(ctx context.Context, envs []*streams.Envelope) error {
+	var ids []string
+	for _, e := range envs {
+		if e != nil && e.SessionID != "" && !slices.Contains(ids, e.SessionID) {
+			ids = append(ids, e.SessionID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	found, err := loadSessions(ctx, b.tx, ids)
+	if err != nil {
+		return err
+	}
+	for _, s := range found {
+		b.sessions[s.ID] = s
+	}
+	return nil
+}
+
+// apply applies one envelope. The first result is the envelope's outcome
+// (nil, errDuplicate or a *streams.Rejection); the second a database failure.
+func (b *batch) apply(ctx context.Context, m streams.Message, e *streams.Envelope) (error, error) {
+	switch e.Type {
+	case streams.TypeSessionStart:
+		return b.start(m, e), nil
+	case streams.TypeSessionChunk:
+		return b.chunk(m, e), nil
+	case streams.TypeSessionControl:
+		return b.control(m, e), nil
+	case streams.TypeSessionEnd:
+		return b.end(m, e), nil
+	case streams.TypeMCPCall:
+		return b.mcpCall(ctx, m, e)
+	case streams.TypeWorkerDisconnect:
+		return nil, b.disconnect(ctx, m, e)
+	}
+	return streams.Reject(streams.ReasonUnknownType, "type %q", e.Type), nil
+}
+
+// session returns the session an envelope names, checking that a caller
+// who came through HTTP ingest owns it.
+func (b *batch) session(m streams.Message, e *streams.Envelope) (*Session, error) {
+	s := b.sessions[e.SessionID]
+	if s == nil {
+		return nil, streams.Reject(streams.ReasonUnknownSession, "session %s has no start", e.SessionID)
+	}
+	if org := m.Header.Get(streams.HeaderOrg); org != "" &&
+		(org != s.Org || m.Header.Get(streams.HeaderMember) != s.Member) {
+		// Same words as a missing session: the caller learns nothing.
+		return nil, streams.Reject(streams.ReasonOwnerMismatch, "session %s has no start", e.SessionID)
+	}
+	return s, nil
+}
+
+func (b *batch) start(m streams.Message, e *streams.Envelope) error {
+	if b.sessions[e.SessionID] != nil {
+		return streams.Reject(streams.ReasonDuplicateStart, "session %s already started", e.SessionID)
+	}
+	if org := m.Header.Get(streams.HeaderOrg); org != "" &&
+		(org != e.Owner.Org || m.Header.Get(streams.HeaderMember) != e.Owner.Member) {
+		return streams.Reject(streams.ReasonOwnerMismatch, "owner differs from the verified caller")
+	}
+	s := &Session{ID: e.SessionID, Org: e.Owner.Org, Member: e.Owner.Member, App: e.App, Kind: e.Kind,
+		Level: e.Level, AppSessionRef: Redact(e.AppSessionRef), Workspace: Redact(e.Workspace), PlanID: e.PlanID,
+		TaskID: e.TaskID, StepID: e.StepID, ParentRunID: e.ParentRunID, WorkerID: e.WorkerID,
+		Status: StatusRunning, SessionRunID: RunID(e.SessionID), Complete: true,
+		StartedAt: e.At, UpdatedAt: e.At, isNew: true}
+	if e.Prompt != "" {
+		s.PromptDigest = b.putBlob([]byte(Redact(e.Prompt)))
+	}
+	b.sessions[s.ID] = s
+	b.work.AddRun(spine.Run{ID: s.SessionRunID, Kind: spine.KindSessionRecording, Org: s.Org,
+		Member: s.Member, SessionID: s.ID, ParentRunID: e.ParentRunID, ParentStepID: e.StepID, CreatedAt: e.At})
+	return nil
+}
+
+// RunID is the id of a session's recording run.
+func RunID(sessionID string) string { return "run-" + sessionID }
+
+func (b *batch) chunk(m streams.Message, e *streams.Envelope) error {
+	s, err := b.session(m, e)
+	if err != nil {
+		return err
+	}
+	if e.Seq <= s.LastSeq {
+		reason := "duplicate"
+		if e.Seq < s.LastSeq {
+			reason = "out_of_order"
+		}
+		b.r.m.dropped.WithLabelValues(reason).Inc()
+		return errDuplicate
+	}
+	if s.Ended() {
+		return streams.Reject(streams.ReasonSessionEnded, "chunk %d after the session ended", e.Seq)
+	}
+	if gap := e.Seq - s.LastSeq - 1; gap > 0 {
+		b.hole(s, e, gap)
+	}
+	s.LastSeq, s.UpdatedAt, s.dirty = e.Seq, e.At, true
+	if e.Stream != "event" {
+		b.chunks = append(b.chunks, []any{s.ID, e.Seq, e.Stream, Redact(e.Text), e.At})
+		return nil
+	}
+	b.event(s, e)
+	return nil
+}
+
+// hole records missing sequence numbers as a note and on the row.
+func (b *batch) hole(s *Session, e *streams.Envelope, gap int64) {
+	s.DroppedActions += int(gap)
+	s.Complete = false
+	b.r.m.holes.Add(float64(gap))
+	body, _ := json.Marshal(map[string]any{"note": "hole", "from": s.LastSeq + 1, "to": e.Seq - 1,
+		"missing": gap, "message": fmt.Sprintf("chunks %d..%d never arrived: the recording is incomplete", s.LastSeq+1, e.Seq-1)})
+	b.observe(s, "", spine.ObsNote, body, e.At)
+}
+
+func (b *batch) observe(s *Session, stepID, kind string, body []byte, at time.Time) {
+	s.observations++
+	s.dirty = true
+	b.work.AddObservation(spine.Observation{RunID: s.SessionRunID, Idx: s.observations, StepID: stepID,
+		Kind: kind, Body: body, At: at})
+}
+
+func (b *batch) addStep(s *Session, action, source string, seq *int64, callID string, detail, result []byte, at time.Time) string {
+	s.RecordedSteps++
+	s.dirty = true
+	id := spine.StepID(s.SessionRunID, s.RecordedSteps)
+	b.work.AddStep(spine.Step{RunID: s.SessionRunID, Idx: s.RecordedSteps, ID: id, Action: action,
+		Source: source, SessionSeq: seq, CallID: callID, Detail: detail, At: at})
+	b.observe(s, id, spine.ObsResult, result, at)
+	if callID != "" {
+		b.calls[s.SessionRunID+"\x00"+callID] = id
+	}
+	return id
+}
+
+func (b *batch) control(m streams.Message, e *streams.Envelope) error {
+	s, err := b.session(m, e)
+	if err != nil {
+		return err
+	}
+	if s.Ended() {
+		return streams.Reject(streams.ReasonSessionEnded, "control %s after the session ended", e.Control)
+	}
+	// Only the control's name and reason: never a credential, even a renewed one.
+	body, _ := json.Marshal(map[string]string{"control": e.Control, "reason": Redact(e.Reason)})
+	b.observe(s, "", spine.ObsControl, body, e.At)
+	s.UpdatedAt = e.At
+	return nil
+}
+
+func (b *batch) end(m streams.Message, e *streams.Envelope) error {
+	s, err := b.session(m, e)
+	if err != nil {
+		return err
+	}
+	if s.Ended() {
+		return streams.Reject(streams.ReasonSessionEnded, "session %s already ended", s.ID)
+	}
+	s.Status, s.ExitCode, s.Error = e.Status, e.ExitCode, Redact(e.Error)
+	s.Model, s.Effort = e.Model, e.Effort // as reported; empty means unknown
+	s.TotalCost, s.Billing, s.Door = e.TotalCost, e.Billing, e.Door
+	if e.Usage != nil {
+		s.Usage, _ = json.Marshal(e.Usage)
+	}
+	b.finish(s, e.At)
+	return nil
+}
+
+func (b *batch) finish(s *Session, at time.Time) {
+	s.EndedAt, s.UpdatedAt = &at, at
+	s.dirty, s.needsFinal = true, true
+	b.r.m.ended.WithLabelValues(s.App, s.Status).Inc()
+}
+
+// disconnect ends every live session on the worker with a named error.
+// One that came through HTTP ingest ends only its caller's sessions.
+func (b *batch) disconnect(ctx context.Context, m streams.Message, e *streams.Envelope) error {
+	org, member := m.Header.Get(streams.HeaderOrg), m.Header.Get(streams.HeaderMember)
+	live, err := liveOnWorker(ctx, b.tx, e.WorkerID)
+	if err != nil {
+		return err
+	}
+	for _, s := range live {
+		if b.sessions[s.ID] == nil {
+			b.sessions[s.ID] = s
+		}
+	}
+	for _, s := range b.sortedSessions() {
+		if s.WorkerID != e.WorkerID || s.Ended() || (org != "" && (s.Org != org || s.Member != member)) {
+			continue
+		}
+		s.Status = "disconnected"
+		s.Error = fmt.Sprintf("worker_disconnected: worker %s disconnected", e.WorkerID)
+		if e.Reason != "" {
+			s.Error += ": " + Redact(e.Reason)
+		}
+		b.finish(s, e.At)
+	}
+	return nil
+}
+
+func (b *batch) sortedSessions() []*Session {
+	out := make([]*Session, 0, len(b.sessions))
+	for _, s := range b.sessions {
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(x, y *Session) int {
+		if x.ID < y.ID {
+			return -1
+		}
+		if x.ID > y.ID {
+			return 1
+		}
+		return 0
+	})
+	return out
+}

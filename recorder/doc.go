@@ -1,0 +1,27 @@
+// Package recorder applies the app-session rules to the session stream and
+// writes the projections: the session row (the seed's v1:worker:appSession),
+// its recording run with one step and one observation per completed action,
+// live prose chunks, and at the end one content-addressed transcript file.
+//
+// The rules, each with a test in this package:
+//
+//   - the app set is closed (claude-code, codex); kinds are run, open,
+//     attach; level embeddings is refused;
+//   - chunk seq is monotonic per session: a duplicate or out-of-order chunk
+//     is dropped and not counted; a hole is recorded as a note observation
+//     and counted in droppedActions;
+//   - an event chunk becomes one step plus one observation in the session's
+//     run and counts in recordedSteps; MCP calls come from the MCP node's
+//     records, and submit and next_task are protocol, never work;
+//   - a worker disconnect ends every live session on that worker with a
+//     named error; model and effort are what the app reported;
+//   - credentials in content are redacted before anything is stored.
+//
+// A Recorder is a streams.Handler: a projector hands it a batch inside one
+// transaction and it returns a rejection for each message that breaks a
+// rule, which the projector dead-letters.
+//
+//	rec := recorder.New(recorder.Config{Registerer: reg})
+//	p, err := streams.NewProjector(streams.ProjectorConfig{Name: "recorder",
+//		Stream: streams.StreamSessions, Handler: rec, Pool: pool, JS: js})
+package recorder

@@ -1,0 +1,140 @@
+package recorder
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/spinehq/spine/library"
+	"github.com/spinehq/spine/spine"
+	"github.com/spinehq/spine/streams"
+)
+
+// event turns an event chunk into one step plus one observation.
+func (b *batch) event(s *Session, e *streams.Envelope) {
+	ev := e.Event
+	if ev.Action == "mcp_call" && slices.Contains(protocolTools, ev.Tool) {
+		return // protocol, not work; its seq is consumed all the same
+	}
+	detail, result := b.describe(ev)
+	seq := e.Seq
+	callID := ""
+	if ev.Action == "mcp_call" {
+		callID = ev.CallID
+		if callID != "" && b.calls[s.SessionRunID+"\x00"+callID] != "" {
+			return // the MCP node's record came first and is the step
+		}
+	}
+	b.addStep(s, ev.Action, spine.SourceSession, &seq, callID, mustJSON(detail), mustJSON(result), e.At)
+}
+
+// describe splits an event into the step's detail (what was done) and the
+// observation's body (what came of it). File contents go to the Library.
+func (b *batch) describe(ev *streams.Event) (detail, result map[string]any) {
+	detail, result = map[string]any{}, map[string]any{}
+	switch ev.Action {
+	case "command":
+		detail["command"] = Redact(ev.Command)
+		result["exitCode"] = ev.ExitCode
+		result["output"] = Redact(ev.Output)
+	case "file_read", "file_write":
+		detail["path"] = Redact(ev.Path)
+		b.content(ev, detail)
+	case "fetch":
+		detail["url"] = Redact(ev.URL)
+		result["status"] = ev.Status
+		if ev.Output != "" {
+			result["output"] = Redact(ev.Output)
+		}
+	case "mcp_call":
+		detail["server"], detail["tool"], detail["callId"] = ev.Server, ev.Tool, ev.CallID
+		if ev.Output != "" {
+			result["output"] = Redact(ev.Output)
+		}
+	}
+	return detail, result
+}
+
+// content stores a file event's content in the Library (or references a
+// digest the cockpit pushed separately) and notes it on the step.
+func (b *batch) content(ev *streams.Event, detail map[string]any) {
+	switch {
+	case ev.ContentDigest != "":
+		if _, err := library.ParseDigest(ev.ContentDigest); err != nil {
+			detail["contentMissing"] = true
+			detail["contentError"] = "malformed contentDigest"
+			return
+		}
+		detail["contentDigest"], detail["size"] = ev.ContentDigest, *ev.Size
+		detail["contentPushed"] = true
+	case ev.Content != "" || ev.Size == nil:
+		data := []byte(Redact(ev.Content))
+		detail["size"] = len(data)
+		if len(data) > b.r.fileCap {
+			detail["contentDigest"] = library.Digest(data)
+			detail["contentOmitted"] = true
+			return
+		}
+		detail["contentDigest"] = b.putBlob(data)
+	}
+}
+
+func (b *batch) putBlob(data []byte) string {
+	bl := library.NewBlob(data)
+	b.blobs[bl.Digest] = bl
+	return bl.Digest
+}
+
+// mcpCall records a call the MCP node saw as a step in the session's run.
+func (b *batch) mcpCall(ctx context.Context, m streams.Message, e *streams.Envelope) (error, error) {
+	s, rej := b.session(m, e)
+	if rej != nil {
+		return rej, nil
+	}
+	if slices.Contains(protocolTools, e.Tool) {
+		return nil, nil
+	}
+	result := map[string]any{"status": e.Status, "durationMs": e.DurationMs}
+	if e.Error != "" {
+		result["error"] = Redact(e.Error)
+	}
+	existing, err := b.callStep(ctx, s.SessionRunID, e.CallID)
+	if err != nil {
+		return nil, err
+	}
+	if existing != "" { // the session's own event came first: add what the node saw
+		result["source"] = spine.SourceMCP
+		b.observe(s, existing, spine.ObsResult, mustJSON(result), e.At)
+		return nil, nil
+	}
+	detail := map[string]any{"server": e.Server, "tool": e.Tool, "callId": e.CallID}
+	b.addStep(s, "mcp_call", spine.SourceMCP, nil, e.CallID, mustJSON(detail), mustJSON(result), e.At)
+	return nil, nil
+}
+
+func (b *batch) callStep(ctx context.Context, runID, callID string) (string, error) {
+	if id := b.calls[runID+"\x00"+callID]; id != "" {
+		return id, nil
+	}
+	var id string
+	err := b.tx.QueryRow(ctx, `SELECT id FROM steps WHERE run_id = $1 AND call_id = $2`, runID, callID).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("find call %s: %w", callID, err)
+	}
+	return id, nil
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // maps of strings and numbers always encode
+	}
+	return b
+}

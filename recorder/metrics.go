@@ -1,0 +1,29 @@
+package recorder
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type metrics struct {
+	envelopes *prometheus.CounterVec
+	dropped   *prometheus.CounterVec
+	holes     prometheus.Counter
+	ended     *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		envelopes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "spine_recorder_envelopes_total",
+			Help: "Envelopes the recorder projected, by type and outcome (applied, duplicate, dead_letter)."},
+			[]string{"type", "outcome"}),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "spine_recorder_chunks_dropped_total",
+			Help: "Chunks dropped because their seq was not after the session's last (duplicate or out of order)."},
+			[]string{"reason"}),
+		holes: prometheus.NewCounter(prometheus.CounterOpts{Name: "spine_recorder_dropped_actions_total",
+			Help: "Chunk sequence numbers missing from recordings (holes), summed over sessions."}),
+		ended: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "spine_recorder_sessions_ended_total",
+			Help: "Sessions ended, by app and status."}, []string{"app", "status"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.envelopes, m.dropped, m.holes, m.ended)
+	}
+	return m
+}

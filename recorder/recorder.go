@@ -1,0 +1,100 @@
+package recorder
+
+import (
+	"cmp"
+	"context"
+	"io"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/spinehq/spine/library"
+	"github.com/spinehq/spine/streams"
+)
+
+// Config configures a Recorder.
+type Config struct {
+	// Blobs stores file contents and transcripts; nil means a PGStore.
+	Blobs library.BlobStore
+	// FileCap is the largest content stored with a step; 0 means
+	// library.DefaultFileCap. Larger content is referenced by digest only.
+	FileCap    int
+	Logger     *slog.Logger          // nil: discard
+	Registerer prometheus.Registerer // nil: metrics not registered
+}
+
+// Recorder projects the session stream. It is a streams.Handler.
+type Recorder struct {
+	blobs   library.BlobStore
+	fileCap int
+	log     *slog.Logger
+	m       *metrics
+}
+
+var _ streams.Handler = (*Recorder)(nil)
+
+// New returns a Recorder.
+func New(cfg Config) *Recorder {
+	r := &Recorder{blobs: cfg.Blobs, fileCap: cmp.Or(cfg.FileCap, library.DefaultFileCap), log: cfg.Logger,
+		m: newMetrics(cfg.Registerer)}
+	if r.blobs == nil {
+		r.blobs = library.NewPGStore()
+	}
+	if r.log == nil {
+		r.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return r
+}
+
+// Apply applies a batch of session-stream messages inside tx.
+func (r *Recorder) Apply(ctx context.Context, tx pgx.Tx, msgs []streams.Message) ([]error, error) {
+	b := newBatch(r, tx)
+	envs := make([]*streams.Envelope, len(msgs))
+	results := make([]error, len(msgs))
+	for i, m := range msgs {
+		envs[i], results[i] = decode(m)
+	}
+	if err := b.preload(ctx, envs); err != nil {
+		return nil, err
+	}
+	for i, e := range envs {
+		if e == nil {
+			r.m.envelopes.WithLabelValues("unknown", "dead_letter").Inc()
+			continue
+		}
+		res, err := b.apply(ctx, msgs[i], e)
+		if err != nil {
+			return nil, err
+		}
+		r.count(e.Type, res)
+		if res != errDuplicate {
+			results[i] = res
+		}
+	}
+	if err := b.flush(ctx); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+func (r *Recorder) count(typ string, res error) {
+	outcome := "applied"
+	if res == errDuplicate {
+		outcome = "duplicate"
+	} else if res != nil {
+		outcome = "dead_letter"
+	}
+	r.m.envelopes.WithLabelValues(typ, outcome).Inc()
+}
+
+func decode(m streams.Message) (*streams.Envelope, error) {
+	e, err := streams.Decode(m.Data)
+	if err != nil {
+		return nil, err
+	}
+	if err := streams.CheckSubject(e, m.Subject); err != nil {
+		return nil, err
+	}
+	return e, nil
+}

@@ -1,0 +1,125 @@
+package recorder
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Chunk is one stdout or stderr chunk of a transcript.
+type Chunk struct {
+	Seq    int64     `json:"seq"`
+	Stream string    `json:"stream"`
+	Text   string    `json:"text"`
+	At     time.Time `json:"at"`
+}
+
+// Queryer is what reads need of a pool, conn or tx.
+type Queryer interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// BuildTranscript renders a session's prose as the transcript file: one JSON
+// object per line, {"seq","stream","at","text"}, in seq order, so each
+// chunk keeps its stream and place.
+func BuildTranscript(ctx context.Context, q Queryer, sessionID string) ([]byte, error) {
+	rows, err := q.Query(ctx, `SELECT seq, stream, text, at FROM session_chunks WHERE session_id = $1 ORDER BY seq`, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("transcript of %s: %w", sessionID, err)
+	}
+	defer rows.Close()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for rows.Next() {
+		var c Chunk
+		if err := rows.Scan(&c.Seq, &c.Stream, &c.Text, &c.At); err != nil {
+			return nil, fmt.Errorf("transcript of %s: %w", sessionID, err)
+		}
+		c.At = c.At.UTC()
+		if err := enc.Encode(c); err != nil {
+			return nil, err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("transcript of %s: %w", sessionID, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// ErrNotFound: no such session, or not the caller's. Both are one answer.
+var ErrNotFound = errors.New("session not found")
+
+// Owner scopes reads to one org and member.
+type Owner struct{ Org, Member string }
+
+// GetSession reads a session the owner may see.
+func GetSession(ctx context.Context, q Queryer, owner Owner, id string) (*Session, error) {
+	rows, err := q.Query(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = $1 AND org = $2 AND member = $3`,
+		id, owner.Org, owner.Member)
+	if err != nil {
+		return nil, fmt.Errorf("get session %s: %w", id, err)
+	}
+	found, err := scanSessions(rows)
+	if err != nil {
+		return nil, fmt.Errorf("get session %s: %w", id, err)
+	}
+	if len(found) == 0 {
+		return nil, ErrNotFound
+	}
+	return found[0], nil
+}
+
+// MaxPageBytes bounds one transcript page's text.
+const MaxPageBytes = 1 << 20
+
+// TranscriptPage is a slice of a transcript. Live and ended sessions get
+// the same shape; Ended tells a follower when to stop.
+type TranscriptPage struct {
+	SessionID string  `json:"sessionId"`
+	Status    string  `json:"status"`
+	Ended     bool    `json:"ended"`
+	Complete  bool    `json:"complete"`
+	Chunks    []Chunk `json:"chunks"`
+	Next      int64   `json:"next"` // pass as since for the next page
+	More      bool    `json:"more"` // more chunks are stored past Next
+	// TranscriptFileID names the final transcript file once the session ended.
+	TranscriptFileID string `json:"transcriptFileId,omitempty"`
+}
+
+// ReadTranscript returns chunks with seq > since: at most limit of them and
+// at most MaxPageBytes of text (always at least one chunk if any exist).
+func ReadTranscript(ctx context.Context, q Queryer, owner Owner, id string, since int64, limit int) (*TranscriptPage, error) {
+	s, err := GetSession(ctx, q, owner, id)
+	if err != nil {
+		return nil, err
+	}
+	page := &TranscriptPage{SessionID: id, Status: s.Status, Ended: s.Ended(), Complete: s.Complete,
+		Next: since, Chunks: []Chunk{}, TranscriptFileID: s.TranscriptFileID}
+	rows, err := q.Query(ctx, `SELECT seq, stream, text, at FROM session_chunks
+		WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, id, since, limit+1)
+	if err != nil {
+		return nil, fmt.Errorf("read transcript %s: %w", id, err)
+	}
+	defer rows.Close()
+	size := 0
+	for rows.Next() {
+		var c Chunk
+		if err := rows.Scan(&c.Seq, &c.Stream, &c.Text, &c.At); err != nil {
+			return nil, fmt.Errorf("read transcript %s: %w", id, err)
+		}
+		if len(page.Chunks) == limit || (len(page.Chunks) > 0 && size+len(c.Text) > MaxPageBytes) {
+			page.More = true
+			break
+		}
+		size += len(c.Text)
+		page.Chunks = append(page.Chunks, c)
+		page.Next = c.Seq
+	}
+	return page, rows.Err()
+}

@@ -1,0 +1,13 @@
+// Package server is spine's HTTP API: ingest for producers that do not
+// speak NATS, and the reads served from the projections.
+//
+//	POST /v1/ingest                        a batch of envelopes → 207, one result each
+//	GET  /v1/sessions/{id}                 the session row
+//	GET  /v1/sessions/{id}/transcript      ?since=&limit= a bounded page of prose
+//	GET  /v1/runs/{id}/steps               ?since=&limit= steps with their observations
+//	GET  /healthz /readyz /metrics
+//
+// Every /v1 route needs a member bearer token and is scoped to its org and
+// member: another member's session answers exactly as a missing one does.
+// Errors are {"error":{"code","message"}} with a 4xx or 5xx status.
+package server

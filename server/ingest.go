@@ -1,0 +1,213 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"slices"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/spinehq/spine/streams"
+)
+
+// Ingest limits.
+const (
+	MaxIngestBytes = 32 << 20
+	MaxIngestItems = 5000
+)
+
+// IngestResult is the outcome for one envelope of a batch, in order.
+type IngestResult struct {
+	Index     int          `json:"index"`
+	ID        string       `json:"id,omitempty"`
+	Status    int          `json:"status"` // 202 accepted, 4xx refused, 503 not stored
+	Duplicate bool         `json:"duplicate,omitempty"`
+	Seq       uint64       `json:"seq,omitempty"`
+	Error     *ErrorDetail `json:"error,omitempty"`
+}
+
+// IngestResponse is the body of a 207 from POST /v1/ingest.
+type IngestResponse struct {
+	Accepted int            `json:"accepted"`
+	Refused  int            `json:"refused"`
+	Results  []IngestResult `json:"results"`
+}
+
+// ingest publishes a batch of envelopes: a JSON array, {"envelopes": [...]},
+// or one envelope per line. Each gets its own result; one bad envelope
+// refuses only itself.
+func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxIngestBytes))
+	if err != nil {
+		writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, "body over 32 MiB: split the batch")
+		return
+	}
+	items, err := splitBatch(body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
+		return
+	}
+	if len(items) > MaxIngestItems {
+		writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, "more than 5000 envelopes: split the batch")
+		return
+	}
+	who := caller(r)
+	opts := &streams.PublishOpts{Org: who.Org, Member: who.Member}
+	resp := IngestResponse{Results: make([]IngestResult, len(items))}
+	futures := make([]jetstream.PubAckFuture, len(items))
+	for i, raw := range items {
+		res := &resp.Results[i]
+		res.Index = i
+		e, rej := s.admit(raw, opts)
+		if rej != nil {
+			res.Status, res.Error = rej.status, &ErrorDetail{Code: rej.code, Message: rej.msg}
+			if e != nil {
+				res.ID = e.ID
+			}
+			continue
+		}
+		res.ID = e.ID
+		f, err := s.cfg.Publisher.PublishAsync(e, opts)
+		if err != nil {
+			res.Status, res.Error = http.StatusServiceUnavailable, &ErrorDetail{Code: CodeUnavailable, Message: err.Error()}
+			continue
+		}
+		futures[i] = f
+		s.m.ingested.WithLabelValues(e.Type, "accepted").Inc()
+	}
+	s.await(r, futures, &resp)
+	writeJSON(w, http.StatusMultiStatus, resp)
+}
+
+func (s *Server) await(r *http.Request, futures []jetstream.PubAckFuture, resp *IngestResponse) {
+	for i, f := range futures {
+		res := &resp.Results[i]
+		if f != nil {
+			select {
+			case ack := <-f.Ok():
+				res.Status, res.Seq, res.Duplicate = http.StatusAccepted, ack.Sequence, ack.Duplicate
+			case err := <-f.Err():
+				res.Status, res.Error = http.StatusServiceUnavailable, &ErrorDetail{Code: CodeUnavailable, Message: "not stored: " + err.Error()}
+			case <-r.Context().Done():
+				res.Status, res.Error = http.StatusServiceUnavailable, &ErrorDetail{Code: CodeUnavailable, Message: "request ended before the log acknowledged"}
+			}
+		}
+		if res.Status == http.StatusAccepted {
+			resp.Accepted++
+		} else {
+			resp.Refused++
+		}
+	}
+}
+
+type refusal struct {
+	status int
+	code   string
+	msg    string
+}
+
+// admit decodes and validates one envelope for the caller. A start with no
+// owner is the caller's; a start for someone else is refused.
+func (s *Server) admit(raw json.RawMessage, opts *streams.PublishOpts) (*streams.Envelope, *refusal) {
+	e, err := streams.Decode(raw)
+	if err != nil {
+		var rej *streams.Rejection
+		if errors.As(err, &rej) && rej.Reason == streams.ReasonMissingField && isOwnerless(raw) {
+			return s.admitOwnerless(raw, opts)
+		}
+		s.m.ingested.WithLabelValues(typeOf(raw), "rejected").Inc()
+		return partial(raw), refuse(err)
+	}
+	if e.Type == streams.TypeSessionStart && (e.Owner.Org != opts.Org || e.Owner.Member != opts.Member) {
+		s.m.ingested.WithLabelValues(e.Type, "rejected").Inc()
+		return e, &refusal{http.StatusForbidden, CodeForbidden, "owner must be the token's org and member"}
+	}
+	return e, nil
+}
+
+// admitOwnerless fills a start's missing owner from the verified caller.
+func (s *Server) admitOwnerless(raw json.RawMessage, opts *streams.PublishOpts) (*streams.Envelope, *refusal) {
+	var m map[string]any
+	_ = json.Unmarshal(raw, &m)
+	m["owner"] = map[string]string{"org": opts.Org, "member": opts.Member}
+	filled, _ := json.Marshal(m)
+	e, err := streams.Decode(filled)
+	if err != nil {
+		s.m.ingested.WithLabelValues(typeOf(raw), "rejected").Inc()
+		return partial(raw), refuse(err)
+	}
+	return e, nil
+}
+
+func isOwnerless(raw json.RawMessage) bool {
+	var probe struct {
+		Type  string          `json:"type"`
+		Owner json.RawMessage `json:"owner"`
+	}
+	return json.Unmarshal(raw, &probe) == nil && probe.Type == streams.TypeSessionStart &&
+		(len(probe.Owner) == 0 || string(probe.Owner) == "null")
+}
+
+func refuse(err error) *refusal {
+	var rej *streams.Rejection
+	if errors.As(err, &rej) {
+		status := http.StatusBadRequest
+		if rej.Reason == streams.ReasonTooLarge {
+			status = http.StatusRequestEntityTooLarge
+		}
+		return &refusal{status, rej.Reason, rej.Detail}
+	}
+	return &refusal{http.StatusBadRequest, CodeBadRequest, err.Error()}
+}
+
+// partial recovers the id of an envelope that failed validation, for the result.
+func partial(raw json.RawMessage) *streams.Envelope {
+	var p struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(raw, &p) != nil || !streams.ValidID(p.ID) {
+		return nil
+	}
+	return &streams.Envelope{ID: p.ID}
+}
+
+func typeOf(raw json.RawMessage) string {
+	var p struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(raw, &p) == nil && slices.Contains(streams.Types, p.Type) {
+		return p.Type
+	}
+	return "unknown"
+}
+
+// splitBatch accepts a JSON array, {"envelopes": [...]}, or JSON lines.
+func splitBatch(body []byte) ([]json.RawMessage, error) {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		return nil, errors.New("empty body: send a JSON array of envelopes")
+	}
+	if trimmed[0] == '[' {
+		var items []json.RawMessage
+		if err := json.Unmarshal(trimmed, &items); err != nil {
+			return nil, errors.New("body is not a JSON array of envelopes: " + err.Error())
+		}
+		return items, nil
+	}
+	var wrapped struct {
+		Envelopes []json.RawMessage `json:"envelopes"`
+	}
+	if json.Unmarshal(trimmed, &wrapped) == nil && wrapped.Envelopes != nil {
+		return wrapped.Envelopes, nil
+	}
+	var items []json.RawMessage
+	for _, line := range bytes.Split(trimmed, []byte("\n")) {
+		if line = bytes.TrimSpace(line); len(line) > 0 {
+			items = append(items, json.RawMessage(line))
+		}
+	}
+	return items, nil
+}

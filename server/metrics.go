@@ -1,0 +1,25 @@
+package server
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type metrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	ingested *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "spine_http_requests_total",
+			Help: "HTTP requests by route pattern and status."}, []string{"route", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "spine_http_request_seconds",
+			Help: "HTTP request latency by route pattern.", Buckets: prometheus.DefBuckets}, []string{"route"}),
+		ingested: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "spine_ingest_envelopes_total",
+			Help: "Envelopes received over HTTP ingest, by type and result (accepted, duplicate, rejected)."},
+			[]string{"type", "result"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.requests, m.duration, m.ingested)
+	}
+	return m
+}

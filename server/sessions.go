@@ -1,0 +1,110 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/spinehq/spine/recorder"
+	"github.com/spinehq/spine/spine"
+	"github.com/spinehq/spine/streams"
+)
+
+// Page limits.
+const (
+	DefaultPageLimit = 500
+	MaxPageLimit     = 5000
+)
+
+func owner(r *http.Request) recorder.Owner {
+	c := caller(r)
+	return recorder.Owner{Org: c.Org, Member: c.Member}
+}
+
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !streams.ValidID(id) {
+		notFound(w, "session")
+		return
+	}
+	sess, err := recorder.GetSession(r.Context(), s.cfg.Pool, owner(r), id)
+	if errors.Is(err, recorder.ErrNotFound) {
+		notFound(w, "session")
+		return
+	}
+	if err != nil {
+		s.internal(w, "get session", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sess)
+}
+
+func (s *Server) getTranscript(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	since, limit, ok := paging(w, r)
+	if !ok {
+		return
+	}
+	if !streams.ValidID(id) {
+		notFound(w, "session")
+		return
+	}
+	page, err := recorder.ReadTranscript(r.Context(), s.cfg.Pool, owner(r), id, int64(since), limit)
+	if errors.Is(err, recorder.ErrNotFound) {
+		notFound(w, "session")
+		return
+	}
+	if err != nil {
+		s.internal(w, "read transcript", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+func (s *Server) getSteps(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	since, limit, ok := paging(w, r)
+	if !ok {
+		return
+	}
+	c := caller(r)
+	if _, err := spine.GetRun(r.Context(), s.cfg.Pool, spine.Owner{Org: c.Org, Member: c.Member}, id); err != nil {
+		if errors.Is(err, spine.ErrNotFound) {
+			notFound(w, "run")
+			return
+		}
+		s.internal(w, "get run", err)
+		return
+	}
+	page, err := spine.Steps(r.Context(), s.cfg.Pool, id, since, limit)
+	if err != nil {
+		s.internal(w, "read steps", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// paging reads since (default 0) and limit (default 500, at most 5000).
+func paging(w http.ResponseWriter, r *http.Request) (since, limit int, ok bool) {
+	q := r.URL.Query()
+	since, limit = 0, DefaultPageLimit
+	var err error
+	if v := q.Get("since"); v != "" {
+		if since, err = strconv.Atoi(v); err != nil || since < 0 {
+			writeError(w, http.StatusBadRequest, CodeBadRequest, "since must be a non-negative integer")
+			return 0, 0, false
+		}
+	}
+	if v := q.Get("limit"); v != "" {
+		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > MaxPageLimit {
+			writeError(w, http.StatusBadRequest, CodeBadRequest, "limit must be 1 to 5000")
+			return 0, 0, false
+		}
+	}
+	return since, limit, true
+}
+
+func (s *Server) internal(w http.ResponseWriter, op string, err error) {
+	s.log.Error(op+" failed", "err", err)
+	writeError(w, http.StatusInternalServerError, CodeInternal, op+" failed; see the server log")
+}

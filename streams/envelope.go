@@ -1,0 +1,180 @@
+package streams
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+	"unicode/utf8"
+)
+
+// Version is the envelope version this build speaks.
+const Version = 1
+
+// Envelope types.
+const (
+	TypeSessionStart     = "session.start"
+	TypeSessionChunk     = "session.chunk"
+	TypeSessionControl   = "session.control"
+	TypeSessionEnd       = "session.end"
+	TypeWorkerDisconnect = "worker.disconnect"
+	TypeMCPCall          = "mcp.call"
+)
+
+// Types lists every envelope type, for metrics and docs.
+var Types = []string{TypeSessionStart, TypeSessionChunk, TypeSessionControl,
+	TypeSessionEnd, TypeWorkerDisconnect, TypeMCPCall}
+
+// Limits on one envelope.
+const (
+	MaxEnvelopeBytes = 4 << 20 // one message on the wire
+	MaxChunkText     = 1 << 20 // text of one stdout/stderr chunk
+)
+
+// Envelope is the wire format, version 1: one JSON object per message, with
+// the union of every type's fields. Producers may add fields; these names
+// never change. There is deliberately no field that could carry a credential.
+type Envelope struct {
+	V         int       `json:"v"`
+	Type      string    `json:"type"`
+	ID        string    `json:"id"`
+	At        time.Time `json:"at"`
+	SessionID string    `json:"sessionId,omitempty"`
+
+	// session.start
+	App           string `json:"app,omitempty"`
+	Kind          string `json:"kind,omitempty"`
+	Level         string `json:"level,omitempty"`
+	AppSessionRef string `json:"appSessionRef,omitempty"`
+	Workspace     string `json:"workspace,omitempty"`
+	Owner         *Owner `json:"owner,omitempty"`
+	PlanID        string `json:"planId,omitempty"`
+	TaskID        string `json:"taskId,omitempty"`
+	StepID        string `json:"stepId,omitempty"`
+	ParentRunID   string `json:"parentRunId,omitempty"`
+	WorkerID      string `json:"workerId,omitempty"`
+	Prompt        string `json:"prompt,omitempty"`
+
+	// session.chunk
+	Seq    int64  `json:"seq,omitempty"`
+	Stream string `json:"stream,omitempty"`
+	Text   string `json:"text,omitempty"`
+	Event  *Event `json:"event,omitempty"`
+
+	// session.control
+	Control string `json:"control,omitempty"`
+	Reason  string `json:"reason,omitempty"` // also worker.disconnect
+
+	// session.end
+	Status    string     `json:"status,omitempty"` // also mcp.call
+	ExitCode  *int       `json:"exitCode,omitempty"`
+	Error     string     `json:"error,omitempty"` // also mcp.call
+	Model     string     `json:"model,omitempty"`
+	Effort    string     `json:"effort,omitempty"`
+	Usage     *Usage     `json:"usage,omitempty"`
+	TotalCost *float64   `json:"totalCost,omitempty"`
+	Billing   string     `json:"billing,omitempty"`
+	Door      string     `json:"door,omitempty"`
+	Artifacts []Artifact `json:"artifacts,omitempty"`
+
+	// mcp.call
+	CallID     string `json:"callId,omitempty"`
+	Server     string `json:"server,omitempty"`
+	Tool       string `json:"tool,omitempty"`
+	DurationMs *int64 `json:"durationMs,omitempty"`
+}
+
+// Owner is the org and member a session belongs to.
+type Owner struct {
+	Org    string `json:"org"`
+	Member string `json:"member"`
+}
+
+// Event is a completed action the cockpit normalised (stream=event).
+type Event struct {
+	Action        string `json:"action"`
+	Command       string `json:"command,omitempty"`
+	ExitCode      *int   `json:"exitCode,omitempty"`
+	Output        string `json:"output,omitempty"`
+	Path          string `json:"path,omitempty"`
+	Content       string `json:"content,omitempty"`
+	ContentDigest string `json:"contentDigest,omitempty"`
+	Size          *int64 `json:"size,omitempty"`
+	URL           string `json:"url,omitempty"`
+	Status        *int   `json:"status,omitempty"`
+	Server        string `json:"server,omitempty"`
+	Tool          string `json:"tool,omitempty"`
+	CallID        string `json:"callId,omitempty"`
+}
+
+// Usage is what the app reported about tokens. Raw is its own report, verbatim.
+type Usage struct {
+	InputTokens      int64           `json:"inputTokens"`
+	OutputTokens     int64           `json:"outputTokens"`
+	CacheReadTokens  int64           `json:"cacheReadTokens"`
+	CacheWriteTokens int64           `json:"cacheWriteTokens"`
+	ReasoningTokens  int64           `json:"reasoningTokens"`
+	Raw              json.RawMessage `json:"raw,omitempty"`
+}
+
+// Artifact is a named file a session pushed at its end.
+type Artifact struct {
+	Name          string `json:"name"`
+	Content       string `json:"content,omitempty"`
+	ContentDigest string `json:"contentDigest,omitempty"`
+	Size          *int64 `json:"size,omitempty"`
+}
+
+// Decode parses and validates one envelope. Every failure is a *Rejection
+// whose Reason names the rule, so it can be dead-lettered as is.
+func Decode(data []byte) (*Envelope, error) {
+	if len(data) > MaxEnvelopeBytes {
+		return nil, Reject(ReasonTooLarge, "envelope is %d bytes, limit %d", len(data), MaxEnvelopeBytes)
+	}
+	if !utf8.Valid(data) {
+		return nil, Reject(ReasonInvalidUTF8, "envelope is not valid UTF-8")
+	}
+	var e Envelope
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&e); err != nil {
+		return nil, decodeError(err)
+	}
+	if dec.More() {
+		return nil, Reject(ReasonMalformed, "trailing data after the envelope")
+	}
+	if err := e.Validate(); err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
+func decodeError(err error) error {
+	if te, ok := err.(*json.UnmarshalTypeError); ok {
+		return Reject(ReasonWrongType, "field %q: got JSON %s, want %s", te.Field, te.Value, te.Type)
+	}
+	if _, ok := err.(*time.ParseError); ok {
+		return Reject(ReasonWrongType, "field \"at\": %v", err)
+	}
+	return Reject(ReasonMalformed, "%v", err)
+}
+
+// Subject is the subject this envelope is published on.
+func (e *Envelope) Subject() string {
+	switch e.Type {
+	case TypeWorkerDisconnect:
+		return WorkerSubject(e.WorkerID)
+	case TypeMCPCall:
+		return MCPSubject(e.SessionID)
+	default:
+		return SessionSubject(e.SessionID, e.Type)
+	}
+}
+
+// Marshal encodes the envelope.
+func (e *Envelope) Marshal() ([]byte, error) {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return nil, fmt.Errorf("encode envelope %s: %w", e.ID, err)
+	}
+	return b, nil
+}

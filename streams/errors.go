@@ -1,0 +1,57 @@
+package streams
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Dead-letter reasons. They are metric label values, so the set is closed.
+const (
+	ReasonMalformed       = "malformed_json"
+	ReasonInvalidUTF8     = "invalid_utf8"
+	ReasonTooLarge        = "too_large"
+	ReasonWrongType       = "wrong_field_type"
+	ReasonUnknownVersion  = "unknown_version"
+	ReasonUnknownType     = "unknown_type"
+	ReasonMissingField    = "missing_field"
+	ReasonInvalidField    = "invalid_field"
+	ReasonInvalidID       = "invalid_id"
+	ReasonUnknownApp      = "unknown_app"
+	ReasonEmbeddingsLevel = "embeddings_refused"
+	ReasonUnknownAction   = "unknown_action"
+	ReasonSubject         = "subject_mismatch"
+	ReasonUnknownSession  = "unknown_session"
+	ReasonSessionEnded    = "session_ended"
+	ReasonDuplicateStart  = "duplicate_start"
+	ReasonOwnerMismatch   = "owner_mismatch"
+)
+
+// ErrRejected matches every *Rejection with errors.Is.
+var ErrRejected = errors.New("envelope rejected")
+
+// ErrInvalidID is returned when an id is not a subject-safe token.
+var ErrInvalidID = errors.New("invalid id")
+
+// Rejection is a message that breaks a rule. It is dead-lettered with its
+// reason and never retried: the same bytes would break the same rule.
+type Rejection struct {
+	Reason string // one of the Reason* constants
+	Detail string // human-readable, never contains prompt or content
+}
+
+// Reject builds a *Rejection.
+func Reject(reason, format string, args ...any) *Rejection {
+	return &Rejection{Reason: reason, Detail: fmt.Sprintf(format, args...)}
+}
+
+func (r *Rejection) Error() string { return r.Reason + ": " + r.Detail }
+
+// Is makes errors.Is(err, ErrRejected) true.
+func (r *Rejection) Is(target error) bool { return target == ErrRejected }
+
+// AsRejection returns the rejection inside err, if any.
+func AsRejection(err error) (*Rejection, bool) {
+	var r *Rejection
+	ok := errors.As(err, &r)
+	return r, ok
+}

@@ -1,0 +1,81 @@
+package streams
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Header names spine sets on published messages.
+const (
+	// HeaderOrg and HeaderMember name the verified caller when an envelope
+	// came through spine's HTTP ingest; the recorder refuses one that writes
+	// into another member's session. NATS producers are trusted and omit them.
+	HeaderOrg    = "Spine-Org"
+	HeaderMember = "Spine-Member"
+)
+
+// Publisher validates envelopes and publishes them with their id as
+// Nats-Msg-Id, so a retried publish is stored once.
+type Publisher struct {
+	js jetstream.JetStream
+}
+
+// NewPublisher returns a publisher on js.
+func NewPublisher(js jetstream.JetStream) *Publisher { return &Publisher{js: js} }
+
+// PublishOpts are optional settings for one publish.
+type PublishOpts struct {
+	Org, Member string // the verified caller, stamped as headers
+}
+
+// Publish validates e and publishes it, waiting for JetStream's ack.
+// Duplicate reports whether JetStream had already stored this id.
+func (p *Publisher) Publish(ctx context.Context, e *Envelope, opts *PublishOpts) (ack *jetstream.PubAck, err error) {
+	msg, err := p.message(e, opts)
+	if err != nil {
+		return nil, err
+	}
+	ack, err = p.js.PublishMsg(ctx, msg)
+	if err != nil {
+		return nil, fmt.Errorf("publish %s %s: %w", e.Type, e.ID, err)
+	}
+	return ack, nil
+}
+
+// PublishAsync validates e and publishes it without waiting; the future
+// resolves when JetStream acks.
+func (p *Publisher) PublishAsync(e *Envelope, opts *PublishOpts) (jetstream.PubAckFuture, error) {
+	msg, err := p.message(e, opts)
+	if err != nil {
+		return nil, err
+	}
+	f, err := p.js.PublishMsgAsync(msg)
+	if err != nil {
+		return nil, fmt.Errorf("publish %s %s: %w", e.Type, e.ID, err)
+	}
+	return f, nil
+}
+
+func (p *Publisher) message(e *Envelope, opts *PublishOpts) (*nats.Msg, error) {
+	if err := e.Validate(); err != nil {
+		return nil, err
+	}
+	data, err := e.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxEnvelopeBytes {
+		return nil, Reject(ReasonTooLarge, "envelope is %d bytes, limit %d", len(data), MaxEnvelopeBytes)
+	}
+	msg := nats.NewMsg(e.Subject())
+	msg.Data = data
+	msg.Header.Set(jetstream.MsgIDHeader, e.ID)
+	if opts != nil && opts.Org != "" {
+		msg.Header.Set(HeaderOrg, opts.Org)
+		msg.Header.Set(HeaderMember, opts.Member)
+	}
+	return msg, nil
+}

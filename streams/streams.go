@@ -1,0 +1,50 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// DuplicateWindow is how long JetStream remembers envelope ids: a producer
+// retrying within it stores its envelope once.
+const DuplicateWindow = 10 * time.Minute
+
+// StreamConfigs returns spine's streams. Retention is limits with no limit:
+// the log is the source of truth and projections are rebuilt from it.
+func StreamConfigs(replicas int) []jetstream.StreamConfig {
+	if replicas < 1 {
+		replicas = 1
+	}
+	return []jetstream.StreamConfig{{
+		Name:        StreamSessions,
+		Description: "spine sessions: app-session envelopes, MCP call records, worker disconnects",
+		Subjects:    []string{subjectSession + ">", subjectMCP + ">", subjectWorker + ">"},
+		Storage:     jetstream.FileStorage,
+		Replicas:    replicas,
+		Duplicates:  DuplicateWindow,
+		MaxMsgSize:  MaxEnvelopeBytes,
+	}, {
+		Name:        StreamDLQ,
+		Description: "spine dead letters: messages that broke a rule, with the reason in headers",
+		Subjects:    []string{subjectDLQ + ">"},
+		Storage:     jetstream.FileStorage,
+		Replicas:    replicas,
+		Duplicates:  DuplicateWindow,
+	}}
+}
+
+// EnsureStreams creates spine's streams or updates them to the current
+// configuration. It is idempotent.
+func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) error {
+	for _, cfg := range StreamConfigs(replicas) {
+		_, err := js.CreateOrUpdateStream(ctx, cfg)
+		if err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			return fmt.Errorf("ensure stream %s: %w", cfg.Name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,39 @@
+package streams
+
+import (
+	"strings"
+)
+
+// Stream names and their subjects.
+const (
+	StreamSessions = "SPINE_SESSIONS"
+	StreamDLQ      = "SPINE_DLQ"
+
+	subjectSession = "spine.session."
+	subjectMCP     = "spine.mcp."
+	subjectWorker  = "spine.worker."
+	subjectDLQ     = "spine.dlq."
+)
+
+// SessionSubject is spine.session.<id>.<start|chunk|control|end>.
+func SessionSubject(sessionID, typ string) string {
+	return subjectSession + sessionID + "." + strings.TrimPrefix(typ, "session.")
+}
+
+// MCPSubject is spine.mcp.<sessionId>.call.
+func MCPSubject(sessionID string) string { return subjectMCP + sessionID + ".call" }
+
+// WorkerSubject is spine.worker.<workerId>.disconnect.
+func WorkerSubject(workerID string) string { return subjectWorker + workerID + ".disconnect" }
+
+// DLQSubject is spine.dlq.<stream>.<reason>.
+func DLQSubject(stream, reason string) string { return subjectDLQ + stream + "." + reason }
+
+// CheckSubject verifies that an envelope arrived on the subject its own
+// fields name, so a producer cannot file one session's chunk under another.
+func CheckSubject(e *Envelope, subject string) error {
+	if want := e.Subject(); want != subject {
+		return Reject(ReasonSubject, "published on %q, envelope belongs on %q", subject, want)
+	}
+	return nil
+}

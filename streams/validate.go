@@ -1,0 +1,223 @@
+package streams
+
+import (
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// Closed value sets (DESIGN §3, §5).
+var (
+	Apps           = []string{"claude-code", "codex"}
+	Kinds          = []string{"run", "open", "attach"}
+	Levels         = []string{"", "fast", "strong", "reasoning"}
+	ChunkStreams   = []string{"stdout", "stderr", "event"}
+	Actions        = []string{"command", "file_read", "file_write", "fetch", "mcp_call"}
+	Controls       = []string{"cancel", "renew_credential"}
+	EndStatuses    = []string{"done", "failed", "cancelled", "disconnected", "timeout"}
+	BillingSignals = []string{"", "subscription", "metered"}
+	Doors          = []string{"", "app", "session"}
+	MCPStatuses    = []string{"ok", "error"}
+)
+
+// Validate checks the envelope against the version-1 contract: the fields
+// its type needs, closed value sets, and subject-safe ids. Rules that need
+// the session's state (sequence, end before start) are the recorder's.
+func (e *Envelope) Validate() error {
+	if e.V != Version {
+		return Reject(ReasonUnknownVersion, "v=%d, this spine speaks v=%d", e.V, Version)
+	}
+	if !slices.Contains(Types, e.Type) {
+		return Reject(ReasonUnknownType, "type %q", e.Type)
+	}
+	if err := checkID("id", e.ID); err != nil {
+		return err
+	}
+	if e.At.IsZero() {
+		return Reject(ReasonMissingField, "at is required")
+	}
+	if e.Type != TypeWorkerDisconnect {
+		if err := checkID("sessionId", e.SessionID); err != nil {
+			return err
+		}
+	}
+	switch e.Type {
+	case TypeSessionStart:
+		return e.validateStart()
+	case TypeSessionChunk:
+		return e.validateChunk()
+	case TypeSessionControl:
+		return oneOf(ReasonInvalidField, "control", e.Control, Controls)
+	case TypeSessionEnd:
+		return e.validateEnd()
+	case TypeWorkerDisconnect:
+		return checkID("workerId", e.WorkerID)
+	case TypeMCPCall:
+		return e.validateMCP()
+	}
+	return nil
+}
+
+func (e *Envelope) validateStart() error {
+	if !slices.Contains(Apps, e.App) {
+		return Reject(ReasonUnknownApp, "app %q is not one of %v", e.App, Apps)
+	}
+	if err := oneOf(ReasonInvalidField, "kind", e.Kind, Kinds); err != nil {
+		return err
+	}
+	if e.Level == "embeddings" {
+		return Reject(ReasonEmbeddingsLevel, "level embeddings is refused: an embedding must come from the embedder of the index it is written into")
+	}
+	if err := oneOf(ReasonInvalidField, "level", e.Level, Levels); err != nil {
+		return err
+	}
+	if e.Kind == "attach" && e.AppSessionRef == "" {
+		return Reject(ReasonMissingField, "kind attach needs appSessionRef")
+	}
+	if e.Owner == nil {
+		return Reject(ReasonMissingField, "owner is required")
+	}
+	if !ValidOwnerID(e.Owner.Org) || !ValidOwnerID(e.Owner.Member) {
+		return Reject(ReasonInvalidID, "owner org and member must be 1-%d letters, digits, '-', '_', '.' or '@'", MaxIDLen)
+	}
+	for _, f := range []struct{ name, v string }{{"planId", e.PlanID}, {"taskId", e.TaskID},
+		{"stepId", e.StepID}, {"parentRunId", e.ParentRunID}, {"workerId", e.WorkerID}} {
+		if f.v == "" {
+			continue
+		}
+		if err := checkID(f.name, f.v); err != nil {
+			return err
+		}
+	}
+	if (e.StepID == "") != (e.ParentRunID == "") && e.ParentRunID != "" {
+		return Reject(ReasonMissingField, "parentRunId needs stepId")
+	}
+	return nil
+}
+
+func (e *Envelope) validateChunk() error {
+	if e.Seq < 1 {
+		return Reject(ReasonInvalidField, "seq must be 1 or more, got %d", e.Seq)
+	}
+	if err := oneOf(ReasonInvalidField, "stream", e.Stream, ChunkStreams); err != nil {
+		return err
+	}
+	if e.Stream != "event" {
+		if len(e.Text) > MaxChunkText {
+			return Reject(ReasonTooLarge, "chunk text is %d bytes, limit %d", len(e.Text), MaxChunkText)
+		}
+		if e.Event != nil {
+			return Reject(ReasonInvalidField, "stream %s carries text, not an event", e.Stream)
+		}
+		return nil
+	}
+	if e.Event == nil {
+		return Reject(ReasonMissingField, "stream event needs event")
+	}
+	return e.Event.validate()
+}
+
+func (ev *Event) validate() error {
+	if !slices.Contains(Actions, ev.Action) {
+		return Reject(ReasonUnknownAction, "action %q is not one of %v", ev.Action, Actions)
+	}
+	switch ev.Action {
+	case "command":
+		if ev.Command == "" {
+			return Reject(ReasonMissingField, "command event needs command")
+		}
+	case "file_read", "file_write":
+		if ev.Path == "" {
+			return Reject(ReasonMissingField, "%s event needs path", ev.Action)
+		}
+		if ev.ContentDigest != "" && ev.Content != "" {
+			return Reject(ReasonInvalidField, "give content or contentDigest, not both")
+		}
+		if ev.ContentDigest != "" && ev.Size == nil {
+			return Reject(ReasonMissingField, "contentDigest needs size")
+		}
+	case "fetch":
+		if ev.URL == "" {
+			return Reject(ReasonMissingField, "fetch event needs url")
+		}
+	case "mcp_call":
+		if ev.Tool == "" {
+			return Reject(ReasonMissingField, "mcp_call event needs tool")
+		}
+	}
+	return nil
+}
+
+func (e *Envelope) validateEnd() error {
+	if err := oneOf(ReasonInvalidField, "status", e.Status, EndStatuses); err != nil {
+		return err
+	}
+	if err := oneOf(ReasonInvalidField, "billing", e.Billing, BillingSignals); err != nil {
+		return err
+	}
+	if err := oneOf(ReasonInvalidField, "door", e.Door, Doors); err != nil {
+		return err
+	}
+	if e.TotalCost != nil && *e.TotalCost < 0 {
+		return Reject(ReasonInvalidField, "totalCost is negative")
+	}
+	if u := e.Usage; u != nil && (u.InputTokens < 0 || u.OutputTokens < 0 || u.CacheReadTokens < 0 ||
+		u.CacheWriteTokens < 0 || u.ReasoningTokens < 0) {
+		return Reject(ReasonInvalidField, "usage token counts must not be negative")
+	}
+	return nil
+}
+
+func (e *Envelope) validateMCP() error {
+	if err := checkID("callId", e.CallID); err != nil {
+		return err
+	}
+	if e.Tool == "" {
+		return Reject(ReasonMissingField, "mcp.call needs tool")
+	}
+	return oneOf(ReasonInvalidField, "status", e.Status, MCPStatuses)
+}
+
+func oneOf(reason, field, v string, set []string) error {
+	if slices.Contains(set, v) {
+		return nil
+	}
+	return Reject(reason, "%s %q is not one of %q", field, v, set)
+}
+
+// MaxIDLen bounds every id that becomes part of a subject.
+const MaxIDLen = 128
+
+// ValidID reports whether s is a subject-safe token: letters, digits, '-'
+// and '_', 1 to MaxIDLen bytes.
+func ValidID(s string) bool {
+	if s == "" || len(s) > MaxIDLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+func checkID(field, v string) error {
+	if v == "" {
+		return Reject(ReasonMissingField, "%s is required", field)
+	}
+	if !ValidID(v) {
+		if !utf8.ValidString(v) || len(v) > MaxIDLen {
+			return Reject(ReasonInvalidID, "%s must be 1-%d letters, digits, '-' or '_'", field, MaxIDLen)
+		}
+		return Reject(ReasonInvalidID, "%s %q must be 1-%d letters, digits, '-' or '_'", field, v, MaxIDLen)
+	}
+	return nil
+}
+
+// ValidOwnerID reports whether s can name an org or member: what ValidID
+// allows plus '.' and '@' (owners are not part of subjects).
+func ValidOwnerID(s string) bool {
+	return ValidID(strings.NewReplacer(".", "_", "@", "_").Replace(s))
+}
