@@ -80,7 +80,7 @@ func (s *PGStore) PutMany(ctx context.Context, q Querier, blobs []Blob) error {
 
 func (s *PGStore) encode(content []byte) (string, []byte) {
 	if len(content) < 64 {
-		return "raw", content
+		return "raw", append([]byte{}, content...) // never nil: an empty file is zero bytes, not NULL
 	}
 	z := s.enc.EncodeAll(content, nil)
 	if len(z) < len(content) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"log/slog"
 	"strconv"
@@ -99,10 +100,48 @@ func NewProjector(cfg ProjectorConfig) (*Projector, error) {
 	return p, nil
 }
 
-// Start positions the durable consumer just after the checkpoint and starts
-// projecting in the background. It returns once the consumer is ready.
+// Start checks the stream and starts projecting in the background. A
+// projector consumes only while it holds its leadership lock (a PostgreSQL
+// advisory lock on its name, held on the connection its transactions run
+// on): a second instance with the same name waits as a standby and takes
+// over when the first one's connection goes.
 func (p *Projector) Start(ctx context.Context) error {
-	last, err := p.readCheckpoint(ctx)
+	if _, err := p.cfg.JS.Stream(ctx, p.cfg.Stream); err != nil {
+		return fmt.Errorf("projector %s: stream %s: %w", p.cfg.Name, p.cfg.Stream, err)
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	p.stop = cancel
+	p.done = make(chan struct{})
+	go func() {
+		defer close(p.done)
+		p.err = p.lead(runCtx)
+	}()
+	return nil
+}
+
+// lead takes the leadership lock, positions the consumer just after the
+// checkpoint and consumes until the projector stops or its connection is
+// lost, then starts over.
+func (p *Projector) lead(ctx context.Context) error {
+	for ctx.Err() == nil {
+		conn, err := p.acquireLeadership(ctx)
+		if err != nil {
+			return nil // stopped while waiting
+		}
+		err = p.consumeAsLeader(ctx, conn)
+		p.releaseLeadership(conn)
+		if errors.Is(err, ErrStopped) {
+			return err
+		}
+		if err != nil {
+			p.log.Warn("leadership lost; starting over", "err", err)
+		}
+	}
+	return nil
+}
+
+func (p *Projector) consumeAsLeader(ctx context.Context, conn *pgxpool.Conn) error {
+	last, err := p.readCheckpoint(ctx, conn)
 	if err != nil {
 		return err
 	}
@@ -111,14 +150,59 @@ func (p *Projector) Start(ctx context.Context) error {
 		return err
 	}
 	p.setLast(last)
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	p.stop = cancel
-	p.done = make(chan struct{})
-	go func() {
-		defer close(p.done)
-		p.err = p.run(runCtx, cons)
-	}()
-	return nil
+	return p.run(ctx, conn, cons)
+}
+
+// lockKey is the advisory lock key of a projector name.
+func lockKey(name string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("spine.projector." + name))
+	return int64(h.Sum64())
+}
+
+// acquireLeadership blocks until this instance holds the projector's lock
+// on a dedicated connection, or ctx ends.
+func (p *Projector) acquireLeadership(ctx context.Context) (*pgxpool.Conn, error) {
+	var conn *pgxpool.Conn
+	waiting := false
+	err := retry(ctx, p.log, func() error {
+		c, err := p.cfg.Pool.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		var ok bool
+		if err := c.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, lockKey(p.cfg.Name)).Scan(&ok); err != nil {
+			c.Release()
+			return err
+		}
+		if !ok {
+			c.Release()
+			if !waiting {
+				p.log.Info("another instance leads this projector; standing by")
+				waiting = true
+			}
+			return errStandby
+		}
+		conn = c
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.log.Debug("leading")
+	return conn, nil
+}
+
+var errStandby = errors.New("standing by")
+
+func (p *Projector) releaseLeadership(conn *pgxpool.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, lockKey(p.cfg.Name)); err != nil {
+		// The lock dies with the connection: close it rather than pool it.
+		_ = conn.Conn().Close(ctx)
+	}
+	conn.Release()
 }
 
 // Stop lets the batch in flight commit and ack, then stops. Safe to call twice.
@@ -150,17 +234,10 @@ func (p *Projector) setLast(seq uint64) {
 	p.m.checkpoint.WithLabelValues(p.cfg.Name).Set(float64(seq))
 }
 
-func (p *Projector) readCheckpoint(ctx context.Context) (uint64, error) {
+func (p *Projector) readCheckpoint(ctx context.Context, conn *pgxpool.Conn) (uint64, error) {
 	var last int64
-	err := retry(ctx, p.log, func() error {
-		last = 0
-		err := p.cfg.Pool.QueryRow(ctx, `SELECT last_seq FROM projector_checkpoints WHERE name = $1`, p.cfg.Name).Scan(&last)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
-		return err
-	})
-	if err != nil {
+	err := conn.QueryRow(ctx, `SELECT last_seq FROM projector_checkpoints WHERE name = $1`, p.cfg.Name).Scan(&last)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return 0, fmt.Errorf("read checkpoint %s: %w", p.cfg.Name, err)
 	}
 	return uint64(last), nil
@@ -194,7 +271,7 @@ func (p *Projector) resetConsumer(ctx context.Context, last uint64) (jetstream.C
 	return cons, nil
 }
 
-func (p *Projector) run(ctx context.Context, cons jetstream.Consumer) error {
+func (p *Projector) run(ctx context.Context, conn *pgxpool.Conn, cons jetstream.Consumer) error {
 	for ctx.Err() == nil {
 		batch, err := cons.Fetch(p.cfg.BatchSize, jetstream.FetchMaxWait(p.cfg.MaxWait))
 		if err != nil {
@@ -212,7 +289,7 @@ func (p *Projector) run(ctx context.Context, cons jetstream.Consumer) error {
 		if len(raw) == 0 {
 			continue
 		}
-		if err := p.handle(ctx, raw); err != nil {
+		if err := p.handle(ctx, conn, raw); err != nil {
 			return err
 		}
 	}
@@ -221,7 +298,7 @@ func (p *Projector) run(ctx context.Context, cons jetstream.Consumer) error {
 
 // handle applies one fetched batch, retrying until it commits or the
 // projector is stopped, then acks.
-func (p *Projector) handle(ctx context.Context, raw []jetstream.Msg) error {
+func (p *Projector) handle(ctx context.Context, conn *pgxpool.Conn, raw []jetstream.Msg) error {
 	msgs := make([]Message, 0, len(raw))
 	var pending uint64
 	for _, m := range raw {
@@ -235,13 +312,19 @@ func (p *Projector) handle(ctx context.Context, raw []jetstream.Msg) error {
 	}
 	last := msgs[len(msgs)-1].Seq
 	err := retry(ctx, p.log, func() error {
-		err := p.apply(context.WithoutCancel(ctx), msgs)
+		err := p.apply(context.WithoutCancel(ctx), conn, msgs)
 		if err != nil {
 			p.m.retries.WithLabelValues(p.cfg.Name).Inc()
 			keepAlive(raw[len(raw)-1])
+			if conn.Conn().IsClosed() {
+				return permanentError{errLostConnection}
+			}
 		}
 		return err
 	})
+	if errors.Is(err, errLostConnection) {
+		return err // the lock went with the connection: start over as a candidate
+	}
 	if err != nil {
 		return nil // stopped while retrying: nothing acked, redelivered from the checkpoint
 	}
@@ -267,9 +350,9 @@ func keepAlive(m jetstream.Msg) { _ = m.InProgress() }
 // apply runs one transaction: lock and read the checkpoint, hand the new
 // messages to the handler, dead-letter its rejections, advance the
 // checkpoint, commit.
-func (p *Projector) apply(ctx context.Context, msgs []Message) error {
+func (p *Projector) apply(ctx context.Context, conn *pgxpool.Conn, msgs []Message) error {
 	start := time.Now()
-	tx, err := p.cfg.Pool.Begin(ctx)
+	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
@@ -327,6 +410,10 @@ func (p *Projector) deadLetter(ctx context.Context, tx pgx.Tx, msgs []Message, r
 		rej, ok := AsRejection(res)
 		if !ok {
 			rej = Reject("handler_error", "%v", res)
+		} else if !ValidID(rej.Reason) {
+			// The reason becomes a DLQ subject token: one that cannot be
+			// published would block the stream behind this message forever.
+			rej = Reject("handler_error", "reason %q: %s", rej.Reason, rej.Detail)
 		}
 		if err := p.deadLetterOne(ctx, tx, msgs[i], rej); err != nil {
 			return err
@@ -362,7 +449,8 @@ func (p *Projector) deadLetterOne(ctx context.Context, tx pgx.Tx, m Message, rej
 	return nil
 }
 
-// retry calls f until it succeeds or ctx ends, backing off from 50ms to 5s.
+// retry calls f until it succeeds, ctx ends, or f returns a permanent
+// error, backing off from 50ms to 5s (1s while standing by).
 func retry(ctx context.Context, log *slog.Logger, f func() error) error {
 	backoff := 50 * time.Millisecond
 	for {
@@ -370,13 +458,29 @@ func retry(ctx context.Context, log *slog.Logger, f func() error) error {
 		if err == nil {
 			return nil
 		}
-		log.Warn("retrying after failure", "err", err, "backoff", backoff)
+		var perm permanentError
+		if errors.As(err, &perm) {
+			return perm.err
+		}
+		limit := 5 * time.Second
+		if errors.Is(err, errStandby) {
+			limit = time.Second
+		} else {
+			log.Warn("retrying after failure", "err", err, "backoff", backoff)
+		}
 		if !sleep(ctx, backoff) {
 			return err
 		}
-		backoff = min(backoff*2, 5*time.Second)
+		backoff = min(backoff*2, limit)
 	}
 }
+
+// permanentError stops retry at once.
+type permanentError struct{ err error }
+
+func (p permanentError) Error() string { return p.err.Error() }
+
+var errLostConnection = errors.New("projector connection lost")
 
 func sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)

@@ -1,0 +1,74 @@
+package spinetest
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spinehq/spine/streams"
+)
+
+// T0 is the time every built envelope counts from, so projections are
+// deterministic across runs.
+var T0 = time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
+
+func at(n int64) time.Time { return T0.Add(time.Duration(n) * time.Millisecond) }
+
+// Start builds a session.start for org "acme", member "alice".
+func Start(session string) *streams.Envelope {
+	return &streams.Envelope{V: 1, Type: streams.TypeSessionStart, ID: session + "-start", At: at(0),
+		SessionID: session, App: "claude-code", Kind: "run", Level: "strong", Workspace: "/w/" + session,
+		Owner: &streams.Owner{Org: "acme", Member: "alice"}, WorkerID: "w1", Prompt: "fix the tests"}
+}
+
+// Text builds a stdout chunk.
+func Text(session string, seq int64, text string) *streams.Envelope {
+	return &streams.Envelope{V: 1, Type: streams.TypeSessionChunk, ID: fmt.Sprintf("%s-c%d", session, seq),
+		At: at(seq), SessionID: session, Seq: seq, Stream: "stdout", Text: text}
+}
+
+// Stderr builds a stderr chunk.
+func Stderr(session string, seq int64, text string) *streams.Envelope {
+	e := Text(session, seq, text)
+	e.Stream = "stderr"
+	return e
+}
+
+// Event builds an event chunk.
+func Event(session string, seq int64, ev *streams.Event) *streams.Envelope {
+	return &streams.Envelope{V: 1, Type: streams.TypeSessionChunk, ID: fmt.Sprintf("%s-c%d", session, seq),
+		At: at(seq), SessionID: session, Seq: seq, Stream: "event", Event: ev}
+}
+
+// Command builds a command event chunk.
+func Command(session string, seq int64, cmd string) *streams.Envelope {
+	code := 0
+	return Event(session, seq, &streams.Event{Action: "command", Command: cmd, ExitCode: &code, Output: "ok\n"})
+}
+
+// Write builds a file_write event chunk.
+func Write(session string, seq int64, path, content string) *streams.Envelope {
+	return Event(session, seq, &streams.Event{Action: "file_write", Path: path, Content: content})
+}
+
+// End builds a session.end reporting model and effort.
+func End(session, status, model, effort string) *streams.Envelope {
+	code := 0
+	if status != "done" {
+		code = 1
+	}
+	return &streams.Envelope{V: 1, Type: streams.TypeSessionEnd, ID: session + "-end", At: at(100000),
+		SessionID: session, Status: status, ExitCode: &code, Model: model, Effort: effort, Door: "session"}
+}
+
+// MCP builds an mcp.call record.
+func MCP(session, callID, tool string) *streams.Envelope {
+	d := int64(12)
+	return &streams.Envelope{V: 1, Type: streams.TypeMCPCall, ID: session + "-mcp-" + callID, At: at(5000),
+		SessionID: session, CallID: callID, Server: "memql", Tool: tool, Status: "ok", DurationMs: &d}
+}
+
+// Disconnect builds a worker.disconnect.
+func Disconnect(worker, reason string) *streams.Envelope {
+	return &streams.Envelope{V: 1, Type: streams.TypeWorkerDisconnect, ID: "disc-" + worker, At: at(90000),
+		WorkerID: worker, Reason: reason}
+}
