@@ -97,6 +97,12 @@ func NewProjector(cfg ProjectorConfig) (*Projector, error) {
 		p.m = NewMetrics(nil)
 	}
 	p.log = p.log.With("projector", cfg.Name)
+	// Export every series from the start, so dashboards see 0, not nothing.
+	p.m.lag.WithLabelValues(cfg.Name)
+	p.m.checkpoint.WithLabelValues(cfg.Name)
+	p.m.retries.WithLabelValues(cfg.Name)
+	p.m.applied.WithLabelValues(cfg.Name)
+	p.m.skipped.WithLabelValues(cfg.Name)
 	return p, nil
 }
 
@@ -287,6 +293,7 @@ func (p *Projector) run(ctx context.Context, conn *pgxpool.Conn, cons jetstream.
 			p.log.Debug("fetch ended", "err", err)
 		}
 		if len(raw) == 0 {
+			p.m.lag.WithLabelValues(p.cfg.Name).Set(0) // nothing pending
 			continue
 		}
 		if err := p.handle(ctx, conn, raw); err != nil {
