@@ -138,7 +138,11 @@ func (n *Node) startNATS(ctx context.Context) error {
 			return err
 		}
 	}
-	n.stops = append(n.stops, func() { _ = n.NC.Drain() })
+	n.stops = append(n.stops, func() {
+		// Projectors have drained and HTTP is closed: flush and close.
+		_ = n.NC.FlushTimeout(5 * time.Second)
+		n.NC.Close()
+	})
 	if n.JS, err = jetstream.New(n.NC); err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}

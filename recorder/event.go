@@ -44,6 +44,11 @@ func (b *batch) describe(ev *streams.Event) (detail, result map[string]any) {
 	case "file_read", "file_write":
 		detail["path"] = Redact(ev.Path)
 		b.content(ev, detail)
+		for _, k := range []string{"contentDigest", "size", "contentOmitted", "contentMissing", "contentPushed"} {
+			if v, ok := detail[k]; ok {
+				result[k] = v
+			}
+		}
 	case "fetch":
 		detail["url"] = Redact(ev.URL)
 		result["status"] = ev.Status

@@ -3,7 +3,9 @@ package streams
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"time"
 	"unicode/utf8"
 )
@@ -139,7 +141,8 @@ func Decode(data []byte) (*Envelope, error) {
 	if err := dec.Decode(&e); err != nil {
 		return nil, decodeError(err)
 	}
-	if dec.More() {
+	// More would miss a stray '}' or ']': only whitespace may follow.
+	if _, err := dec.Token(); err != io.EOF {
 		return nil, Reject(ReasonMalformed, "trailing data after the envelope")
 	}
 	if err := e.Validate(); err != nil {
@@ -149,13 +152,18 @@ func Decode(data []byte) (*Envelope, error) {
 }
 
 func decodeError(err error) error {
-	if te, ok := err.(*json.UnmarshalTypeError); ok {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
 		return Reject(ReasonWrongType, "field %q: got JSON %s, want %s", te.Field, te.Value, te.Type)
-	}
-	if _, ok := err.(*time.ParseError); ok {
+	case errors.As(err, &se), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return Reject(ReasonMalformed, "%v", err)
+	default:
+		// A field's own decoder refused its value: time.Time, for "at",
+		// refuses a number as well as a badly formed time.
 		return Reject(ReasonWrongType, "field \"at\": %v", err)
 	}
-	return Reject(ReasonMalformed, "%v", err)
 }
 
 // Subject is the subject this envelope is published on.

@@ -36,6 +36,11 @@ func (e *Envelope) Validate() error {
 	if e.At.IsZero() {
 		return Reject(ReasonMissingField, "at is required")
 	}
+	// RFC 3339 parsing accepts offsets (+24:00) that encoding refuses; such
+	// an envelope could be decoded but never re-published or stored.
+	if _, err := e.At.MarshalJSON(); err != nil {
+		return Reject(ReasonInvalidField, "at: %v", err)
+	}
 	if e.Type != TypeWorkerDisconnect {
 		if err := checkID("sessionId", e.SessionID); err != nil {
 			return err

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -78,3 +79,6 @@ func exitCode(err error) int {
 	}
 	return 1
 }
+
+// stdout is where commands write their results (tests capture it).
+var stdout io.Writer = os.Stdout

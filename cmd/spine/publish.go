@@ -17,11 +17,13 @@ import (
 )
 
 type publishSummary struct {
-	File     string                `json:"file"`
-	Sent     int                   `json:"sent"`
-	Accepted int                   `json:"accepted"`
-	Refused  int                   `json:"refused"`
-	Refusals []server.IngestResult `json:"refusals,omitempty"`
+	File     string `json:"file"`
+	Sent     int    `json:"sent"`
+	Accepted int    `json:"accepted"`
+	Refused  int    `json:"refused"`
+	// Duplicates were accepted before (same envelope id): stored once.
+	Duplicates int                   `json:"duplicates"`
+	Refusals   []server.IngestResult `json:"refusals,omitempty"`
 }
 
 func runPublish(ctx context.Context, args []string) error {
@@ -98,6 +100,9 @@ func publishHTTP(ctx context.Context, url, token string, size int, in io.Reader,
 			return err
 		}
 		for _, r := range resp.Results {
+			if r.Duplicate {
+				sum.Duplicates++
+			}
 			if r.Status != 202 {
 				r.Index += sum.Sent
 				sum.Refusals = append(sum.Refusals, r)
@@ -138,7 +143,10 @@ func publishNATS(ctx context.Context, url string, in io.Reader, sum *publishSumm
 		sum.Sent++
 		e, err := streams.Decode(data)
 		if err == nil {
-			_, err = pub.Publish(ctx, e, nil)
+			var ack *jetstream.PubAck
+			if ack, err = pub.Publish(ctx, e, nil); err == nil && ack.Duplicate {
+				sum.Duplicates++
+			}
 		}
 		if err != nil {
 			sum.Refused++
@@ -167,11 +175,15 @@ func printSummary(sum *publishSummary, asJSON bool) error {
 		fmt.Fprintln(os.Stderr)
 	}
 	if asJSON {
-		return json.NewEncoder(os.Stdout).Encode(sum)
+		return json.NewEncoder(stdout).Encode(sum)
 	}
-	fmt.Printf("%s: %d sent, %d accepted, %d refused\n", sum.File, sum.Sent, sum.Accepted, sum.Refused)
+	fmt.Fprintf(stdout, "%s: %d sent, %d accepted, %d refused", sum.File, sum.Sent, sum.Accepted, sum.Refused)
+	if sum.Duplicates > 0 {
+		fmt.Fprintf(stdout, " (%d already stored: retries are kept once)", sum.Duplicates)
+	}
+	fmt.Fprintln(stdout)
 	for _, r := range sum.Refusals {
-		fmt.Printf("  envelope %d (%s): %d %s: %s\n", r.Index+1, r.ID, r.Status, r.Error.Code, r.Error.Message)
+		fmt.Fprintf(stdout, "  envelope %d (%s): %d %s: %s\n", r.Index+1, r.ID, r.Status, r.Error.Code, r.Error.Message)
 	}
 	if sum.Refused > 0 {
 		return fmt.Errorf("%d of %d envelopes refused", sum.Refused, sum.Sent)

@@ -63,18 +63,18 @@ func readSession(ctx context.Context, c *client, id string, asJSON bool) error {
 		return err
 	}
 	if asJSON {
-		_, err := os.Stdout.Write(raw)
+		_, err := stdout.Write(raw)
 		return err
 	}
 	var s recorder.Session
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return err
 	}
-	fmt.Printf("session   %s\napp       %s (%s, level %q)\nowner     %s/%s\nstatus    %s\nrun       %s\nsteps     %d recorded, %d dropped (complete: %v)\n",
+	fmt.Fprintf(stdout, "session   %s\napp       %s (%s, level %q)\nowner     %s/%s\nstatus    %s\nrun       %s\nsteps     %d recorded, %d dropped (complete: %v)\n",
 		s.ID, s.App, s.Kind, s.Level, s.Org, s.Member, s.Status, s.SessionRunID, s.RecordedSteps, s.DroppedActions, s.Complete)
-	fmt.Printf("model     %s\neffort    %s\nbilling   %s\ntranscript %s\n", orUnknown(s.Model), orUnknown(s.Effort), orUnknown(s.Billing), orDash(s.TranscriptFileID))
+	fmt.Fprintf(stdout, "model     %s\neffort    %s\nbilling   %s\ntranscript %s\n", orUnknown(s.Model), orUnknown(s.Effort), orUnknown(s.Billing), orDash(s.TranscriptFileID))
 	if s.Error != "" {
-		fmt.Printf("error     %s\n", s.Error)
+		fmt.Fprintf(stdout, "error     %s\n", s.Error)
 	}
 	return nil
 }
@@ -120,14 +120,14 @@ func readTranscript(ctx context.Context, c *client, id string, since int64, foll
 
 func printChunk(ch recorder.Chunk, asJSON bool) {
 	if asJSON {
-		_ = json.NewEncoder(os.Stdout).Encode(ch)
+		_ = json.NewEncoder(stdout).Encode(ch)
 		return
 	}
 	if ch.Stream == "stderr" {
 		fmt.Fprint(os.Stderr, ch.Text)
 		return
 	}
-	fmt.Print(ch.Text)
+	fmt.Fprint(stdout, ch.Text)
 }
 
 func readSteps(ctx context.Context, c *client, id string, since int, asJSON bool) error {
@@ -142,7 +142,7 @@ func readSteps(ctx context.Context, c *client, id string, since int, asJSON bool
 			return err
 		}
 		if asJSON {
-			_ = json.NewEncoder(os.Stdout).Encode(page)
+			_ = json.NewEncoder(stdout).Encode(page)
 		} else {
 			printSteps(&page)
 		}
@@ -155,12 +155,12 @@ func readSteps(ctx context.Context, c *client, id string, since int, asJSON bool
 
 func printSteps(page *spine.StepsPage) {
 	for _, n := range page.Notes {
-		fmt.Printf("  note  %s\n", n.Body)
+		fmt.Fprintf(stdout, "  note  %s\n", n.Body)
 	}
 	for _, s := range page.Steps {
-		fmt.Printf("%4d  %-10s %s\n", s.Idx, s.Action, s.Detail)
+		fmt.Fprintf(stdout, "%4d  %-10s %s\n", s.Idx, s.Action, s.Detail)
 		for _, o := range s.Observations {
-			fmt.Printf("      → %s\n", o.Body)
+			fmt.Fprintf(stdout, "      → %s\n", o.Body)
 		}
 	}
 }

@@ -79,6 +79,6 @@ func runMigrate(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("migrations applied: %v (postgres: %s)\n", applied, res.Source)
+	fmt.Fprintf(stdout, "migrations applied: %v (postgres: %s)\n", applied, res.Source)
 	return nil
 }

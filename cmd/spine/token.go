@@ -30,7 +30,7 @@ func runToken(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Println(tok)
+	fmt.Fprintln(stdout, tok)
 	return nil
 }
 

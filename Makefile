@@ -1,0 +1,41 @@
+# spine — run `make help` for the targets.
+GO        ?= go
+BIN       := bin/spine
+CORE      := ./streams/ ./recorder/ ./library/ ./spine/ ./server/
+TEST_FLAGS ?= -count=1 -timeout 9m
+
+.PHONY: help run build test test-race vet fmt fmt-check lint bench fuzz clean
+
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-10s %s\n", $$1, $$2}'
+
+run: build ## run spine serve on embedded defaults (in-process NATS, local or private PostgreSQL)
+	./$(BIN) serve
+
+build: ## build bin/spine
+	$(GO) build -o $(BIN) ./cmd/spine
+
+test: vet fmt-check ## vet, gofmt check, all tests, then the race detector on the core packages
+	$(GO) test $(TEST_FLAGS) ./...
+	$(GO) test -race $(TEST_FLAGS) $(CORE)
+
+vet: ## go vet ./...
+	$(GO) vet ./...
+
+fmt: ## gofmt -w every Go file
+	gofmt -w $$(git ls-files '*.go')
+
+fmt-check: ## fail if a Go file is not gofmt-clean
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+lint: vet fmt-check ## vet and gofmt check
+
+bench: build ## spine bench ingest with default flags (JSON on stdout)
+	./$(BIN) bench ingest
+
+fuzz: ## run each fuzz target for 30s
+	$(GO) test -run=^$$ -fuzz=FuzzDecode -fuzztime=30s ./streams/
+	$(GO) test -run=^$$ -fuzz=FuzzVerify -fuzztime=30s ./auth/
+
+clean: ## remove bin/ (./data keeps your local NATS and PostgreSQL state)
+	rm -rf bin

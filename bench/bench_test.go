@@ -1,0 +1,77 @@
+package bench_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/spinehq/spine/bench"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// TestIngest runs a tiny benchmark and checks only what must hold on any
+// machine: everything sent was projected, and the figures are sane. It
+// never compares wall-clock figures with thresholds.
+func TestIngest(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	res, err := bench.Run(ctx, bench.Config{Sessions: 2, Chunks: 50, LatencyDuration: time.Second, Rate: 200})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	t.Logf("%+v", *res)
+	c := res.Checks
+	if !res.Verified {
+		t.Fatalf("not verified: %+v", c)
+	}
+	// Burst: 2 sessions × 50 chunks, 5 of each 50 events. Latency: 200
+	// chunks/s for 1s over 2 fresh sessions.
+	if c.SessionsSent != 4 || c.SessionsEnded != 4 {
+		t.Errorf("sessions sent %d, ended %d; want 4, 4", c.SessionsSent, c.SessionsEnded)
+	}
+	if got := c.TextChunksSent + c.EventChunksSent; got != 100+200 {
+		t.Errorf("chunks sent %d, want 300", got)
+	}
+	if c.ChunkRows+c.StepRows != 300 || c.RawRows != 100 || c.DeadLetters != 0 {
+		t.Errorf("rows: %+v", c)
+	}
+	if c.EventChunksSent == 0 {
+		t.Errorf("no event chunks sent: %+v", c)
+	}
+	checkThroughput(t, "spine", res.Spine)
+	checkThroughput(t, "raw", res.Raw)
+	if res.Ratio <= 0 {
+		t.Errorf("ratio %g, want > 0", res.Ratio)
+	}
+	l := res.Latency
+	if l.Chunks != 200 {
+		t.Errorf("latency chunks %d, want 200", l.Chunks)
+	}
+	if l.P50Ms < 0 || l.P90Ms < l.P50Ms || l.P99Ms < l.P90Ms || l.MaxMs < l.P99Ms {
+		t.Errorf("latency percentiles out of order: %+v", l)
+	}
+}
+
+func checkThroughput(t *testing.T, path string, tp bench.Throughput) {
+	t.Helper()
+	if tp.Messages != 2*(50+2) || tp.Chunks != 100 || tp.Bytes <= 0 {
+		t.Errorf("%s: counts %+v", path, tp)
+	}
+	if tp.Seconds <= 0 || tp.ChunksPerSecond <= 0 || tp.Batches < 1 {
+		t.Errorf("%s: figures %+v", path, tp)
+	}
+}
+
+func TestConfigRejectsNonsense(t *testing.T) {
+	for _, cfg := range []bench.Config{{Events: 1.5}, {Sessions: -1}, {Payload: 2 << 20}} {
+		if _, err := bench.Run(context.Background(), cfg); !errors.Is(err, bench.ErrInvalidConfig) {
+			t.Errorf("Run(%+v) = %v, want ErrInvalidConfig", cfg, err)
+		}
+	}
+}

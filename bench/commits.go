@@ -1,0 +1,87 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/spinehq/spine/streams"
+)
+
+// stallTimeout is how long a wait for a commit tolerates no commit at all.
+const stallTimeout = 2 * time.Minute
+
+// commits follows a projector through its OnCommit hook: how far its
+// checkpoint is, how many batches it committed, and when each stream
+// sequence was committed.
+type commits struct {
+	mu      sync.Mutex
+	last    uint64
+	batches int
+	at      map[uint64]time.Time
+	wake    chan struct{} // closed and replaced on every commit
+}
+
+func newCommits() *commits {
+	return &commits{at: map[uint64]time.Time{}, wake: make(chan struct{})}
+}
+
+// onCommit is the hook. It takes one clock reading per batch: every message
+// of a batch becomes readable at the same instant.
+func (c *commits) onCommit(last uint64, msgs []streams.Message) {
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range msgs {
+		c.at[m.Seq] = now
+	}
+	c.at[last] = now
+	c.last = max(c.last, last)
+	c.batches++
+	close(c.wake)
+	c.wake = make(chan struct{})
+}
+
+// waitFor blocks until seq is committed and returns when that happened.
+// It gives up when nothing is committed for stallTimeout: a projector that
+// stopped making progress fails the run instead of hanging it.
+func (c *commits) waitFor(ctx context.Context, seq uint64) (time.Time, error) {
+	stall := time.NewTimer(stallTimeout)
+	defer stall.Stop()
+	for {
+		c.mu.Lock()
+		if c.last >= seq {
+			at, ok := c.at[seq]
+			c.mu.Unlock()
+			if !ok { // inside a batch whose messages the hook was not given
+				at = time.Now()
+			}
+			return at, nil
+		}
+		wake := c.wake
+		c.mu.Unlock()
+		select {
+		case <-wake:
+			stall.Reset(stallTimeout)
+		case <-stall.C:
+			return time.Time{}, fmt.Errorf("%w: sequence %d not committed after %s without progress", ErrStalled, seq, stallTimeout)
+		case <-ctx.Done():
+			return time.Time{}, context.Cause(ctx)
+		}
+	}
+}
+
+// committedAt is when seq was committed (zero if it was not).
+func (c *commits) committedAt(seq uint64) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.at[seq]
+}
+
+// batchCount is the number of batches committed so far.
+func (c *commits) batchCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.batches
+}

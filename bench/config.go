@@ -1,0 +1,87 @@
+package bench
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+)
+
+// Defaults for Config's zero values.
+const (
+	DefaultSessions        = 20
+	DefaultChunks          = 500
+	DefaultPayload         = 256
+	DefaultRate            = 2000
+	DefaultLatencyDuration = 5 * time.Second
+	DefaultBatch           = 500
+	DefaultEvents          = 0.1
+)
+
+// NoEvents, as Config.Events, sends only stdout chunks.
+const NoEvents = -1.0
+
+// NoLatency, as Config.LatencyDuration, skips the latency phase.
+const NoLatency = time.Duration(-1)
+
+// Config says what one ingest benchmark sends.
+type Config struct {
+	// Sessions is the number of sessions in each phase; 0 means 20.
+	Sessions int
+	// Chunks is the number of chunks per session in the throughput phases;
+	// 0 means 500.
+	Chunks int
+	// Payload is the bytes of text per chunk (stdout text, or a command
+	// event's output); 0 means 256.
+	Payload int
+	// Rate is the chunks per second offered in the latency phase; 0 means 2000.
+	Rate int
+	// LatencyDuration is how long the latency phase offers chunks; 0 means
+	// 5s and NoLatency (any negative value) skips the phase.
+	LatencyDuration time.Duration
+	// Batch is the projector's batch size and the raw consumer's fetch
+	// size; 0 means 500.
+	Batch int
+	// Events is the fraction of chunks that are command events; 0 means
+	// 0.1 and NoEvents (any negative value) means none.
+	Events float64
+	// DatabaseURL is a PostgreSQL whose user may CREATE DATABASE; "" means
+	// the server `spine serve` would find (a local one, else a private
+	// cluster started for the run).
+	DatabaseURL string
+	// Logger receives progress; nil discards it.
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() (Config, error) {
+	c.Sessions = cmp.Or(c.Sessions, DefaultSessions)
+	c.Chunks = cmp.Or(c.Chunks, DefaultChunks)
+	c.Payload = cmp.Or(c.Payload, DefaultPayload)
+	c.Rate = cmp.Or(c.Rate, DefaultRate)
+	c.LatencyDuration = max(cmp.Or(c.LatencyDuration, DefaultLatencyDuration), 0)
+	c.Batch = cmp.Or(c.Batch, DefaultBatch)
+	c.Events = max(cmp.Or(c.Events, DefaultEvents), 0)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return c, c.validate()
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Sessions < 1 || c.Sessions > 9999:
+		return fmt.Errorf("%w: sessions %d, want 1..9999", ErrInvalidConfig, c.Sessions)
+	case c.Chunks < 1:
+		return fmt.Errorf("%w: chunks %d, want 1 or more", ErrInvalidConfig, c.Chunks)
+	case c.Payload < 1 || c.Payload > 1<<20:
+		return fmt.Errorf("%w: payload %d, want 1..%d bytes", ErrInvalidConfig, c.Payload, 1<<20)
+	case c.Rate < 1:
+		return fmt.Errorf("%w: rate %d, want 1 or more chunks/s", ErrInvalidConfig, c.Rate)
+	case c.Batch < 1:
+		return fmt.Errorf("%w: batch %d, want 1 or more", ErrInvalidConfig, c.Batch)
+	case c.Events > 1:
+		return fmt.Errorf("%w: events %g, want a fraction 0..1", ErrInvalidConfig, c.Events)
+	}
+	return nil
+}

@@ -1,0 +1,30 @@
+// Package bench measures spine against a raw baseline in the same run, so
+// the figure that matters is a ratio rather than a number that depends on
+// the machine (DESIGN §4).
+//
+// Ingest sends the same workload twice through one embedded nats-server and
+// one fresh PostgreSQL database:
+//
+//   - spine: envelopes published with streams.Publisher to SPINE_SESSIONS
+//     and projected by the recorder (validation, sessions, steps,
+//     observations, transcripts, checkpoint), timed from the first publish
+//     until the recorder's checkpoint reaches the last message published;
+//   - raw: the same bytes published to a plain stream, fetched by a plain
+//     pull consumer in batches of the same size, decoded into the chunk
+//     columns and written with one COPY per batch, timed from the first
+//     publish until the last COPY committed.
+//
+// A third phase offers chunks at a fixed rate, paced by a ticker, and
+// measures each chunk's latency from publish to commit through the
+// projector's OnCommit hook. At the end the projections are counted against
+// what was sent, and a mismatch makes the result unverified.
+//
+//	res, err := bench.Run(ctx, bench.Config{Sessions: 20, Chunks: 500})
+//	if err != nil { ... }
+//	fmt.Println(res.Spine.ChunksPerSecond, res.Raw.ChunksPerSecond, res.Ratio)
+//
+// Each run uses a fresh data directory and a database named
+// spine_bench_<random> on the PostgreSQL that `spine serve` would find
+// (SPINE_DATABASE_URL, a server on 127.0.0.1:5432, or a private cluster);
+// both are removed when it ends.
+package bench

@@ -1,0 +1,165 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/spinehq/spine/streams"
+)
+
+// minTick is the shortest pacing interval: finer ticks cost more than they
+// smooth. At higher rates each tick publishes what has fallen due.
+const minTick = time.Millisecond
+
+// runLatency offers chunks of fresh sessions at cfg.Rate for
+// cfg.LatencyDuration and measures each chunk from publish to commit. The
+// sessions start before the clock and end after it. It returns what it sent,
+// for verification.
+func runLatency(ctx context.Context, tb *testbed, w *workload, cfg Config) (Latency, counts, error) {
+	ids := make([]string, cfg.Sessions)
+	for i := range ids {
+		ids[i] = w.sessionID("l", i+1)
+	}
+	var sent counts
+	if err := sendAndWait(ctx, tb, ids, w.start, &sent); err != nil {
+		return Latency{}, sent, fmt.Errorf("latency starts: %w", err)
+	}
+	o, err := offer(ctx, tb.node.Publisher, w, ids, cfg.Rate, cfg.LatencyDuration)
+	if err != nil {
+		return Latency{}, sent, fmt.Errorf("latency chunks: %w", err)
+	}
+	chunks, err := newBurst(o.envs)
+	if err != nil {
+		return Latency{}, sent, err
+	}
+	sent = sent.plus(chunks.counts)
+	if err := sendAndWait(ctx, tb, ids, w.end, &sent); err != nil {
+		return Latency{}, sent, fmt.Errorf("latency ends: %w", err)
+	}
+	lat, err := o.latencies(ctx, tb.commits)
+	if err != nil {
+		return Latency{}, sent, err
+	}
+	return summarize(lat, cfg.Rate, o.elapsed), sent, nil
+}
+
+// sendAndWait publishes one envelope per session and waits until the
+// recorder has committed them all.
+func sendAndWait(ctx context.Context, tb *testbed, ids []string, build func(string, time.Time) *streams.Envelope, sent *counts) error {
+	now := time.Now()
+	envs := make([]*streams.Envelope, len(ids))
+	for i, id := range ids {
+		envs[i] = build(id, now)
+	}
+	b, err := newBurst(envs)
+	if err != nil {
+		return err
+	}
+	*sent = sent.plus(b.counts)
+	seqs, err := publishAll(ctx, len(envs), func(i int) (jetstream.PubAckFuture, error) {
+		return tb.node.Publisher.PublishAsync(envs[i], nil)
+	})
+	if err != nil {
+		return err
+	}
+	_, err = tb.commits.waitFor(ctx, lastSeq(seqs))
+	return err
+}
+
+// offered is the latency phase's chunks: each envelope, when it was
+// published and the future of its ack.
+type offered struct {
+	envs    []*streams.Envelope
+	at      []time.Time
+	futures []jetstream.PubAckFuture
+	elapsed time.Duration // first publish to last
+}
+
+// offer publishes rate chunks a second for d, round-robin over the
+// sessions, paced by a ticker: on each tick it publishes the chunks that
+// have fallen due since the phase began, so the offered rate holds even
+// when a tick comes late.
+func offer(ctx context.Context, pub *streams.Publisher, w *workload, ids []string, rate int, d time.Duration) (*offered, error) {
+	total := int(float64(rate) * d.Seconds())
+	o := &offered{envs: make([]*streams.Envelope, 0, total), at: make([]time.Time, 0, total),
+		futures: make([]jetstream.PubAckFuture, 0, total)}
+	ticker := time.NewTicker(max(time.Second/time.Duration(rate), minTick))
+	defer ticker.Stop()
+	seqs := make([]int64, len(ids))
+	start := time.Now()
+	for len(o.futures) < total {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-ticker.C:
+		}
+		due := min(total, int(time.Since(start).Seconds()*float64(rate)))
+		for len(o.futures) < due {
+			if err := o.publish(ctx, pub, w, ids, seqs); err != nil {
+				return nil, err
+			}
+		}
+	}
+	o.elapsed = time.Since(start)
+	return o, nil
+}
+
+// publish sends the next chunk: session i mod n, its next seq.
+func (o *offered) publish(ctx context.Context, pub *streams.Publisher, w *workload, ids []string, seqs []int64) error {
+	i := len(o.futures) % len(ids)
+	seqs[i]++
+	now := time.Now()
+	e := w.chunk(ids[i], seqs[i], now)
+	f, err := sendPatiently(ctx, 0, func(int) (jetstream.PubAckFuture, error) { return pub.PublishAsync(e, nil) })
+	if err != nil {
+		return err
+	}
+	o.envs = append(o.envs, e)
+	o.at = append(o.at, now)
+	o.futures = append(o.futures, f)
+	return nil
+}
+
+// latencies pairs each chunk's publish time with its commit time. Every
+// chunk must already be committed.
+func (o *offered) latencies(ctx context.Context, c *commits) ([]time.Duration, error) {
+	seqs, err := awaitAcks(ctx, o.futures)
+	if err != nil {
+		return nil, fmt.Errorf("latency acks: %w", err)
+	}
+	out := make([]time.Duration, len(seqs))
+	for i, seq := range seqs {
+		at := c.committedAt(seq)
+		if at.IsZero() {
+			return nil, fmt.Errorf("latency: sequence %d has no commit time", seq)
+		}
+		out[i] = at.Sub(o.at[i])
+	}
+	return out, nil
+}
+
+// summarize reports nearest-rank percentiles in milliseconds.
+func summarize(lat []time.Duration, rate int, elapsed time.Duration) Latency {
+	l := Latency{OfferedRate: rate, Seconds: round(elapsed.Seconds()), Chunks: len(lat)}
+	if len(lat) == 0 {
+		return l
+	}
+	slices.Sort(lat)
+	l.AchievedRate = round(float64(len(lat)) / elapsed.Seconds())
+	l.P50Ms, l.P90Ms = ms(percentile(lat, 0.50)), ms(percentile(lat, 0.90))
+	l.P99Ms, l.MaxMs = ms(percentile(lat, 0.99)), ms(lat[len(lat)-1])
+	return l
+}
+
+// percentile is the nearest-rank q-quantile of sorted durations.
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	rank := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[min(max(rank, 0), len(sorted)-1)]
+}
+
+func ms(d time.Duration) float64 { return round(float64(d) / float64(time.Millisecond)) }

@@ -1,0 +1,119 @@
+package bench
+
+import (
+	"math"
+	"time"
+)
+
+// Result is what one ingest benchmark measured. It encodes as the JSON
+// `spine bench ingest` prints.
+type Result struct {
+	Benchmark   string       `json:"benchmark"` // "ingest"
+	Environment Environment  `json:"environment"`
+	Parameters  Parameters   `json:"parameters"`
+	Postgres    Postgres     `json:"postgres"`
+	Spine       Throughput   `json:"spine"`
+	Raw         Throughput   `json:"raw"`
+	Ratio       float64      `json:"ratio"` // spine chunks/s ÷ raw chunks/s
+	Latency     Latency      `json:"latency"`
+	Verified    bool         `json:"verified"`
+	Checks      Verification `json:"verification"`
+	Memory      Memory       `json:"memory"`
+	Seconds     float64      `json:"seconds"` // the whole run, setup included
+}
+
+// Environment is the machine and runtime the figures come from.
+type Environment struct {
+	GoVersion  string `json:"goVersion"`
+	GOOS       string `json:"goos"`
+	GOARCH     string `json:"goarch"`
+	GOMAXPROCS int    `json:"gomaxprocs"`
+	NumCPU     int    `json:"numCpu"`
+}
+
+// Parameters echo the configuration after defaults.
+type Parameters struct {
+	Sessions       int     `json:"sessions"`
+	Chunks         int     `json:"chunksPerSession"`
+	Payload        int     `json:"payloadBytes"`
+	Rate           int     `json:"rate"`
+	LatencySeconds float64 `json:"latencySeconds"`
+	Batch          int     `json:"batch"`
+	Events         float64 `json:"events"`
+}
+
+// Postgres says which server the run used and how it commits.
+type Postgres struct {
+	Source            string `json:"source"` // env, local or private
+	Version           string `json:"version"`
+	Fsync             string `json:"fsync"`
+	SynchronousCommit string `json:"synchronousCommit"`
+}
+
+// Throughput is one path's burst: every message published as fast as the
+// client allows, timed until the last one is committed in PostgreSQL.
+type Throughput struct {
+	Messages          int     `json:"messages"` // envelopes: starts, chunks and ends
+	Chunks            int     `json:"chunks"`
+	Bytes             int64   `json:"bytes"` // message payload bytes published
+	PublishSeconds    float64 `json:"publishSeconds"`
+	Seconds           float64 `json:"seconds"` // first publish → last commit
+	Batches           int     `json:"batches"` // transactions committed
+	ChunksPerSecond   float64 `json:"chunksPerSec"`
+	MessagesPerSecond float64 `json:"messagesPerSec"`
+	MBPerSecond       float64 `json:"mbPerSec"`
+}
+
+func newThroughput(w counts, publish, total time.Duration, batches int) Throughput {
+	s := total.Seconds()
+	return Throughput{Messages: w.messages, Chunks: w.chunks, Bytes: w.bytes,
+		PublishSeconds: round(publish.Seconds()), Seconds: round(s), Batches: batches,
+		ChunksPerSecond: round(float64(w.chunks) / s), MessagesPerSecond: round(float64(w.messages) / s),
+		MBPerSecond: round(float64(w.bytes) / s / 1e6)}
+}
+
+// Latency is publish → committed for chunks offered at a fixed rate.
+type Latency struct {
+	OfferedRate  int     `json:"offeredRate"`
+	AchievedRate float64 `json:"achievedRate"` // chunks published ÷ seconds spent publishing
+	Seconds      float64 `json:"seconds"`
+	Chunks       int     `json:"chunks"`
+	P50Ms        float64 `json:"p50Ms"`
+	P90Ms        float64 `json:"p90Ms"`
+	P99Ms        float64 `json:"p99Ms"`
+	MaxMs        float64 `json:"maxMs"`
+}
+
+// Verification counts the projections against what was sent.
+type Verification struct {
+	SessionsSent    int `json:"sessionsSent"`
+	SessionsEnded   int `json:"sessionsEnded"`
+	TextChunksSent  int `json:"textChunksSent"`
+	ChunkRows       int `json:"chunkRows"` // session_chunks
+	EventChunksSent int `json:"eventChunksSent"`
+	StepRows        int `json:"stepRows"` // steps
+	DeadLetters     int `json:"deadLetters"`
+	RawRowsSent     int `json:"rawRowsSent"`
+	RawRows         int `json:"rawRows"`
+}
+
+// ok reports whether every count matches.
+func (v Verification) ok() bool {
+	return v.SessionsEnded == v.SessionsSent && v.ChunkRows == v.TextChunksSent &&
+		v.StepRows == v.EventChunksSent && v.DeadLetters == 0 && v.RawRows == v.RawRowsSent
+}
+
+// Memory is the process's resident set at the end of the run.
+type Memory struct {
+	RSSBytes     int64 `json:"rssBytes"`
+	PeakRSSBytes int64 `json:"peakRssBytes"`
+}
+
+// round keeps three decimals: enough for milliseconds and ratios, and the
+// JSON stays readable.
+func round(f float64) float64 {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0
+	}
+	return math.Round(f*1000) / 1000
+}

@@ -1,0 +1,31 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// runSpine publishes the burst through spine's publisher (validate, encode,
+// publish with the envelope id as Nats-Msg-Id) and times it until the
+// recorder has committed the last message: published → committed and
+// readable.
+func runSpine(ctx context.Context, tb *testbed, b *burst) (Throughput, error) {
+	pub := tb.node.Publisher
+	batches := tb.commits.batchCount()
+	start := time.Now()
+	seqs, err := publishAll(ctx, len(b.envs), func(i int) (jetstream.PubAckFuture, error) {
+		return pub.PublishAsync(b.envs[i], nil)
+	})
+	if err != nil {
+		return Throughput{}, fmt.Errorf("spine publish: %w", err)
+	}
+	published := time.Since(start)
+	done, err := tb.commits.waitFor(ctx, lastSeq(seqs))
+	if err != nil {
+		return Throughput{}, fmt.Errorf("spine commit: %w", err)
+	}
+	return newThroughput(b.counts, published, done.Sub(start), tb.commits.batchCount()-batches), nil
+}

@@ -1,0 +1,71 @@
+// Package streams is spine's log: the JetStream streams and subjects, the
+// version-1 wire envelopes producers speak, the publisher that puts them on
+// the log, and the projector runtime that turns the log into PostgreSQL rows.
+//
+// # The log is the truth
+//
+// Everything spine knows arrives as a message on a stream (StreamSessions
+// for app sessions, MCP call records and worker disconnects; StreamDLQ for
+// what broke a rule). PostgreSQL only holds projections: every row can be
+// rebuilt by replaying the streams into empty tables. EnsureStreams creates
+// the streams, or brings them to the current configuration, idempotently;
+// StartEmbedded runs an in-process nats-server for a single spine and for
+// tests.
+//
+// # Envelopes, version 1
+//
+// An Envelope is one JSON object per message: v, type, id, at, and the
+// fields of its type (DESIGN.md §5). Decode parses and validates untrusted
+// bytes; every failure is a *Rejection whose Reason (malformed_json,
+// unknown_app, invalid_id, …) is stable enough to be a metric label and is
+// what the dead letter carries. Producers may add fields freely; unknown
+// ones are ignored, never refused. There is no field that could carry a
+// credential. Subject maps an envelope to spine.session.<sessionId>.<kind>,
+// spine.worker.<workerId>.disconnect or spine.mcp.<sessionId>.call; ids are
+// subject-safe tokens, so an envelope can never name a wildcard or another
+// session's subject, and CheckSubject refuses one filed under the wrong one.
+//
+// # Publishing
+//
+// A Publisher validates an envelope before anything reaches the log and
+// publishes it with its id as Nats-Msg-Id, so a producer that retries within
+// DuplicateWindow stores its envelope once (the PubAck says Duplicate).
+//
+//	pub := streams.NewPublisher(js)
+//	e, err := streams.Decode(body) // or build an Envelope and Validate it
+//	if err != nil {
+//		return err // a *Rejection: tell the producer why
+//	}
+//	ack, err := pub.Publish(ctx, e, nil)
+//
+// # Projectors: exactly once in effect
+//
+// A Projector reads one stream through a durable pull consumer and hands
+// batches to a Handler inside one PostgreSQL transaction that also advances
+// its row in projector_checkpoints. It acks only after the commit, and skips
+// anything redelivered at or below the checkpoint, so a crash between commit
+// and ack applies nothing twice. On start the consumer is recreated just
+// after the checkpoint: PostgreSQL, not the consumer, says where to resume.
+//
+// A Handler returns one result per message. A *Rejection dead-letters that
+// message, in the same transaction (the dead_letters table) and on
+// StreamDLQ (headers Spine-Reason, Spine-Detail, Spine-Stream, Spine-Seq,
+// Spine-Subject), and the batch goes on: one bad message never blocks the
+// ones behind it. A returned error means the database failed: the batch is
+// rolled back and retried with backoff, and nothing is acked meanwhile.
+//
+//	p, err := streams.NewProjector(streams.ProjectorConfig{
+//		Name:    "recorder",
+//		Stream:  streams.StreamSessions,
+//		Handler: rec, // Apply(ctx, tx, msgs) ([]error, error)
+//		Pool:    pool,
+//		JS:      js,
+//	})
+//	if err != nil {
+//		return err
+//	}
+//	if err := p.Start(ctx); err != nil {
+//		return err
+//	}
+//	defer p.Stop() // lets the batch in flight commit and ack
+package streams
