@@ -6,7 +6,10 @@ package spinetest
 
 import (
 	"context"
+	"fmt"
+	"go.uber.org/goleak"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -23,9 +26,17 @@ import (
 	"github.com/spinehq/spine/streams"
 )
 
-// Main is a package's TestMain: a migrated template database, then the tests.
+// Main is a package's TestMain: a migrated template database, then the
+// tests, then a check that no test left a goroutine behind.
 func Main(m *testing.M) {
-	pgtest.Main(m, migrations.Key(), Migrate)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	err := pgtest.Setup(ctx, migrations.Key(), Migrate)
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "spinetest:", err)
+		os.Exit(1)
+	}
+	goleak.VerifyTestMain(m)
 }
 
 // Migrate brings an empty database to the current schema.
