@@ -1,0 +1,102 @@
+package spine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ErrNotFound: no such run (or not the caller's: the two are one answer).
+var ErrNotFound = errors.New("run not found")
+
+// Queryer is what reads need of a pool, conn or tx.
+type Queryer interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Owner scopes a read to one org and member.
+type Owner struct{ Org, Member string }
+
+// GetRun reads a run the owner may see.
+func GetRun(ctx context.Context, q Queryer, owner Owner, id string) (*Run, error) {
+	var r Run
+	err := q.QueryRow(ctx, `SELECT id, kind, org, member, session_id, parent_run_id, parent_step_id, created_at
+		FROM runs WHERE id = $1 AND org = $2 AND member = $3`, id, owner.Org, owner.Member).
+		Scan(&r.ID, &r.Kind, &r.Org, &r.Member, &r.SessionID, &r.ParentRunID, &r.ParentStepID, &r.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get run %s: %w", id, err)
+	}
+	return &r, nil
+}
+
+// StepsPage is a page of a run's steps, each with its observations, plus
+// (on the first page) the run's notes and control observations.
+type StepsPage struct {
+	RunID string        `json:"runId"`
+	Steps []Step        `json:"steps"`
+	Notes []Observation `json:"notes"`
+	Next  int           `json:"next"` // pass as since for the next page
+	More  bool          `json:"more"`
+}
+
+// Steps reads steps with idx > since, at most limit of them.
+func Steps(ctx context.Context, q Queryer, runID string, since, limit int) (*StepsPage, error) {
+	rows, err := q.Query(ctx, `SELECT run_id, idx, id, action, source, session_seq, call_id, detail, at
+		FROM steps WHERE run_id = $1 AND idx > $2 ORDER BY idx LIMIT $3`, runID, since, limit+1)
+	if err != nil {
+		return nil, fmt.Errorf("read steps of %s: %w", runID, err)
+	}
+	steps, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Step, error) {
+		var s Step
+		err := r.Scan(&s.RunID, &s.Idx, &s.ID, &s.Action, &s.Source, &s.SessionSeq, &s.CallID, &s.Detail, &s.At)
+		return s, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read steps of %s: %w", runID, err)
+	}
+	page := &StepsPage{RunID: runID, Steps: steps, Next: since, Notes: []Observation{}}
+	if len(steps) > limit {
+		page.Steps, page.More = steps[:limit], true
+	}
+	if n := len(page.Steps); n > 0 {
+		page.Next = page.Steps[n-1].Idx
+	}
+	return page, attachObservations(ctx, q, page, since == 0)
+}
+
+func attachObservations(ctx context.Context, q Queryer, page *StepsPage, firstPage bool) error {
+	ids := make([]string, len(page.Steps))
+	byID := make(map[string]int, len(page.Steps))
+	for i, s := range page.Steps {
+		ids[i], byID[s.ID] = s.ID, i
+	}
+	// Run-level observations (notes, controls) are few: the first page carries them all.
+	rows, err := q.Query(ctx, `SELECT run_id, idx, step_id, kind, body, at FROM observations
+		WHERE run_id = $1 AND (step_id = ANY($2) OR (step_id = '' AND $3)) ORDER BY idx`,
+		page.RunID, ids, firstPage)
+	if err != nil {
+		return fmt.Errorf("read observations of %s: %w", page.RunID, err)
+	}
+	obs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Observation, error) {
+		var o Observation
+		err := r.Scan(&o.RunID, &o.Idx, &o.StepID, &o.Kind, &o.Body, &o.At)
+		return o, err
+	})
+	if err != nil {
+		return fmt.Errorf("read observations of %s: %w", page.RunID, err)
+	}
+	for _, o := range obs {
+		if i, ok := byID[o.StepID]; ok {
+			page.Steps[i].Observations = append(page.Steps[i].Observations, o)
+		} else if o.StepID == "" {
+			page.Notes = append(page.Notes, o)
+		}
+	}
+	return nil
+}
