@@ -25,7 +25,7 @@ const (
 
 // rawFetchWait is how long a fetch waits to fill a batch: the projector's
 // default MaxWait, so both paths batch alike.
-const rawFetchWait = 50 * time.Millisecond
+const rawFetchWait = streams.DefaultMaxWait
 
 // rawTableDDL has session_chunks' columns and primary key and nothing else.
 const rawTableDDL = `CREATE TABLE ` + rawTable + ` (

@@ -45,9 +45,11 @@ type ProjectorConfig struct {
 	Handler Handler // required
 	Pool    *pgxpool.Pool
 	JS      jetstream.JetStream
-	// BatchSize is the most messages applied in one transaction; 0 means 500.
+	// BatchSize is the most messages applied in one transaction; 0 means
+	// DefaultBatchSize.
 	BatchSize int
-	// MaxWait is how long a fetch waits to fill a batch; 0 means 50ms.
+	// MaxWait is how long a fetch waits to fill a batch; 0 means
+	// DefaultMaxWait. It bounds the latency a quiet stream adds.
 	MaxWait time.Duration
 	// Redact cleans a dead letter's bytes before they are stored; nil keeps them.
 	Redact  func([]byte) []byte
@@ -60,6 +62,12 @@ type ProjectorConfig struct {
 	// the projector without acking, as a crash there would (tests use it).
 	BeforeAck func(last uint64) error
 }
+
+// Projector defaults.
+const (
+	DefaultBatchSize = 500
+	DefaultMaxWait   = 10 * time.Millisecond
+)
 
 // Projector turns a stream into PostgreSQL rows, exactly once in effect: a
 // batch is applied in one transaction that also advances the checkpoint,
@@ -87,8 +95,8 @@ func NewProjector(cfg ProjectorConfig) (*Projector, error) {
 	if !ValidID(cfg.Name) {
 		return nil, fmt.Errorf("projector name %q: %w", cfg.Name, ErrInvalidID)
 	}
-	cfg.BatchSize = cmp.Or(cfg.BatchSize, 500)
-	cfg.MaxWait = cmp.Or(cfg.MaxWait, 50*time.Millisecond)
+	cfg.BatchSize = cmp.Or(cfg.BatchSize, DefaultBatchSize)
+	cfg.MaxWait = cmp.Or(cfg.MaxWait, DefaultMaxWait)
 	p := &Projector{cfg: cfg, log: cfg.Logger, m: cfg.Metrics}
 	if p.log == nil {
 		p.log = slog.New(slog.NewTextHandler(io.Discard, nil))
