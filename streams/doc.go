@@ -46,6 +46,9 @@
 // anything redelivered at or below the checkpoint, so a crash between commit
 // and ack applies nothing twice. On start the consumer is recreated just
 // after the checkpoint: PostgreSQL, not the consumer, says where to resume.
+// One instance per projector name consumes at a time, holding a PostgreSQL
+// advisory lock on the connection its transactions use; another instance
+// with the same name stands by and takes over when that connection goes.
 //
 // A Handler returns one result per message. A *Rejection dead-letters that
 // message, in the same transaction (the dead_letters table) and on

@@ -149,6 +149,7 @@ func (p *Projector) lead(ctx context.Context) error {
 		}
 		if err != nil {
 			p.log.Warn("leadership lost; starting over", "err", err)
+			sleep(ctx, time.Second) // a missing stream or table must not spin
 		}
 	}
 	return nil

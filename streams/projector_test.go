@@ -40,6 +40,10 @@ type seenHandler struct {
 	// onFail, if set, runs in each failing call with the number of the failure.
 	onFail func(n int64)
 	nfail  atomic.Int64
+	// dup is closed the first time a message is applied twice, so waits
+	// fail at once instead of timing out on a batch retried forever.
+	dup     chan struct{}
+	dupOnce sync.Once
 }
 
 var errInjected = errors.New("injected database failure")
@@ -73,7 +77,10 @@ func (h *seenHandler) Apply(ctx context.Context, tx pgx.Tx, msgs []streams.Messa
 	}
 	_, err := tx.Exec(ctx, `INSERT INTO seen (seq, subject) SELECT * FROM unnest($1::bigint[], $2::text[])`, seqs, subjects)
 	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code == "23505" {
-		h.t.Errorf("a message was applied twice: %s (batch %d..%d)", pgErr.Detail, msgs[0].Seq, msgs[len(msgs)-1].Seq)
+		h.dupOnce.Do(func() {
+			h.t.Errorf("a message was applied twice: %s (batch %d..%d)", pgErr.Detail, msgs[0].Seq, msgs[len(msgs)-1].Seq)
+			close(h.dup)
+		})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("insert seen: %w", err)
@@ -122,7 +129,7 @@ func newRig(t *testing.T) *rig {
 	}
 	reg := prometheus.NewRegistry()
 	return &rig{t: t, js: js, pool: pool, url: url, reg: reg, metrics: streams.NewMetrics(reg),
-		commits: &commits{ch: make(chan struct{}, 1)}, handler: &seenHandler{t: t}}
+		commits: &commits{ch: make(chan struct{}, 1)}, handler: &seenHandler{t: t, dup: make(chan struct{})}}
 }
 
 // start starts a projector named projectorName; edit changes its config.
@@ -174,6 +181,8 @@ func (r *rig) waitCommitted(seq uint64) {
 	for r.commits.last.Load() < seq {
 		select {
 		case <-r.commits.ch:
+		case <-r.handler.dup:
+			r.t.Fatalf("waiting for sequence %d: a message was applied twice", seq)
 		case <-timer.C:
 			r.t.Fatalf("sequence %d not committed after %v (last commit %d)", seq, waitTimeout, r.commits.last.Load())
 		}
