@@ -186,7 +186,7 @@ func (n *Node) loadSigner(context.Context) error {
 func (n *Node) startProjectors(ctx context.Context, opts *Options) error {
 	rec := recorder.New(recorder.Config{Logger: n.log, Registerer: n.Registry})
 	p, err := streams.NewProjector(streams.ProjectorConfig{Name: "recorder", Stream: streams.StreamSessions,
-		Handler: rec, Pool: n.Pool, JS: n.JS, Logger: n.log, Metrics: streams.NewMetrics(n.Registry),
+		Filter: streams.RecorderSubjects(), Handler: rec, Pool: n.Pool, JS: n.JS, Logger: n.log, Metrics: streams.NewMetrics(n.Registry),
 		Redact: recorder.RedactBytes, BatchSize: opts.BatchSize, OnCommit: opts.OnCommit})
 	if err != nil {
 		return err

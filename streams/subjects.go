@@ -37,3 +37,9 @@ func CheckSubject(e *Envelope, subject string) error {
 	}
 	return nil
 }
+
+// RecorderSubjects are the subjects the recorder projects. Other projectors
+// read other subjects of the same stream (accounting reads starts and ends).
+func RecorderSubjects() []string {
+	return []string{subjectSession + ">", subjectMCP + ">", subjectWorker + ">"}
+}
