@@ -10,3 +10,6 @@ var (
 	// ErrCorrupt: stored bytes do not hash to their digest.
 	ErrCorrupt = errors.New("blob does not match its digest")
 )
+
+// ErrRange: a read outside the file.
+var ErrRange = errors.New("range outside the file")

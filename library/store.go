@@ -2,32 +2,60 @@ package library
 
 import (
 	"context"
-	"errors"
-	"fmt"
+	"io"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/klauspost/compress/zstd"
 )
 
-// DefaultFileCap is the largest content stored with a step: 1 MiB keeps any
-// one session's batch well under the 4 MiB envelope limit and a page of
-// observations cheap to read. Larger content is referenced by digest and
-// size with contentOmitted.
+// DefaultFileCap is the largest file a session's event may store inline:
+// 1 MiB. Event content travels inside an envelope (at most 4 MiB) and is
+// written in the projector's batch transaction, so a small cap keeps batches
+// bounded; 1 MiB holds nearly every source file. Larger content is recorded
+// by digest and size with contentOmitted, never stored partially; a cockpit
+// pushes such files by digest instead. Transcripts and uploads are streamed
+// in pieces and are not subject to it.
 const DefaultFileCap = 1 << 20
+
+// PieceSize is how many raw bytes one stored piece holds.
+const PieceSize = 1 << 20
 
 // Querier is what the store needs of a pgx.Tx, *pgx.Conn or *pgxpool.Pool.
 type Querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
-// BlobStore keeps content-addressed bytes. Put is idempotent: storing the
-// same content twice stores it once.
+// Beginner is a Querier that can start a transaction (a pool or a conn).
+type Beginner interface {
+	Querier
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// BlobStore keeps content-addressed bytes. Every write is idempotent:
+// storing the same content twice stores it once.
 type BlobStore interface {
+	// PutMany stores small blobs whose bytes are in memory, inside the
+	// caller's transaction.
 	PutMany(ctx context.Context, q Querier, blobs []Blob) error
+	// Put streams r into the store and returns the file it became.
+	Put(ctx context.Context, db Beginner, r io.Reader) (File, error)
+	// Stat describes a stored file.
+	Stat(ctx context.Context, q Querier, digest string) (File, error)
+	// ReadRange writes n bytes from off to w, each piece verified before it
+	// is written. n < 0 means to the end.
+	ReadRange(ctx context.Context, q Querier, digest string, off, n int64, w io.Writer) error
+	// Get reads a whole file into memory, verified against its digest.
 	Get(ctx context.Context, q Querier, digest string) ([]byte, error)
+}
+
+// File is a stored file's description.
+type File struct {
+	Digest string `json:"digest"`
+	Size   int64  `json:"size"`
+	Pieces int    `json:"pieces"`
 }
 
 // Blob is content and its digest.
@@ -38,75 +66,3 @@ type Blob struct {
 
 // NewBlob digests content.
 func NewBlob(content []byte) Blob { return Blob{Digest: Digest(content), Content: content} }
-
-// PGStore keeps blobs in PostgreSQL's blobs table, zstd-compressed when
-// that is smaller.
-type PGStore struct {
-	enc *zstd.Encoder
-	dec *zstd.Decoder
-}
-
-var _ BlobStore = (*PGStore)(nil)
-
-// NewPGStore returns a PostgreSQL blob store.
-func NewPGStore() *PGStore {
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
-	if err != nil {
-		panic(err) // only fails on invalid options
-	}
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
-	if err != nil {
-		panic(err)
-	}
-	return &PGStore{enc: enc, dec: dec}
-}
-
-// PutMany stores blobs in one round trip; ones already stored are left alone.
-func (s *PGStore) PutMany(ctx context.Context, q Querier, blobs []Blob) error {
-	if len(blobs) == 0 {
-		return nil
-	}
-	b := &pgx.Batch{}
-	for _, bl := range blobs {
-		enc, data := s.encode(bl.Content)
-		b.Queue(`INSERT INTO blobs (digest, size, encoding, data) VALUES ($1, $2, $3, $4) ON CONFLICT (digest) DO NOTHING`,
-			bl.Digest, len(bl.Content), enc, data)
-	}
-	if err := q.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("put %d blobs: %w", len(blobs), err)
-	}
-	return nil
-}
-
-func (s *PGStore) encode(content []byte) (string, []byte) {
-	if len(content) < 64 {
-		return "raw", append([]byte{}, content...) // never nil: an empty file is zero bytes, not NULL
-	}
-	z := s.enc.EncodeAll(content, nil)
-	if len(z) < len(content) {
-		return "zstd", z
-	}
-	return "raw", content
-}
-
-// Get reads a blob and verifies it against its digest.
-func (s *PGStore) Get(ctx context.Context, q Querier, digest string) ([]byte, error) {
-	var enc string
-	var data []byte
-	err := q.QueryRow(ctx, `SELECT encoding, data FROM blobs WHERE digest = $1`, digest).Scan(&enc, &data)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("get blob %s: %w", digest, ErrNotFound)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get blob %s: %w", digest, err)
-	}
-	if enc == "zstd" {
-		if data, err = s.dec.DecodeAll(data, nil); err != nil {
-			return nil, fmt.Errorf("get blob %s: %w: %v", digest, ErrCorrupt, err)
-		}
-	}
-	if Digest(data) != digest {
-		return nil, fmt.Errorf("get blob %s: %w", digest, ErrCorrupt)
-	}
-	return data, nil
-}

@@ -1,20 +1,11 @@
--- spine's first schema: the session recorder, the work spine, the Library's
--- blobs, projector checkpoints and dead letters. Every row here is a
+-- spine's first schema: the session recorder, the work spine, projector
+-- checkpoints and dead letters (the Library's tables are in 002). Every row here is a
 -- projection of the JetStream log and can be rebuilt by replaying it, so no
 -- column takes its value from now(): times come from the envelopes.
 
 CREATE TABLE projector_checkpoints (
     name     text PRIMARY KEY,
     last_seq bigint NOT NULL
-);
-
--- Content-addressed bytes. digest is "blake3:<64 hex>" of the raw content;
--- data is zstd-compressed when that is smaller (encoding says which).
-CREATE TABLE blobs (
-    digest   text PRIMARY KEY,
-    size     bigint NOT NULL,
-    encoding text NOT NULL CHECK (encoding IN ('raw', 'zstd')),
-    data     bytea NOT NULL
 );
 
 -- The seed's v1:worker:appSession.

@@ -31,7 +31,17 @@ type batch struct {
 	chunks   [][]any
 	blobs    map[string]library.Blob
 	work     spine.Batch
+	steps    []*pendingStep    // written at flush, once the Library has answered
+	arts     []*artifact       // artifacts created in this batch
 	calls    map[string]string // runID+"\x00"+callID -> step id, for this batch
+}
+
+// pendingStep is a step and its result observation whose details may still
+// learn that their content could not be stored.
+type pendingStep struct {
+	step           spine.Step
+	obs            spine.Observation
+	detail, result map[string]any
 }
 
 func newBatch(r *Recorder, tx pgx.Tx) *batch {
@@ -165,13 +175,16 @@ func (b *batch) observe(s *Session, stepID, kind string, body []byte, at time.Ti
 		Kind: kind, Body: body, At: at})
 }
 
-func (b *batch) addStep(s *Session, action, source string, seq *int64, callID string, detail, result []byte, at time.Time) string {
+func (b *batch) addStep(s *Session, action, source string, seq *int64, callID string, detail, result map[string]any, at time.Time) string {
 	s.RecordedSteps++
+	s.observations++
 	s.dirty = true
 	id := spine.StepID(s.SessionRunID, s.RecordedSteps)
-	b.work.AddStep(spine.Step{RunID: s.SessionRunID, Idx: s.RecordedSteps, ID: id, Action: action,
-		Source: source, SessionSeq: seq, CallID: callID, Detail: detail, At: at})
-	b.observe(s, id, spine.ObsResult, result, at)
+	b.steps = append(b.steps, &pendingStep{
+		step: spine.Step{RunID: s.SessionRunID, Idx: s.RecordedSteps, ID: id, Action: action,
+			Source: source, SessionSeq: seq, CallID: callID, At: at},
+		obs:    spine.Observation{RunID: s.SessionRunID, Idx: s.observations, StepID: id, Kind: spine.ObsResult, At: at},
+		detail: detail, result: result})
 	if callID != "" {
 		b.calls[s.SessionRunID+"\x00"+callID] = id
 	}
@@ -207,6 +220,7 @@ func (b *batch) end(m streams.Message, e *streams.Envelope) error {
 	if e.Usage != nil {
 		s.Usage, _ = json.Marshal(e.Usage)
 	}
+	b.endArtifacts(s, e)
 	b.finish(s, e.At)
 	return nil
 }

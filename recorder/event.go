@@ -29,7 +29,10 @@ func (b *batch) event(s *Session, e *streams.Envelope) {
 			return // the MCP node's record came first and is the step
 		}
 	}
-	b.addStep(s, ev.Action, spine.SourceSession, &seq, callID, mustJSON(detail), mustJSON(result), e.At)
+	id := b.addStep(s, ev.Action, spine.SourceSession, &seq, callID, detail, result, e.At)
+	if ev.Action == "file_write" {
+		b.pushed(s, id, detail, e.At)
+	}
 }
 
 // describe splits an event into the step's detail (what was done) and the
@@ -117,7 +120,7 @@ func (b *batch) mcpCall(ctx context.Context, m streams.Message, e *streams.Envel
 		return nil, nil
 	}
 	detail := map[string]any{"server": e.Server, "tool": e.Tool, "callId": e.CallID}
-	b.addStep(s, "mcp_call", spine.SourceMCP, nil, e.CallID, mustJSON(detail), mustJSON(result), e.At)
+	b.addStep(s, "mcp_call", spine.SourceMCP, nil, e.CallID, detail, result, e.At)
 	return nil, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -18,6 +19,7 @@ func (b *batch) flush(ctx context.Context) error {
 		return err
 	}
 	sessions := b.sortedSessions()
+	var ended []*Session
 	for _, s := range sessions {
 		if !s.needsFinal {
 			continue
@@ -25,27 +27,70 @@ func (b *batch) flush(ctx context.Context) error {
 		if err := b.finalTranscript(ctx, s); err != nil {
 			return err
 		}
+		ended = append(ended, s)
 	}
-	blobs := slices.SortedFunc(maps.Values(b.blobs), func(x, y library.Blob) int {
-		return cmpString(x.Digest, y.Digest)
-	})
-	if err := b.r.blobs.PutMany(ctx, b.tx, blobs); err != nil {
+	missing, err := b.storeBlobs(ctx)
+	if err != nil {
 		return err
 	}
+	b.queueSteps(missing)
 	if err := b.work.Flush(ctx, b.tx); err != nil {
+		return err
+	}
+	if err := b.copyArtifacts(ctx, missing); err != nil {
+		return err
+	}
+	if err := b.stamp(ctx, ended); err != nil {
 		return err
 	}
 	return writeSessions(ctx, b.tx, sessions)
 }
 
-func cmpString(x, y string) int {
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
+// storeBlobs writes the batch's files under a savepoint. A Library failure
+// never fails the session: the savepoint is rolled back, the failure is
+// counted, and every file of the batch is reported missing so the steps
+// that reference it say so. Only a failure to roll back (the connection is
+// gone) aborts the batch, which is then retried whole.
+func (b *batch) storeBlobs(ctx context.Context) (map[string]bool, error) {
+	if len(b.blobs) == 0 {
+		return nil, nil
 	}
-	return 0
+	blobs := slices.SortedFunc(maps.Values(b.blobs), func(x, y library.Blob) int {
+		return strings.Compare(x.Digest, y.Digest)
+	})
+	sp, err := b.tx.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("library savepoint: %w", err)
+	}
+	if err := b.r.blobs.PutMany(ctx, sp, blobs); err != nil {
+		if rbErr := sp.Rollback(ctx); rbErr != nil {
+			return nil, fmt.Errorf("library write failed (%v) and could not be rolled back: %w", err, rbErr)
+		}
+		b.r.m.libraryFailures.Inc()
+		b.r.log.Warn("library write failed; sessions go on with content marked missing", "files", len(blobs), "err", err)
+		missing := make(map[string]bool, len(blobs))
+		for _, bl := range blobs {
+			missing[bl.Digest] = true
+		}
+		return missing, nil
+	}
+	if err := sp.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("library savepoint release: %w", err)
+	}
+	return nil, nil
+}
+
+// queueSteps hands the batch's steps to the work spine, marking content
+// the Library could not store.
+func (b *batch) queueSteps(missing map[string]bool) {
+	for _, p := range b.steps {
+		if d, _ := p.detail["contentDigest"].(string); d != "" && missing[d] {
+			p.detail["contentMissing"], p.result["contentMissing"] = true, true
+		}
+		p.step.Detail, p.obs.Body = mustJSON(p.detail), mustJSON(p.result)
+		b.work.AddStep(p.step)
+		b.work.AddObservation(p.obs)
+	}
 }
 
 func (b *batch) copyChunks(ctx context.Context) error {
@@ -60,7 +105,8 @@ func (b *batch) copyChunks(ctx context.Context) error {
 	return nil
 }
 
-// finalTranscript writes the session's prose as one content-addressed file.
+// finalTranscript writes the session's prose as one content-addressed file
+// and records it as the session's transcript artifact.
 func (b *batch) finalTranscript(ctx context.Context, s *Session) error {
 	data, err := BuildTranscript(ctx, b.tx, s.ID)
 	if err != nil {
@@ -68,5 +114,6 @@ func (b *batch) finalTranscript(ctx context.Context, s *Session) error {
 	}
 	s.TranscriptFileID = b.putBlob(data)
 	s.needsFinal = false
+	b.transcriptArtifact(s, len(data))
 	return nil
 }

@@ -7,6 +7,8 @@ type metrics struct {
 	dropped   *prometheus.CounterVec
 	holes     prometheus.Counter
 	ended     *prometheus.CounterVec
+
+	libraryFailures prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -21,9 +23,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Chunk sequence numbers missing from recordings (holes), summed over sessions."}),
 		ended: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "spine_recorder_sessions_ended_total",
 			Help: "Sessions ended, by app and status."}, []string{"app", "status"}),
+		libraryFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "spine_recorder_library_failures_total",
+			Help: "Batches whose file contents the Library could not store; their steps say contentMissing."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.envelopes, m.dropped, m.holes, m.ended)
+		reg.MustRegister(m.envelopes, m.dropped, m.holes, m.ended, m.libraryFailures)
 	}
 	return m
 }

@@ -39,7 +39,7 @@ func New(cfg Config) *Recorder {
 	r := &Recorder{blobs: cfg.Blobs, fileCap: cmp.Or(cfg.FileCap, library.DefaultFileCap), log: cfg.Logger,
 		m: newMetrics(cfg.Registerer)}
 	if r.blobs == nil {
-		r.blobs = library.NewPGStore()
+		r.blobs = library.NewPGStore(nil)
 	}
 	if r.log == nil {
 		r.log = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -44,7 +44,7 @@ func TestSessionLifecycle(t *testing.T) {
 	if len(ended.Chunks) != 3 || !ended.Ended || ended.TranscriptFileID != s.TranscriptFileID {
 		t.Fatalf("ended transcript = %+v", ended)
 	}
-	data, err := library.NewPGStore().Get(ctx, h.Pool, s.TranscriptFileID)
+	data, err := library.NewPGStore(nil).Get(ctx, h.Pool, s.TranscriptFileID)
 	if err != nil {
 		t.Fatalf("transcript file: %v", err)
 	}
@@ -161,7 +161,7 @@ func TestEventsBecomeStepsWithObservations(t *testing.T) {
 	if write["contentDigest"] != library.Digest([]byte("package main\n")) || write["size"] != 13.0 {
 		t.Fatalf("file_write detail = %v", write)
 	}
-	got, err := library.NewPGStore().Get(ctx, h.Pool, write["contentDigest"].(string))
+	got, err := library.NewPGStore(nil).Get(ctx, h.Pool, write["contentDigest"].(string))
 	if err != nil || string(got) != "package main\n" {
 		t.Fatalf("written content = %q, %v", got, err)
 	}
@@ -174,14 +174,14 @@ func TestIdenticalWritesAreOneFile(t *testing.T) {
 		spinetest.Start("s2"), spinetest.Write("s2", 1, "c.txt", body))
 	h.WaitCaughtUp()
 	d := library.Digest([]byte(body))
-	if n := count(t, h, `SELECT count(*) FROM blobs WHERE digest = $1`, d); n != 1 {
+	if n := count(t, h, `SELECT count(*) FROM library_files WHERE digest = $1`, d); n != 1 {
 		t.Fatalf("%d blobs for one content, want 1", n)
 	}
 	if n := count(t, h, `SELECT count(*) FROM steps WHERE detail->>'contentDigest' = $1`, d); n != 3 {
 		t.Fatalf("%d steps reference it, want 3", n)
 	}
 	var enc string
-	if err := h.Pool.QueryRow(ctx, `SELECT encoding FROM blobs WHERE digest = $1`, d).Scan(&enc); err != nil || enc != "zstd" {
+	if err := h.Pool.QueryRow(ctx, `SELECT encoding FROM library_pieces WHERE digest = $1`, d).Scan(&enc); err != nil || enc != "zstd" {
 		t.Fatalf("encoding = %q, %v (repetitive content compresses)", enc, err)
 	}
 }
@@ -200,7 +200,7 @@ func TestContentAboveCapIsReferencedByDigest(t *testing.T) {
 	if d["contentOmitted"] != true || d["contentDigest"] != library.Digest([]byte(big)) || d["size"] != 101.0 {
 		t.Fatalf("over-cap detail = %v", d)
 	}
-	if n := count(t, h, `SELECT count(*) FROM blobs WHERE digest = $1`, library.Digest([]byte(big))); n != 0 {
+	if n := count(t, h, `SELECT count(*) FROM library_files WHERE digest = $1`, library.Digest([]byte(big))); n != 0 {
 		t.Fatal("content above the cap must not be stored")
 	}
 	p := decodeMap(t, page.Steps[1].Detail)
@@ -301,7 +301,7 @@ func TestSecretsAreRedactedBeforeStorage(t *testing.T) {
 			t.Errorf("%s holds a secret in %d rows", table, n)
 		}
 	}
-	n := count(t, h, `SELECT count(*) FROM blobs WHERE encoding = 'raw' AND position('hunter2' in convert_from(data, 'UTF8')) > 0`)
+	n := count(t, h, `SELECT count(*) FROM library_pieces WHERE encoding = 'raw' AND position('hunter2' in convert_from(data, 'UTF8')) > 0`)
 	if n != 0 {
 		t.Error("blobs hold a secret")
 	}

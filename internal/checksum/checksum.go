@@ -19,7 +19,9 @@ var Tables = map[string]string{
 	"runs":                  "id",
 	"steps":                 "run_id, idx",
 	"observations":          "run_id, idx",
-	"blobs":                 "digest",
+	"library_files":         "digest",
+	"library_pieces":        "digest, idx",
+	"artifacts":             "id",
 	"dead_letters":          "stream, seq",
 	"projector_checkpoints": "name",
 }
