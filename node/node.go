@@ -21,6 +21,7 @@ import (
 	"github.com/spinehq/spine/auth"
 	"github.com/spinehq/spine/internal/config"
 	"github.com/spinehq/spine/internal/pgboot"
+	"github.com/spinehq/spine/library"
 	"github.com/spinehq/spine/migrations"
 	"github.com/spinehq/spine/recorder"
 	"github.com/spinehq/spine/server"
@@ -40,9 +41,13 @@ type Node struct {
 	Registry  *prometheus.Registry
 	Publisher *streams.Publisher
 	recorder  *streams.Projector
-	http      *http.Server
-	listener  net.Listener
-	stops     []func()
+	// Library is the node's blob store (nil with NoProjectors until set).
+	Library          *library.PGStore
+	projectors       []*streams.Projector
+	projectorMetrics *streams.Metrics
+	http             *http.Server
+	listener         net.Listener
+	stops            []func()
 }
 
 // Options tune a node beyond its Config; nil means defaults.
@@ -184,23 +189,47 @@ func (n *Node) loadSigner(context.Context) error {
 }
 
 func (n *Node) startProjectors(ctx context.Context, opts *Options) error {
-	rec := recorder.New(recorder.Config{Logger: n.log, Registerer: n.Registry})
-	p, err := streams.NewProjector(streams.ProjectorConfig{Name: "recorder", Stream: streams.StreamSessions,
-		Filter: streams.RecorderSubjects(), Handler: rec, Pool: n.Pool, JS: n.JS, Logger: n.log, Metrics: streams.NewMetrics(n.Registry),
-		Redact: recorder.RedactBytes, BatchSize: opts.BatchSize, OnCommit: opts.OnCommit})
+	n.Library = library.NewPGStore(library.NewMetrics(n.Registry))
+	rec := recorder.New(recorder.Config{Logger: n.log, Registerer: n.Registry, Blobs: n.Library})
+	p, err := n.StartProjector(ctx, streams.ProjectorConfig{Name: "recorder", Stream: streams.StreamSessions,
+		Filter: streams.RecorderSubjects(), Handler: rec, BatchSize: opts.BatchSize, OnCommit: opts.OnCommit})
 	if err != nil {
 		return err
 	}
-	if err := p.Start(ctx); err != nil {
-		return err
-	}
 	n.recorder = p
-	return nil
+	_, err = n.StartProjector(ctx, streams.ProjectorConfig{Name: "library", Stream: streams.StreamLibrary,
+		Handler: library.Projector{}})
+	return err
+}
+
+// StartProjector starts a projector on this node's database and log, with
+// its logger, metrics and redaction; Stop stops it. cfg needs Name, Stream
+// and Handler.
+func (n *Node) StartProjector(ctx context.Context, cfg streams.ProjectorConfig) (*streams.Projector, error) {
+	if n.projectorMetrics == nil {
+		n.projectorMetrics = streams.NewMetrics(n.Registry)
+	}
+	cfg.Pool, cfg.JS, cfg.Logger, cfg.Metrics = n.Pool, n.JS, n.log, n.projectorMetrics
+	if cfg.Redact == nil {
+		cfg.Redact = recorder.RedactBytes
+	}
+	p, err := streams.NewProjector(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Start(ctx); err != nil {
+		return nil, err
+	}
+	n.projectors = append(n.projectors, p)
+	return p, nil
 }
 
 func (n *Node) startHTTP(ctx context.Context) error {
+	if n.Library == nil {
+		n.Library = library.NewPGStore(library.NewMetrics(n.Registry))
+	}
 	api := server.New(server.Config{Pool: n.Pool, Publisher: n.Publisher, Signer: n.Signer,
-		Gatherer: n.Registry, Registry: n.Registry, Logger: n.log, Ready: n.ready})
+		Gatherer: n.Registry, Registry: n.Registry, Logger: n.log, Ready: n.ready, Library: n.Library, JS: n.JS})
 	ln, err := net.Listen("tcp", n.cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen %s (set %s): %w", n.cfg.HTTPAddr, config.EnvHTTPAddr, err)
@@ -251,8 +280,8 @@ func (n *Node) Stop() {
 		_ = n.http.Shutdown(ctx)
 		cancel()
 	}
-	if n.recorder != nil {
-		n.recorder.Stop()
+	for _, p := range n.projectors {
+		p.Stop()
 	}
 	for i := len(n.stops) - 1; i >= 0; i-- {
 		n.stops[i]()

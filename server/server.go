@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/spinehq/spine/auth"
+	"github.com/spinehq/spine/library"
 	"github.com/spinehq/spine/streams"
 )
 
@@ -25,6 +27,11 @@ type Config struct {
 	Logger    *slog.Logger // nil: discard
 	// Ready reports whether spine can serve (/readyz); nil means always.
 	Ready func(ctx context.Context) error
+	// Library stores uploads and serves files; JS records uploads on the log.
+	Library library.BlobStore
+	JS      jetstream.JetStream
+	// MaxUploadBytes bounds one upload; 0 means DefaultMaxUploadBytes.
+	MaxUploadBytes int64
 }
 
 // Server is spine's HTTP API.
@@ -57,6 +64,7 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /v1/sessions/{id}", s.authed(s.getSession))
 	s.mux.Handle("GET /v1/sessions/{id}/transcript", s.authed(s.getTranscript))
 	s.mux.Handle("GET /v1/runs/{id}/steps", s.authed(s.getSteps))
+	s.libraryRoutes()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, CodeNotFound, "no route for "+r.Method+" "+r.URL.Path)
 	})

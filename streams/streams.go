@@ -9,6 +9,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
+// StreamTasks holds desktop tasks and runner presence (package spine/desktop).
+const StreamTasks = "SPINE_TASKS"
+
 // DuplicateWindow is how long JetStream remembers envelope ids: a producer
 // retrying within it stores its envelope once.
 const DuplicateWindow = 10 * time.Minute
@@ -27,6 +30,21 @@ func StreamConfigs(replicas int) []jetstream.StreamConfig {
 		Replicas:    replicas,
 		Duplicates:  DuplicateWindow,
 		MaxMsgSize:  MaxEnvelopeBytes,
+	}, {
+		Name:        StreamTasks,
+		Description: "spine desktop tasks (spine.task.<taskId>.<event>) and runner presence (spine.runner.<runnerId>.<event>)",
+		Subjects:    []string{"spine.task.>", "spine.runner.>"},
+		Storage:     jetstream.FileStorage,
+		Replicas:    replicas,
+		Duplicates:  DuplicateWindow,
+		MaxMsgSize:  MaxEnvelopeBytes,
+	}, {
+		Name:        StreamLibrary,
+		Description: "spine library: uploads recorded after their bytes are stored (spine.library.upload.<artifactId>)",
+		Subjects:    []string{"spine.library.>"},
+		Storage:     jetstream.FileStorage,
+		Replicas:    replicas,
+		Duplicates:  DuplicateWindow,
 	}, {
 		Name:        StreamDLQ,
 		Description: "spine dead letters: messages that broke a rule, with the reason in headers",

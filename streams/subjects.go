@@ -8,6 +8,7 @@ import (
 const (
 	StreamSessions = "SPINE_SESSIONS"
 	StreamDLQ      = "SPINE_DLQ"
+	StreamLibrary  = "SPINE_LIBRARY"
 
 	subjectSession = "spine.session."
 	subjectMCP     = "spine.mcp."

@@ -1,0 +1,194 @@
+package library
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ErrNoTrace: nothing the caller may see references this id. A file that
+// exists but only in another member's artifacts answers the same.
+var ErrNoTrace = errors.New("nothing to trace")
+
+// Owner scopes a trace to one org and member.
+type Owner struct{ Org, Member string }
+
+// Trace is the auditor's answer for a file: every artifact of the caller's
+// that references it, each with its producer or the person who uploaded it.
+type Trace struct {
+	Digest    string           `json:"digest"`
+	Size      int64            `json:"size"`
+	Stored    bool             `json:"stored"` // false when the bytes were omitted or could not be stored
+	Artifacts []TracedArtifact `json:"artifacts"`
+}
+
+// TracedArtifact is one artifact with where it came from.
+type TracedArtifact struct {
+	ID             string          `json:"id"`
+	Kind           string          `json:"kind"`
+	Name           string          `json:"name"`
+	Size           int64           `json:"size"`
+	ContentType    string          `json:"contentType,omitempty"`
+	ContentMissing bool            `json:"contentMissing"`
+	ContentOmitted bool            `json:"contentOmitted"`
+	CreatedAt      time.Time       `json:"createdAt"`
+	Org            string          `json:"org"`
+	Member         string          `json:"member"`
+	ProducedBy     json.RawMessage `json:"producedBy"`           // null: uploaded by a person, or the session has not ended
+	UploadedBy     string          `json:"uploadedBy,omitempty"` // the member, for uploads
+	Session        *TracedSession  `json:"session,omitempty"`
+	Step           *TracedStep     `json:"step,omitempty"`
+	RouterCall     json.RawMessage `json:"routerCall"` // the session's accounting row, once recorded
+}
+
+// TracedSession is the producing session as the recorder holds it.
+type TracedSession struct {
+	ID           string  `json:"id"`
+	Status       string  `json:"status"`
+	App          string  `json:"app"`
+	Model        string  `json:"model"`
+	Effort       string  `json:"effort"`
+	Billing      string  `json:"billing"`
+	RunID        string  `json:"runId"`
+	ParentRunID  string  `json:"parentRunId,omitempty"`
+	ParentStepID string  `json:"parentStepId,omitempty"`
+	TotalCost    *string `json:"totalCost"`
+}
+
+// TracedStep is the step that wrote the file.
+type TracedStep struct {
+	ID     string    `json:"id"`
+	Idx    int       `json:"idx"`
+	Action string    `json:"action"`
+	At     time.Time `json:"at"`
+}
+
+// RouterCallQuery, when set, returns a session's router-call row as JSON
+// (the accounting package sets it); nil leaves routerCall null.
+var RouterCallQuery string
+
+// TraceID traces a digest ("blake3:…") or an artifact id.
+func TraceID(ctx context.Context, q Querier, owner Owner, id string) (*Trace, error) {
+	digest := id
+	if !strings.HasPrefix(id, DigestPrefix) {
+		err := q.QueryRow(ctx, `SELECT digest FROM artifacts WHERE id = $1 AND org = $2 AND member = $3`,
+			id, owner.Org, owner.Member).Scan(&digest)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, ErrNoTrace
+		}
+		if err != nil {
+			return nil, fmt.Errorf("trace %s: %w", id, err)
+		}
+	} else if _, err := ParseDigest(id); err != nil {
+		return nil, ErrNoTrace
+	}
+	return TraceDigest(ctx, q, owner, digest)
+}
+
+// TraceDigest lists the caller's artifacts that reference digest.
+func TraceDigest(ctx context.Context, q Querier, owner Owner, digest string) (*Trace, error) {
+	rows, err := q.Query(ctx, `SELECT a.id, a.kind, a.name, a.size, a.content_type, a.content_missing,
+			a.content_omitted, a.created_at, a.org, a.member, a.produced_by,
+			s.id, s.status, s.app, s.model, s.effort, s.billing, s.session_run_id, r.parent_run_id, r.parent_step_id,
+			s.total_cost::text, st.id, st.idx, st.action, st.at
+		FROM artifacts a
+		LEFT JOIN sessions s ON s.id = a.session_id AND a.session_id <> ''
+		LEFT JOIN runs r ON r.id = s.session_run_id
+		LEFT JOIN steps st ON st.id = a.step_id AND a.step_id <> ''
+		WHERE a.digest = $1 AND a.org = $2 AND a.member = $3
+		ORDER BY a.created_at, a.id`, digest, owner.Org, owner.Member)
+	if err != nil {
+		return nil, fmt.Errorf("trace %s: %w", digest, err)
+	}
+	arts, err := pgx.CollectRows(rows, scanTraced)
+	if err != nil {
+		return nil, fmt.Errorf("trace %s: %w", digest, err)
+	}
+	if len(arts) == 0 {
+		return nil, ErrNoTrace
+	}
+	t := &Trace{Digest: digest, Size: arts[0].Size, Artifacts: arts}
+	err = q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM library_files WHERE digest = $1)`, digest).Scan(&t.Stored)
+	if err != nil {
+		return nil, fmt.Errorf("trace %s: %w", digest, err)
+	}
+	return t, attachRouterCalls(ctx, q, t)
+}
+
+func scanTraced(r pgx.CollectableRow) (TracedArtifact, error) {
+	var a TracedArtifact
+	var sid, status, app, model, effort, billing, runID, parentRun, parentStep, stepID, action *string
+	var cost *string
+	var idx *int
+	var at *time.Time
+	err := r.Scan(&a.ID, &a.Kind, &a.Name, &a.Size, &a.ContentType, &a.ContentMissing, &a.ContentOmitted,
+		&a.CreatedAt, &a.Org, &a.Member, &a.ProducedBy, &sid, &status, &app, &model, &effort, &billing, &runID,
+		&parentRun, &parentStep, &cost, &stepID, &idx, &action, &at)
+	if err != nil {
+		return a, err
+	}
+	if len(a.ProducedBy) == 0 {
+		a.ProducedBy = json.RawMessage("null")
+	}
+	a.RouterCall = json.RawMessage("null")
+	if a.Kind == "upload" {
+		a.UploadedBy = a.Member
+	}
+	if sid != nil {
+		a.Session = &TracedSession{ID: *sid, Status: *status, App: *app, Model: *model, Effort: *effort,
+			Billing: *billing, RunID: *runID, ParentRunID: deref(parentRun), ParentStepID: deref(parentStep), TotalCost: cost}
+	}
+	if stepID != nil {
+		a.Step = &TracedStep{ID: *stepID, Idx: *idx, Action: *action, At: *at}
+	}
+	return a, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func attachRouterCalls(ctx context.Context, q Querier, t *Trace) error {
+	if RouterCallQuery == "" {
+		return nil
+	}
+	for i := range t.Artifacts {
+		s := t.Artifacts[i].Session
+		if s == nil {
+			continue
+		}
+		var row []byte
+		err := q.QueryRow(ctx, RouterCallQuery, s.ID).Scan(&row)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("router call of %s: %w", s.ID, err)
+		}
+		t.Artifacts[i].RouterCall = row
+	}
+	return nil
+}
+
+// CanRead reports whether the owner may read a file: one of their
+// artifacts references it, or a step of one of their runs does.
+func CanRead(ctx context.Context, q Querier, owner Owner, digest string) (bool, error) {
+	var ok bool
+	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM artifacts WHERE digest = $1 AND org = $2 AND member = $3)
+		OR EXISTS (SELECT 1 FROM steps st JOIN runs r ON r.id = st.run_id
+			WHERE st.detail->>'contentDigest' = $1 AND st.detail ? 'contentDigest' AND r.org = $2 AND r.member = $3)
+		OR EXISTS (SELECT 1 FROM sessions WHERE prompt_digest = $1 AND org = $2 AND member = $3)`,
+		digest, owner.Org, owner.Member).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("access to %s: %w", digest, err)
+	}
+	return ok, nil
+}

@@ -1,0 +1,200 @@
+package server
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spinehq/spine/library"
+	"github.com/spinehq/spine/streams"
+)
+
+// DefaultMaxUploadBytes bounds one upload: 1 GiB.
+const DefaultMaxUploadBytes = 1 << 30
+
+func (s *Server) libraryRoutes() {
+	s.mux.Handle("POST /v1/library/uploads", s.authed(s.upload))
+	s.mux.Handle("GET /v1/library/files/{digest}", s.authed(s.getFile))
+	s.mux.Handle("GET /v1/provenance/{id}", s.authed(s.provenance))
+}
+
+// UploadResponse is the answer to an upload.
+type UploadResponse struct {
+	ArtifactID  string `json:"artifactId"`
+	Digest      string `json:"digest"`
+	Size        int64  `json:"size"`
+	Name        string `json:"name"`
+	ContentType string `json:"contentType"`
+	ProducedBy  any    `json:"producedBy"` // always null: a person uploaded it
+}
+
+// uploadParams are everything an upload request may say besides its bytes.
+// There is deliberately no field for producedBy; any other parameter is
+// refused rather than ignored.
+type uploadParams struct {
+	Name        string
+	ContentType string
+}
+
+func parseUploadParams(r *http.Request) (uploadParams, error) {
+	var p uploadParams
+	for key, vals := range r.URL.Query() {
+		if len(vals) != 1 {
+			return p, fmt.Errorf("parameter %q given %d times", key, len(vals))
+		}
+		switch key {
+		case "name":
+			p.Name = vals[0]
+		case "contentType":
+			p.ContentType = vals[0]
+		default:
+			return p, fmt.Errorf("unknown parameter %q: an upload takes only name and contentType", key)
+		}
+	}
+	p.ContentType = cmp.Or(p.ContentType, r.Header.Get("Content-Type"), "application/octet-stream")
+	if err := library.CheckName(p.Name); err != nil {
+		return p, err
+	}
+	if len(p.ContentType) > 255 {
+		return p, errors.New("contentType is longer than 255 bytes")
+	}
+	return p, nil
+}
+
+// upload streams the body into the Library, then records the upload on the
+// log; the library projector turns it into an artifact owned by the caller.
+func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
+	p, err := parseUploadParams(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
+		return
+	}
+	limit := cmp.Or(s.cfg.MaxUploadBytes, DefaultMaxUploadBytes)
+	body := http.MaxBytesReader(w, r.Body, limit)
+	f, err := s.cfg.Library.Put(r.Context(), s.cfg.Pool, body)
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, fmt.Sprintf("upload over %d bytes", limit))
+		return
+	}
+	if err != nil {
+		s.internal(w, "store upload", err)
+		return
+	}
+	who := caller(r)
+	u := &library.Upload{V: 1, Type: library.UploadType, ID: library.NewUploadID(), At: time.Now().UTC(),
+		Digest: f.Digest, Size: f.Size, Name: p.Name, ContentType: p.ContentType,
+		Owner: streams.Owner{Org: who.Org, Member: who.Member}}
+	if err := library.PublishUpload(r.Context(), s.cfg.JS, u); err != nil {
+		s.internal(w, "record upload", err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, UploadResponse{ArtifactID: u.ID, Digest: f.Digest, Size: f.Size,
+		Name: p.Name, ContentType: p.ContentType})
+}
+
+func libOwner(r *http.Request) library.Owner {
+	c := caller(r)
+	return library.Owner{Org: c.Org, Member: c.Member}
+}
+
+// getFile streams a file the caller may read, honouring a single Range.
+func (s *Server) getFile(w http.ResponseWriter, r *http.Request) {
+	digest := r.PathValue("digest")
+	if _, err := library.ParseDigest(digest); err != nil {
+		notFound(w, "file")
+		return
+	}
+	ok, err := library.CanRead(r.Context(), s.cfg.Pool, libOwner(r), digest)
+	if err != nil {
+		s.internal(w, "check access", err)
+		return
+	}
+	f, statErr := s.cfg.Library.Stat(r.Context(), s.cfg.Pool, digest)
+	if !ok || errors.Is(statErr, library.ErrNotFound) {
+		notFound(w, "file")
+		return
+	}
+	if statErr != nil {
+		s.internal(w, "stat file", statErr)
+		return
+	}
+	off, n, partial, err := parseRange(r.Header.Get("Range"), f.Size)
+	if err != nil {
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", f.Size))
+		writeError(w, http.StatusRequestedRangeNotSatisfiable, "bad_range", err.Error())
+		return
+	}
+	s.serveFile(w, r, f, off, n, partial)
+}
+
+func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, f library.File, off, n int64, partial bool) {
+	h := w.Header()
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("Accept-Ranges", "bytes")
+	h.Set("ETag", `"`+f.Digest+`"`)
+	h.Set("Content-Length", strconv.FormatInt(n, 10))
+	status := http.StatusOK
+	if partial {
+		h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", off, off+n-1, f.Size))
+		status = http.StatusPartialContent
+	}
+	w.WriteHeader(status)
+	if r.Method == http.MethodHead {
+		return
+	}
+	if err := s.cfg.Library.ReadRange(r.Context(), s.cfg.Pool, f.Digest, off, n, w); err != nil {
+		// Headers are gone: cut the connection so the client sees a short body, never bad bytes.
+		s.log.Error("serve file", "digest", f.Digest, "err", err)
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// parseRange reads one "bytes=a-b", "bytes=a-" or "bytes=-n" range. No
+// header, or several ranges, means the whole file.
+func parseRange(header string, size int64) (off, n int64, partial bool, err error) {
+	spec, ok := strings.CutPrefix(header, "bytes=")
+	if header == "" || !ok || strings.Contains(spec, ",") {
+		return 0, size, false, nil
+	}
+	a, b, _ := strings.Cut(spec, "-")
+	switch {
+	case a == "":
+		k, err := strconv.ParseInt(b, 10, 64)
+		if err != nil || k <= 0 {
+			return 0, 0, false, fmt.Errorf("bad range %q", header)
+		}
+		k = min(k, size)
+		return size - k, k, true, nil
+	default:
+		start, err := strconv.ParseInt(a, 10, 64)
+		if err != nil || start < 0 || start >= size {
+			return 0, 0, false, fmt.Errorf("range %q outside a file of %d bytes", header, size)
+		}
+		end := size - 1
+		if b != "" {
+			if end, err = strconv.ParseInt(b, 10, 64); err != nil || end < start {
+				return 0, 0, false, fmt.Errorf("bad range %q", header)
+			}
+			end = min(end, size-1)
+		}
+		return start, end - start + 1, true, nil
+	}
+}
+
+func (s *Server) provenance(w http.ResponseWriter, r *http.Request) {
+	t, err := library.TraceID(r.Context(), s.cfg.Pool, libOwner(r), r.PathValue("id"))
+	if errors.Is(err, library.ErrNoTrace) {
+		notFound(w, "artifact or file")
+		return
+	}
+	if err != nil {
+		s.internal(w, "trace", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, t)
+}
