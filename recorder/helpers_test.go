@@ -3,11 +3,13 @@ package recorder_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/spinehq/spine/internal/spinetest"
 	"github.com/spinehq/spine/recorder"
 	"github.com/spinehq/spine/spine"
+	"github.com/spinehq/spine/streams"
 )
 
 var ctx = context.Background()
@@ -78,3 +80,13 @@ func running(t *testing.T) *spinetest.Harness {
 	h.StartRecorder(nil)
 	return h
 }
+
+func endArtifact(name, content string) streams.Artifact {
+	return streams.Artifact{Name: name, Content: content}
+}
+
+func endArtifact2(name, digest string, size int64) streams.Artifact {
+	return streams.Artifact{Name: name, ContentDigest: digest, Size: &size}
+}
+
+func repeat(s string, n int) string { return strings.Repeat(s, n) }

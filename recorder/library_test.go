@@ -1,0 +1,80 @@
+package recorder_test
+
+import (
+	"testing"
+
+	"github.com/spinehq/spine/internal/spinetest"
+	"github.com/spinehq/spine/library"
+)
+
+// A Library failure never fails the session: the store refuses every write
+// (a real PostgreSQL constraint), and the session still records its steps,
+// marks the content missing, and ends normally.
+func TestLibraryFailureNeverFailsTheSession(t *testing.T) {
+	h := running(t)
+	if _, err := h.Pool.Exec(ctx, `ALTER TABLE library_pieces ADD CONSTRAINT refuse_all CHECK (false) NOT VALID`); err != nil {
+		t.Fatal(err)
+	}
+	h.Publish(spinetest.Start("s1"), spinetest.Text("s1", 1, "writing"),
+		spinetest.Write("s1", 2, "a.go", "package a\n"), spinetest.Command("s1", 3, "go build"),
+		spinetest.End("s1", "done", "gpt-5-codex", "medium"))
+	h.WaitCaughtUp()
+
+	s := session(t, h, "s1")
+	if s.Status != "done" || s.RecordedSteps != 2 || s.TranscriptFileID == "" {
+		t.Fatalf("session = %+v", s)
+	}
+	page := steps(t, h, "s1")
+	w := decodeMap(t, page.Steps[0].Detail)
+	if w["contentMissing"] != true || w["contentDigest"] != library.Digest([]byte("package a\n")) {
+		t.Fatalf("write step = %v", w)
+	}
+	if n := count(t, h, `SELECT count(*) FROM artifacts WHERE session_id = 's1' AND content_missing`); n != 2 {
+		t.Fatalf("%d artifacts marked missing, want 2 (the write and the transcript)", n)
+	}
+	if n := count(t, h, `SELECT count(*) FROM library_files`); n != 0 {
+		t.Fatalf("%d files stored by a failing store", n)
+	}
+	if n := count(t, h, `SELECT count(*) FROM dead_letters`); n != 0 {
+		t.Fatal("a Library failure must not dead-letter the session's messages")
+	}
+
+	// Once the store works again, later sessions store their content.
+	h.Pool.Exec(ctx, `ALTER TABLE library_pieces DROP CONSTRAINT refuse_all`)
+	h.Publish(spinetest.Start("s2"), spinetest.Write("s2", 1, "b.go", "package b\n"))
+	h.WaitCaughtUp()
+	if n := count(t, h, `SELECT count(*) FROM library_files WHERE digest = $1`, library.Digest([]byte("package b\n"))); n != 1 {
+		t.Fatal("store did not recover")
+	}
+}
+
+func TestProducedByStampedAtEnd(t *testing.T) {
+	h := running(t)
+	size := int64(10)
+	end := spinetest.End("s1", "failed", "", "")
+	end.Artifacts = append(end.Artifacts, endArtifact("report.md", "# report\n"), endArtifact2("big.bin", "blake3:"+repeat("cd", 32), size))
+	h.Publish(spinetest.Start("s1"), spinetest.Write("s1", 1, "x.txt", "x"))
+	h.WaitCaughtUp()
+	if n := count(t, h, `SELECT count(*) FROM artifacts WHERE session_id = 's1' AND produced_by IS NOT NULL`); n != 0 {
+		t.Fatal("producedBy stamped before the session ended")
+	}
+	h.Publish(end)
+	h.WaitCaughtUp()
+	rows, err := h.Pool.Query(ctx, `SELECT kind, name, produced_by->>'app', produced_by->>'model', produced_by->>'effort',
+		produced_by->>'sessionId' FROM artifacts WHERE session_id = 's1' ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for rows.Next() {
+		var kind, name, app, model, effort, sid string
+		rows.Scan(&kind, &name, &app, &model, &effort, &sid)
+		if app != "claude-code" || model != "" || effort != "" || sid != "s1" {
+			t.Errorf("%s %s: producedBy app=%q model=%q effort=%q session=%q", kind, name, app, model, effort, sid)
+		}
+		n++
+	}
+	if n != 4 { // x.txt, report.md, big.bin, transcript
+		t.Fatalf("%d artifacts, want 4", n)
+	}
+}
