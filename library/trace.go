@@ -192,3 +192,59 @@ func CanRead(ctx context.Context, q Querier, owner Owner, digest string) (bool, 
 	}
 	return ok, nil
 }
+
+// SessionTrace follows a session down: its run and the planner step it
+// served, what it did, what it pushed, and its router-call row.
+type SessionTrace struct {
+	Session      TracedSession    `json:"session"`
+	Steps        int              `json:"steps"`
+	Observations int              `json:"observations"`
+	Artifacts    []TracedArtifact `json:"artifacts"`
+	RouterCall   json.RawMessage  `json:"routerCall"`
+}
+
+// TraceSession traces a session the owner may see.
+func TraceSession(ctx context.Context, q Querier, owner Owner, id string) (*SessionTrace, error) {
+	t := &SessionTrace{RouterCall: json.RawMessage("null"), Artifacts: []TracedArtifact{}}
+	s := &t.Session
+	err := q.QueryRow(ctx, `SELECT s.id, s.status, s.app, s.model, s.effort, s.billing, s.session_run_id,
+			r.parent_run_id, r.parent_step_id, s.total_cost::text,
+			(SELECT count(*) FROM steps WHERE run_id = s.session_run_id),
+			(SELECT count(*) FROM observations WHERE run_id = s.session_run_id)
+		FROM sessions s JOIN runs r ON r.id = s.session_run_id
+		WHERE s.id = $1 AND s.org = $2 AND s.member = $3`, id, owner.Org, owner.Member).
+		Scan(&s.ID, &s.Status, &s.App, &s.Model, &s.Effort, &s.Billing, &s.RunID, &s.ParentRunID,
+			&s.ParentStepID, &s.TotalCost, &t.Steps, &t.Observations)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNoTrace
+	}
+	if err != nil {
+		return nil, fmt.Errorf("trace session %s: %w", id, err)
+	}
+	digests, err := sessionDigests(ctx, q, owner, id)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range digests {
+		dt, err := TraceDigest(ctx, q, owner, d)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range dt.Artifacts {
+			if a.Session != nil && a.Session.ID == id {
+				t.Artifacts = append(t.Artifacts, a)
+				t.RouterCall = a.RouterCall
+			}
+		}
+	}
+	return t, nil
+}
+
+func sessionDigests(ctx context.Context, q Querier, owner Owner, id string) ([]string, error) {
+	rows, err := q.Query(ctx, `SELECT DISTINCT digest FROM artifacts WHERE session_id = $1 AND org = $2 AND member = $3
+		ORDER BY digest`, id, owner.Org, owner.Member)
+	if err != nil {
+		return nil, fmt.Errorf("trace session %s: %w", id, err)
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}

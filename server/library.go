@@ -186,15 +186,22 @@ func parseRange(header string, size int64) (off, n int64, partial bool, err erro
 	}
 }
 
+// provenance traces a digest, an artifact id, or a session id.
 func (s *Server) provenance(w http.ResponseWriter, r *http.Request) {
-	t, err := library.TraceID(r.Context(), s.cfg.Pool, libOwner(r), r.PathValue("id"))
+	id := r.PathValue("id")
+	var v any
+	t, err := library.TraceID(r.Context(), s.cfg.Pool, libOwner(r), id)
+	v = t
+	if errors.Is(err, library.ErrNoTrace) && streams.ValidID(id) {
+		v, err = library.TraceSession(r.Context(), s.cfg.Pool, libOwner(r), id)
+	}
 	if errors.Is(err, library.ErrNoTrace) {
-		notFound(w, "artifact or file")
+		notFound(w, "artifact, file or session")
 		return
 	}
 	if err != nil {
 		s.internal(w, "trace", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, t)
+	writeJSON(w, http.StatusOK, v)
 }

@@ -4,6 +4,7 @@
 //	spine migrate                     apply database migrations and exit
 //	spine publish FILE.jsonl          send envelopes from a file
 //	spine read session|transcript|steps ID [--json] [--follow]
+//	spine trace DIGEST|ARTIFACT|SESSION [--json]
 //	spine token mint [--org O] [--member M] [--ttl D]
 //	spine bench ingest [flags]        measure ingest against a raw baseline
 package main
@@ -30,6 +31,7 @@ func commands() []command {
 		{"migrate", "apply database migrations and exit", runMigrate},
 		{"publish", "publish envelopes from a JSON-lines file (FILE or - for stdin)", runPublish},
 		{"read", "read a session, its transcript or a run's steps", runRead},
+		{"trace", "follow a file, artifact or session to what produced it", runTrace},
 		{"token", "mint a bearer token (token mint --org O --member M)", runToken},
 		{"bench", "benchmark ingest against a raw JetStream + COPY baseline", runBench},
 	}

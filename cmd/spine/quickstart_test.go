@@ -117,3 +117,45 @@ func TestUsageErrors(t *testing.T) {
 		t.Fatalf("read without token: %v", err)
 	}
 }
+
+func TestTraceCommand(t *testing.T) {
+	_, url := pgtest.New(t)
+	commits := make(chan struct{}, 1)
+	n, err := node.Start(context.Background(), config.Config{DatabaseURL: url, NATSListen: "off",
+		HTTPAddr: "127.0.0.1:0", DataDir: t.TempDir(), TokenSecret: strings.Repeat("ab", 32)},
+		spinetest.Logger(t), &node.Options{OnCommit: func(uint64, []streams.Message) {
+			select {
+			case commits <- struct{}{}:
+			default:
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop()
+	tok, _ := n.DevToken()
+	t.Setenv(config.EnvURL, "http://"+n.HTTPAddr())
+	t.Setenv(config.EnvToken, tok)
+	for _, f := range []string{"live.jsonl", "end.jsonl"} {
+		if out, err := capture(t, "publish", "../../testdata/quickstart/"+f); err != nil {
+			t.Fatalf("publish: %v %s", err, out)
+		}
+	}
+	for n.Recorder().Checkpoint() < 10 {
+		<-commits
+	}
+	out, err := capture(t, "trace", "qs-1")
+	if err != nil || !strings.Contains(out, "session qs-1  done  claude-code, model claude-opus-4-5-20251101") ||
+		!strings.Contains(out, "serves step step-3 of run plan-run-42") || !strings.Contains(out, `pushed "NOTES.md"`) {
+		t.Fatalf("trace session: %v\n%s", err, out)
+	}
+	digest := "blake3:5d715c79097cf702676bfe1450e627a43f9d3a081d62155ad32b85320f189c01" // NOTES.md in end.jsonl
+	out, err = capture(t, "trace", digest)
+	if err != nil || !strings.Contains(out, "producedBy: claude-code, model claude-opus-4-5-20251101, effort (unknown), session qs-1") ||
+		!strings.Contains(out, "step 3 (file_write)") {
+		t.Fatalf("trace file: %v\n%s", err, out)
+	}
+	if out, err = capture(t, "trace", digest, "--json"); err != nil || !strings.Contains(out, `"artifacts"`) {
+		t.Fatalf("trace --json: %v\n%s", err, out)
+	}
+}
