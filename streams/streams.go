@@ -24,8 +24,8 @@ func StreamConfigs(replicas int) []jetstream.StreamConfig {
 	}
 	return []jetstream.StreamConfig{{
 		Name:        StreamSessions,
-		Description: "spine sessions: app-session envelopes, MCP call records, worker disconnects",
-		Subjects:    []string{subjectSession + ">", subjectMCP + ">", subjectWorker + ">"},
+		Description: "spine sessions: app-session envelopes, MCP call records, worker disconnects, plan budgets",
+		Subjects:    []string{subjectSession + ">", subjectMCP + ">", subjectWorker + ">", "spine.plan.>"}, // plan.>: accounting's plan.budget
 		Storage:     jetstream.FileStorage,
 		Replicas:    replicas,
 		Duplicates:  DuplicateWindow,

@@ -1,0 +1,167 @@
+package accounting
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/spinehq/spine/streams"
+)
+
+// TypePlanBudget is the type of a plan budget event.
+const TypePlanBudget = "plan.budget"
+
+// subjectPlan prefixes plan subjects; streams.StreamConfigs lists
+// "spine.plan.>" among SPINE_SESSIONS' subjects.
+const subjectPlan = "spine.plan."
+
+// PlanSubject is spine.plan.<planId>.budget.
+func PlanSubject(planID string) string { return subjectPlan + planID + ".budget" }
+
+// MaxBudgetBytes bounds one plan.budget message.
+const MaxBudgetBytes = 4 << 10
+
+// Budget is a plan.budget event, version 1: it sets a plan's whole budget.
+// A nil limit means none, so an event with neither clears the budget.
+type Budget struct {
+	V      int       `json:"v"`
+	Type   string    `json:"type"`
+	ID     string    `json:"id"`
+	At     time.Time `json:"at"`
+	PlanID string    `json:"planId"`
+	Org    string    `json:"org"`
+	Member string    `json:"member"` // who set it
+	// DollarCeiling is the most metered dollars the plan may spend, as a
+	// decimal; subscription and unknown-billed dollars never count.
+	DollarCeiling *json.Number `json:"dollarCeiling"`
+	// LoopCap is the most calls (sessions) the plan may make, of any billing.
+	LoopCap *int64 `json:"loopCap"`
+}
+
+// maxCeiling keeps a ceiling within what PostgreSQL's numeric and a float
+// reading of it agree on.
+const maxCeiling = 1e12
+
+// Validate checks the event against the contract.
+func (b *Budget) Validate() error {
+	if b.V != 1 {
+		return streams.Reject(streams.ReasonUnknownVersion, "v=%d, this spine speaks v=1", b.V)
+	}
+	if b.Type != TypePlanBudget {
+		return streams.Reject(streams.ReasonUnknownType, "type %q", b.Type)
+	}
+	for _, f := range []struct{ name, v string }{{"id", b.ID}, {"planId", b.PlanID}} {
+		if f.v == "" {
+			return streams.Reject(streams.ReasonMissingField, "%s is required", f.name)
+		}
+		if !streams.ValidID(f.v) {
+			return streams.Reject(streams.ReasonInvalidID, "%s must be 1-%d letters, digits, '-' or '_'", f.name, streams.MaxIDLen)
+		}
+	}
+	if b.At.IsZero() {
+		return streams.Reject(streams.ReasonMissingField, "at is required")
+	}
+	if _, err := b.At.MarshalJSON(); err != nil {
+		return streams.Reject(streams.ReasonInvalidField, "at: %v", err)
+	}
+	if !streams.ValidOwnerID(b.Org) || !streams.ValidOwnerID(b.Member) {
+		return streams.Reject(streams.ReasonInvalidID, "org and member must be 1-%d letters, digits, '-', '_', '.' or '@'", streams.MaxIDLen)
+	}
+	if b.LoopCap != nil && *b.LoopCap < 0 {
+		return streams.Reject(streams.ReasonInvalidField, "loopCap must not be negative")
+	}
+	if b.DollarCeiling != nil {
+		if _, err := parseDollars(string(*b.DollarCeiling)); err != nil {
+			return streams.Reject(streams.ReasonInvalidField, "dollarCeiling: %v", err)
+		}
+	}
+	return nil
+}
+
+// parseDollars reads a non-negative decimal amount of dollars.
+func parseDollars(s string) (*big.Rat, error) {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) || !json.Valid([]byte(s)) {
+		return nil, fmt.Errorf("%q is not a number", s)
+	}
+	if f < 0 || f > maxCeiling {
+		return nil, fmt.Errorf("%s is outside 0 to %.0f", s, float64(maxCeiling))
+	}
+	r, ok := new(big.Rat).SetString(s)
+	if !ok {
+		return nil, fmt.Errorf("%q is not a decimal", s)
+	}
+	return r, nil
+}
+
+// DecodeBudget parses and validates one plan.budget event. Every failure is
+// a *streams.Rejection, so it can be dead-lettered as is.
+func DecodeBudget(data []byte) (*Budget, error) {
+	if len(data) > MaxBudgetBytes {
+		return nil, streams.Reject(streams.ReasonTooLarge, "plan.budget is %d bytes, limit %d", len(data), MaxBudgetBytes)
+	}
+	if !utf8.Valid(data) {
+		return nil, streams.Reject(streams.ReasonInvalidUTF8, "plan.budget is not valid UTF-8")
+	}
+	var b Budget
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&b); err != nil {
+		return nil, budgetDecodeError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, streams.Reject(streams.ReasonMalformed, "trailing data after the plan.budget")
+	}
+	if err := b.Validate(); err != nil {
+		return nil, err
+	}
+	return &b, nil
+}
+
+func budgetDecodeError(err error) error {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		return streams.Reject(streams.ReasonWrongType, "field %q: got JSON %s, want %s", te.Field, te.Value, te.Type)
+	case errors.As(err, &se), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return streams.Reject(streams.ReasonMalformed, "%v", err)
+	default:
+		return streams.Reject(streams.ReasonWrongType, "%v", err)
+	}
+}
+
+// isPlanSubject reports whether a stored message is a plan event.
+func isPlanSubject(subject string) bool { return strings.HasPrefix(subject, subjectPlan) }
+
+// PublishBudget validates b and publishes it on its plan's subject with its
+// id as Nats-Msg-Id, so a retried publish is stored once.
+func PublishBudget(ctx context.Context, js jetstream.Publisher, b *Budget) (*jetstream.PubAck, error) {
+	if err := b.Validate(); err != nil {
+		return nil, err
+	}
+	data, err := json.Marshal(b)
+	if err != nil {
+		return nil, fmt.Errorf("encode plan.budget %s: %w", b.ID, err)
+	}
+	msg := nats.NewMsg(PlanSubject(b.PlanID))
+	msg.Data = data
+	msg.Header.Set(jetstream.MsgIDHeader, b.ID)
+	ack, err := js.PublishMsg(ctx, msg)
+	if err != nil {
+		return nil, fmt.Errorf("publish plan.budget %s: %w", b.ID, err)
+	}
+	return ack, nil
+}

@@ -1,0 +1,102 @@
+package accounting
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/spinehq/spine/streams"
+)
+
+// Billing classes of a router call.
+const (
+	BillingMetered      = "metered"
+	BillingSubscription = "subscription"
+	BillingUnknown      = "unknown"
+)
+
+// BillingClasses lists the classes in the order reports show them.
+var BillingClasses = []string{BillingMetered, BillingSubscription, BillingUnknown}
+
+// Billing is the billing class of a call: unknown whenever the app's usage
+// report or the machine's subscription signal is silent, else the signal.
+func Billing(usage *streams.Usage, signal string) string {
+	if usage == nil || signal == "" {
+		return BillingUnknown
+	}
+	return signal
+}
+
+// Tokens are normalised token counts, following the OpenTelemetry GenAI
+// convention (gen_ai.usage.*): Input includes CacheRead and CacheWrite, and
+// Output includes Reasoning. Input + Output counts every token once.
+type Tokens struct {
+	Input      int64 `json:"input"`
+	Output     int64 `json:"output"`
+	CacheRead  int64 `json:"cacheRead"`
+	CacheWrite int64 `json:"cacheWrite"`
+	Reasoning  int64 `json:"reasoning"`
+	// Total is every token counted once: Input plus Output.
+	Total int64 `json:"total"`
+}
+
+// Normalise turns a session.end's usage into OpenTelemetry terms. The
+// envelope's buckets follow the app's own report: inputTokens is the input
+// that neither read nor wrote the cache (Anthropic's input_tokens), and
+// reasoningTokens is a part of outputTokens (as OpenAI reports it). So
+// input = inputTokens + cacheReadTokens + cacheWriteTokens and output =
+// outputTokens. nil means the app reported no usage.
+func Normalise(u *streams.Usage) *Tokens {
+	if u == nil {
+		return nil
+	}
+	t := &Tokens{Input: u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens, Output: u.OutputTokens,
+		CacheRead: u.CacheReadTokens, CacheWrite: u.CacheWriteTokens, Reasoning: u.ReasoningTokens}
+	t.Total = t.Input + t.Output
+	return t
+}
+
+// Call is a router-call row: the seed's v1:router:call, one per session.
+type Call struct {
+	SessionID        string          `json:"sessionId"`
+	Org              string          `json:"org"`
+	Member           string          `json:"member"`
+	App              string          `json:"app"`
+	PlanID           string          `json:"planId"`
+	ExecutionSurface string          `json:"executionSurface"`
+	Door             string          `json:"door"` // app, session; "" when not reported
+	Status           string          `json:"status"`
+	Billing          string          `json:"billing"`
+	BillingSignal    string          `json:"billingSignal"` // what the machine said; "" = silent
+	ServedModel      string          `json:"servedModel"`   // as reported; "" = unknown
+	ServedEffort     string          `json:"servedEffort"`  // as reported; "" = unknown
+	Usage            json.RawMessage `json:"usage"`         // the report verbatim; null = none
+	Tokens           *Tokens         `json:"tokens"`        // normalised; null = no report
+	TotalCost        *float64        `json:"totalCost"`     // USD as reported; null = not reported
+	StartedAt        time.Time       `json:"startedAt"`
+	At               time.Time       `json:"at"` // when the session ended
+}
+
+// ExecutionSurface is where an app's call ran: cockpit-app:<app>.
+func ExecutionSurface(app string) string { return "cockpit-app:" + app }
+
+// callFromEnd builds the row for a session that ended with e.
+func callFromEnd(s *session, e *streams.Envelope) *Call {
+	c := s.call(e.Status, e.At)
+	c.Door, c.BillingSignal = e.Door, e.Billing
+	c.Billing = Billing(e.Usage, e.Billing)
+	c.ServedModel, c.ServedEffort = e.Model, e.Effort
+	c.TotalCost = e.TotalCost
+	c.Tokens = Normalise(e.Usage)
+	if e.Usage != nil {
+		c.Usage, _ = json.Marshal(e.Usage) // a struct of numbers and raw JSON: cannot fail
+	}
+	return c
+}
+
+// callFromDisconnect builds the row for a session its worker's disconnect
+// ended: nothing was reported, so billing is unknown and cost NULL.
+func callFromDisconnect(s *session, at time.Time) *Call {
+	c := s.call("disconnected", at)
+	c.Billing = BillingUnknown
+	return c
+}

@@ -1,0 +1,162 @@
+package accounting_test
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spinehq/spine/accounting"
+	"github.com/spinehq/spine/internal/spinetest"
+	"github.com/spinehq/spine/streams"
+)
+
+func TestMain(m *testing.M) { spinetest.Main(m) }
+
+var ctx = context.Background()
+
+// fixture is one test's spine with an accounting projector running.
+type fixture struct {
+	*spinetest.Harness
+	a       *accounting.Accounting
+	p       *streams.Projector
+	mu      sync.Mutex
+	want    uint64 // highest sequence published on an accounting subject
+	commits chan struct{}
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := &fixture{Harness: spinetest.New(t), commits: make(chan struct{}, 1)}
+	f.a = accounting.New(accounting.Config{})
+	p, err := streams.NewProjector(streams.ProjectorConfig{Name: accounting.ProjectorName, Stream: streams.StreamSessions,
+		Filter: accounting.Subjects(), Handler: f.a, Pool: f.Pool, JS: f.JS, MaxWait: 20 * time.Millisecond,
+		Logger: spinetest.Logger(t), OnCommit: func(last uint64, msgs []streams.Message) {
+			f.a.Committed(last, msgs)
+			select {
+			case f.commits <- struct{}{}:
+			default:
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	f.p = p
+	return f
+}
+
+// publish sends envelopes over NATS (a trusted producer).
+func (f *fixture) publish(envs ...*streams.Envelope) {
+	f.T.Helper()
+	for _, e := range envs {
+		ack, err := f.Pub.Publish(ctx, e, nil)
+		if err != nil {
+			f.T.Fatalf("publish %s: %v", e.ID, err)
+		}
+		f.saw(ack.Sequence)
+	}
+}
+
+func (f *fixture) saw(seq uint64) {
+	f.mu.Lock()
+	f.want = max(f.want, seq)
+	f.mu.Unlock()
+}
+
+// budget publishes a plan.budget event.
+func (f *fixture) budget(b *accounting.Budget) {
+	f.T.Helper()
+	ack, err := accounting.PublishBudget(ctx, f.JS, b)
+	if err != nil {
+		f.T.Fatalf("publish budget: %v", err)
+	}
+	f.saw(ack.Sequence)
+}
+
+// wait blocks until the projector has committed everything published.
+func (f *fixture) wait() {
+	f.T.Helper()
+	f.mu.Lock()
+	want := f.want
+	f.mu.Unlock()
+	deadline := time.NewTimer(spinetest.WaitTimeout)
+	defer deadline.Stop()
+	for f.p.Checkpoint() < want {
+		select {
+		case <-f.commits:
+		case <-deadline.C:
+			f.T.Fatalf("accounting at %d, want %d", f.p.Checkpoint(), want)
+		}
+	}
+}
+
+// loadFixture reads envelopes from a JSON-lines file under testdata.
+func loadFixture(t *testing.T, name string) []*streams.Envelope {
+	t.Helper()
+	file, err := os.Open("../testdata/accounting/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	var out []*streams.Envelope
+	sc := bufio.NewScanner(file)
+	for sc.Scan() {
+		e, err := streams.Decode(sc.Bytes())
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		out = append(out, e)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+type callRow struct {
+	Status, Billing, Signal, Door, Model, Surface string
+	Usage                                         *string
+	Input, Output                                 *int64
+	Cost                                          *string
+}
+
+// calls reads every router-call row of a session.
+func (f *fixture) calls(session string) []callRow {
+	f.T.Helper()
+	rows, err := f.Pool.Query(ctx, `SELECT status, billing, billing_signal, door, served_model, execution_surface,
+		usage::text, input_tokens, output_tokens, total_cost::text FROM router_calls WHERE session_id = $1`, session)
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	defer rows.Close()
+	var out []callRow
+	for rows.Next() {
+		var c callRow
+		if err := rows.Scan(&c.Status, &c.Billing, &c.Signal, &c.Door, &c.Model, &c.Surface, &c.Usage, &c.Input,
+			&c.Output, &c.Cost); err != nil {
+			f.T.Fatal(err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		f.T.Fatal(err)
+	}
+	return out
+}
+
+func (f *fixture) count(sql string, args ...any) int {
+	f.T.Helper()
+	var n int
+	if err := f.Pool.QueryRow(ctx, sql, args...).Scan(&n); err != nil {
+		f.T.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,90 @@
+package accounting
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// DefaultModelCap is how many distinct served models get a label of their
+// own; later ones are counted as "other", so a producer reporting made-up
+// model names cannot blow up the metric's cardinality.
+const DefaultModelCap = 20
+
+// Label values for what was not reported, or past the model cap.
+const (
+	labelUnknown = "unknown"
+	labelOther   = "other"
+)
+
+type metrics struct {
+	calls    *prometheus.CounterVec
+	tokens   *prometheus.CounterVec
+	dollars  *prometheus.CounterVec
+	unpriced *prometheus.CounterVec
+	modelCap int
+	mu       sync.Mutex
+	models   map[string]bool
+}
+
+func newMetrics(reg prometheus.Registerer, modelCap int) *metrics {
+	labels := []string{"app", "billing", "door", "model"}
+	m := &metrics{
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "spine_accounting_calls_total",
+			Help: "Router calls (sessions ended, one each), by app, billing class, door and served model."}, labels),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "spine_accounting_tokens_total",
+			Help: "Reported tokens by kind: input (cache included), output (reasoning included), cache_read, cache_write, reasoning."},
+			append(labels, "kind")),
+		dollars: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "spine_accounting_reported_dollars_total",
+			Help: "US dollars the apps reported (never computed by spine)."}, labels),
+		unpriced: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "spine_accounting_calls_without_cost_total",
+			Help: "Router calls whose app reported no cost: their dollars are unknown, not zero."}, labels),
+		modelCap: modelCap,
+		models:   map[string]bool{},
+	}
+	if m.modelCap <= 0 {
+		m.modelCap = DefaultModelCap
+	}
+	if reg != nil {
+		reg.MustRegister(m.calls, m.tokens, m.dollars, m.unpriced)
+	}
+	return m
+}
+
+// model is the label for a served model: itself within the cap, "other"
+// past it, "unknown" when the app did not say.
+func (m *metrics) model(name string) string {
+	if name == "" {
+		return labelUnknown
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.models[name] {
+		return name
+	}
+	if len(m.models) >= m.modelCap {
+		return labelOther
+	}
+	m.models[name] = true
+	return name
+}
+
+func (m *metrics) observe(c *Call) {
+	door := c.Door
+	if door == "" {
+		door = labelUnknown
+	}
+	lv := []string{c.App, c.Billing, door, m.model(c.ServedModel)}
+	m.calls.WithLabelValues(lv...).Inc()
+	if c.TotalCost != nil {
+		m.dollars.WithLabelValues(lv...).Add(*c.TotalCost)
+	} else {
+		m.unpriced.WithLabelValues(lv...).Inc()
+	}
+	if t := c.Tokens; t != nil {
+		for kind, n := range map[string]int64{"input": t.Input, "output": t.Output, "cache_read": t.CacheRead,
+			"cache_write": t.CacheWrite, "reasoning": t.Reasoning} {
+			m.tokens.WithLabelValues(append(lv, kind)...).Add(float64(n))
+		}
+	}
+}

@@ -1,0 +1,56 @@
+package accounting
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// session is accounting's own memory of a session's start: enough to write
+// its router-call row and to find it from a worker disconnect.
+type session struct {
+	ID, Org, Member, App, PlanID, WorkerID string
+	StartedAt                              time.Time
+	EndedAt                                *time.Time
+	isNew                                  bool // started in this batch: insert
+}
+
+func (s *session) ended() bool { return s.EndedAt != nil }
+
+// call starts the router-call row of the session, ending it.
+func (s *session) call(status string, at time.Time) *Call {
+	s.EndedAt = &at
+	return &Call{SessionID: s.ID, Org: s.Org, Member: s.Member, App: s.App, PlanID: s.PlanID,
+		ExecutionSurface: ExecutionSurface(s.App), Status: status, StartedAt: s.StartedAt, At: at}
+}
+
+const sessionColumns = `session_id, org, member, app, plan_id, worker_id, started_at, ended_at`
+
+func scanSessions(rows pgx.Rows) ([]*session, error) {
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (*session, error) {
+		var s session
+		err := row.Scan(&s.ID, &s.Org, &s.Member, &s.App, &s.PlanID, &s.WorkerID, &s.StartedAt, &s.EndedAt)
+		return &s, err
+	})
+}
+
+// loadSessions reads the sessions with the given ids.
+func loadSessions(ctx context.Context, tx pgx.Tx, ids []string) ([]*session, error) {
+	rows, err := tx.Query(ctx, `SELECT `+sessionColumns+` FROM accounting_sessions WHERE session_id = ANY($1)`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("load accounting sessions: %w", err)
+	}
+	return scanSessions(rows)
+}
+
+// liveOnWorker reads the sessions still running on a worker.
+func liveOnWorker(ctx context.Context, tx pgx.Tx, worker string) ([]*session, error) {
+	rows, err := tx.Query(ctx, `SELECT `+sessionColumns+` FROM accounting_sessions
+		WHERE worker_id = $1 AND ended_at IS NULL ORDER BY session_id`, worker)
+	if err != nil {
+		return nil, fmt.Errorf("live sessions on worker %s: %w", worker, err)
+	}
+	return scanSessions(rows)
+}
