@@ -34,17 +34,17 @@ CREATE INDEX desktop_tasks_deliver_by ON desktop_tasks (deliver_by) WHERE state 
 CREATE INDEX desktop_tasks_session ON desktop_tasks (remote_session_id, created_at);
 
 -- What the runner posted (and the prompt that started each task, kind
--- 'prompt'), in stream order: remoteSession.read's transcript.
+-- 'prompt'), in log order: remoteSession.read's transcript.
 CREATE TABLE desktop_task_events (
     remote_session_id text NOT NULL,
-    stream_seq        bigint NOT NULL,
+    pos               bigint NOT NULL,             -- 1, 2, 3… per remote session: read's cursor
     task_id           text NOT NULL,
     seq               bigint NOT NULL,             -- per task; 0 for the prompt
     kind              text NOT NULL,
     text              text NOT NULL DEFAULT '',
     data              jsonb,
     at                timestamptz NOT NULL,
-    PRIMARY KEY (remote_session_id, stream_seq)
+    PRIMARY KEY (remote_session_id, pos)
 );
 
 CREATE TABLE desktop_runners (
@@ -72,6 +72,7 @@ CREATE TABLE remote_sessions (
     latest_task_id    text NOT NULL,
     state             text NOT NULL,
     tasks             integer NOT NULL DEFAULT 0,
+    events            bigint NOT NULL DEFAULT 0,  -- transcript entries so far (the last pos)
     version           bigint NOT NULL,            -- stream sequence of the last change
     created_at        timestamptz NOT NULL,
     last_activity_at  timestamptz NOT NULL

@@ -1,0 +1,213 @@
+package desktop
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Claim is a won claim: the fencing token every later call must carry.
+type Claim struct {
+	Task           *Task     `json:"task"`
+	Fence          uint64    `json:"fence"`
+	LeaseExpiresAt time.Time `json:"leaseExpiresAt"`
+}
+
+// Lease is a heartbeat's answer.
+type Lease struct {
+	TaskID          string     `json:"taskId"`
+	State           string     `json:"state"`
+	LeaseValid      bool       `json:"leaseValid"`
+	LeaseExpiresAt  *time.Time `json:"leaseExpiresAt,omitempty"`
+	CancelRequested bool       `json:"cancelRequested"`
+}
+
+// StaleError is ErrStaleClaim with what the task looks like now.
+type StaleError struct{ State string }
+
+func (e *StaleError) Error() string {
+	return "stale_claim: the task is " + e.State + " under another claim or none"
+}
+func (e *StaleError) Unwrap() error      { return ErrStaleClaim }
+func staleErr(t *Task) error             { return &StaleError{State: t.State} }
+func (t *Task) heldBy(fence uint64) bool { return Active(t.State) && t.Fence == fence }
+func (t *Task) forRunner(r string) bool  { return t.RunnerID == "" || t.RunnerID == r }
+func (t *Task) deadlinePassed(now time.Time) bool {
+	return t.DeliverBy != nil && !t.DeliverBy.After(now)
+}
+
+// maxClaimRetries bounds retries when a message that changes nothing (a
+// late heartbeat of nobody) moved the task's sequence under a claim.
+const maxClaimRetries = 3
+
+// Claim takes a queued task for this runner. Of many runners racing, the
+// claim published first on the task's subjects with the sequence it read
+// wins; every other gets ErrAlreadyClaimed.
+func (s *Service) Claim(ctx context.Context, id RunnerIdentity, taskID string) (*Claim, error) {
+	r, err := s.registered(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	for range maxClaimRetries {
+		t, err := s.task(ctx, id.owner(), taskID)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case t.State != StateQueued:
+			return nil, ErrAlreadyClaimed
+		case !t.forRunner(id.RunnerID) || !r.Takes(t.Kind, TargetDesktop) || t.deadlinePassed(s.now()):
+			return nil, ErrNotClaimable
+		}
+		m := &Message{Type: TypeClaimed, At: s.now(), Org: id.Org, Member: id.Member, TaskID: taskID, RunnerID: id.RunnerID}
+		seq, err := s.publish(ctx, m, publishOpts{expect: &t.LastSeq})
+		if errors.Is(err, ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		s.announceTask(t, m.At)
+		return s.claimResult(ctx, id, taskID, seq)
+	}
+	return nil, ErrAlreadyClaimed
+}
+
+func (s *Service) claimResult(ctx context.Context, id RunnerIdentity, taskID string, fence uint64) (*Claim, error) {
+	t, err := s.task(ctx, id.owner(), taskID)
+	if err != nil {
+		return nil, err
+	}
+	if !t.heldBy(fence) {
+		return nil, ErrAlreadyClaimed
+	}
+	return &Claim{Task: t, Fence: fence, LeaseExpiresAt: *t.LeaseExpiresAt}, nil
+}
+
+// held reads a task this runner holds under fence, or a stale-claim error.
+func (s *Service) held(ctx context.Context, id RunnerIdentity, taskID string, fence uint64) (*Task, error) {
+	t, err := s.task(ctx, id.owner(), taskID)
+	if err != nil {
+		return nil, err
+	}
+	if !t.heldBy(fence) || t.ClaimedBy != id.RunnerID {
+		return nil, staleErr(t)
+	}
+	return t, nil
+}
+
+// Heartbeat renews the lease of a held task for another LeaseTTL. Its answer
+// carries cancelRequested.
+func (s *Service) Heartbeat(ctx context.Context, id RunnerIdentity, taskID string, fence uint64) (*Lease, error) {
+	if _, err := s.registered(ctx, id); err != nil {
+		return nil, err
+	}
+	t, err := s.held(ctx, id, taskID, fence)
+	if err != nil {
+		return nil, err
+	}
+	m := &Message{Type: TypeHeartbeat, At: s.now(), Org: id.Org, Member: id.Member, TaskID: taskID, Fence: fence}
+	if _, err := s.publish(ctx, m, publishOpts{}); err != nil {
+		return nil, err
+	}
+	if t.State == StateClaimed {
+		s.announceTask(t, m.At) // claimed → running
+	}
+	if t, err = s.held(ctx, id, taskID, fence); err != nil {
+		return nil, err
+	}
+	return &Lease{TaskID: taskID, State: t.State, LeaseValid: true, LeaseExpiresAt: t.LeaseExpiresAt,
+		CancelRequested: t.CancelRequested}, nil
+}
+
+// EventsReceipt says what a post of events did.
+type EventsReceipt struct {
+	TaskID     string `json:"taskId"`
+	Accepted   int    `json:"accepted"`
+	Duplicates int    `json:"duplicates"`
+	LastSeq    int64  `json:"lastSeq"` // the highest event seq recorded for the task
+	Lease
+}
+
+// PostEvents records ordered events of a held task; events whose seq was
+// already recorded are dropped as duplicates.
+func (s *Service) PostEvents(ctx context.Context, id RunnerIdentity, taskID string, fence uint64, evs []RunnerEvent) (*EventsReceipt, error) {
+	if err := ValidateEvents(evs); err != nil {
+		return nil, invalid(err.Error())
+	}
+	t, err := s.held(ctx, id, taskID, fence)
+	if err != nil {
+		return nil, err
+	}
+	before := t.LastEventSeq
+	m := &Message{Type: TypeEvents, At: s.now(), Org: id.Org, Member: id.Member, TaskID: taskID, Fence: fence, Events: evs}
+	if _, err := s.publish(ctx, m, publishOpts{}); err != nil {
+		return nil, err
+	}
+	s.announceTask(t, m.At)
+	if t, err = s.held(ctx, id, taskID, fence); err != nil {
+		return nil, err
+	}
+	accepted := 0
+	for _, e := range evs {
+		if e.Seq > before {
+			accepted++
+			before = e.Seq
+		}
+	}
+	return &EventsReceipt{TaskID: taskID, Accepted: accepted, Duplicates: len(evs) - accepted, LastSeq: t.LastEventSeq,
+		Lease: Lease{TaskID: taskID, State: t.State, LeaseValid: true, LeaseExpiresAt: t.LeaseExpiresAt,
+			CancelRequested: t.CancelRequested}}, nil
+}
+
+// Receipt is the durable answer to complete: stored in the log before it is given.
+type Receipt struct {
+	ReceiptID string    `json:"receiptId"`
+	TaskID    string    `json:"taskId"`
+	State     string    `json:"state"`
+	At        time.Time `json:"at"`
+}
+
+// Complete ends a held task as done (or cancelled, after a cancel request).
+// Completing again with the same fence returns the same receipt.
+func (s *Service) Complete(ctx context.Context, id RunnerIdentity, taskID string, fence uint64, c Completion) (*Receipt, error) {
+	t, err := s.task(ctx, id.owner(), taskID)
+	if err != nil {
+		return nil, err
+	}
+	if done := t.receipt(fence, id.RunnerID); done != nil {
+		return done, nil
+	}
+	if !t.heldBy(fence) || t.ClaimedBy != id.RunnerID {
+		return nil, staleErr(t)
+	}
+	c.ReceiptID = newID("rc-")
+	m := &Message{Type: TypeCompleted, At: s.now(), Org: id.Org, Member: id.Member, TaskID: taskID, Fence: fence, Complete: &c}
+	if err := m.Validate(); err != nil {
+		return nil, invalid(err.Error())
+	}
+	if _, err := s.publish(ctx, m, publishOpts{}); err != nil {
+		return nil, err
+	}
+	s.announceTask(t, m.At)
+	if t, err = s.task(ctx, id.owner(), taskID); err != nil {
+		return nil, err
+	}
+	if done := t.receipt(fence, id.RunnerID); done != nil {
+		return done, nil
+	}
+	return nil, staleErr(t)
+}
+
+// receipt is the task's completion receipt if fence's claim completed it.
+func (t *Task) receipt(fence uint64, runnerID string) *Receipt {
+	if t.ReceiptID == "" || t.Fence != fence || t.ClaimedBy != runnerID || t.EndedAt == nil {
+		return nil
+	}
+	return &Receipt{ReceiptID: t.ReceiptID, TaskID: t.ID, State: t.State, At: *t.EndedAt}
+}
+
+// announceTask tells the task's session page that it changed.
+func (s *Service) announceTask(t *Task, at time.Time) {
+	s.announce(Announcement{Kind: "session", SessionID: t.RemoteSessionID, TaskID: t.ID, Org: t.org, Member: t.member, At: at})
+}

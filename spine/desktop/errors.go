@@ -1,0 +1,43 @@
+package desktop
+
+import "errors"
+
+// Errors the service returns; the HTTP and MCP layers map each to one code.
+var (
+	// ErrUnknownSession: no such remote session, or another member's (one answer).
+	ErrUnknownSession = errors.New("unknown_session")
+	// ErrUnknownTask: no such task for this runner, or another member's.
+	ErrUnknownTask = errors.New("unknown_task")
+	// ErrUnknownRunner: a pinned runnerId that is not one of the member's runners.
+	ErrUnknownRunner = errors.New("unknown_runner")
+	// ErrAlreadyClaimed: another runner won the claim (or the task is no longer queued).
+	ErrAlreadyClaimed = errors.New("already_claimed")
+	// ErrStaleClaim: a heartbeat, events or completion from a claim that no longer holds the task.
+	ErrStaleClaim = errors.New("stale_claim")
+	// ErrNotClaimable: this runner may not take the task (another machine's, or a work kind it did not declare).
+	ErrNotClaimable = errors.New("not_claimable")
+	// ErrNotRegistered: the runner must register before it polls or claims.
+	ErrNotRegistered = errors.New("runner_not_registered")
+	// ErrSessionEnded: send to a session whose machine is gone, or cancel with nothing to cancel.
+	ErrConflict = errors.New("conflict")
+	// ErrTokenRevoked: a runner token its member revoked (or never minted here).
+	ErrTokenRevoked = errors.New("runner token revoked")
+	// ErrBusy: the log did not take a write in time; the caller may retry.
+	ErrBusy = errors.New("busy")
+)
+
+// NeedsRunnerError is create's actionable answer when no runner of the
+// member is present and no deliverBy was given: the human step to take.
+type NeedsRunnerError struct {
+	Machine string // the member's most recently seen machine, or ""
+	Action  string // "open the desktop app and sign in on <machine>"
+}
+
+func (e *NeedsRunnerError) Error() string { return "needs_desktop_runner: " + e.Action }
+
+// InvalidError is a request that breaks a rule; Field names what to fix.
+type InvalidError struct{ Msg string }
+
+func (e *InvalidError) Error() string { return e.Msg }
+
+func invalid(msg string) error { return &InvalidError{Msg: msg} }

@@ -1,0 +1,125 @@
+package desktop
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Work kinds and targets.
+const (
+	KindRemoteSession = "remote_session"
+	TargetDesktop     = "desktop"
+)
+
+// Task states.
+const (
+	StateQueued      = "queued"
+	StateClaimed     = "claimed"
+	StateRunning     = "running"
+	StateDone        = "done"
+	StateInterrupted = "interrupted"
+	StateExpired     = "expired"
+	StateCancelled   = "cancelled"
+)
+
+// Protocol figures (seed 000 §6).
+const (
+	LeaseTTL          = 60 * time.Second
+	HeartbeatInterval = 10 * time.Second
+	PresenceWindow    = 10 * time.Minute
+	SeenThrottle      = time.Minute
+	ProtocolVersion   = 1
+)
+
+// Active reports whether a task in state s holds a lease.
+func Active(s string) bool { return s == StateClaimed || s == StateRunning }
+
+// Ended reports whether s is final.
+func Ended(s string) bool {
+	return s == StateDone || s == StateInterrupted || s == StateExpired || s == StateCancelled
+}
+
+// Owner is the verified {org, member} every read and write is scoped to.
+type Owner struct{ Org, Member string }
+
+// Task is a desktop task as the projection holds it.
+type Task struct {
+	ID              string     `json:"taskId"`
+	Kind            string     `json:"kind"`
+	RemoteSessionID string     `json:"remoteSessionId"`
+	RunnerID        string     `json:"runnerId,omitempty"`
+	Title           string     `json:"title,omitempty"`
+	Instructions    string     `json:"instructions"`
+	LocalSessionID  string     `json:"localSessionId,omitempty"`
+	State           string     `json:"state"`
+	DeliverBy       *time.Time `json:"deliverBy,omitempty"`
+	Fence           uint64     `json:"-"`
+	ClaimedBy       string     `json:"claimedBy,omitempty"`
+	LeaseExpiresAt  *time.Time `json:"leaseExpiresAt,omitempty"`
+	CancelRequested bool       `json:"cancelRequested"`
+	LastEventSeq    int64      `json:"lastEventSeq"`
+	LastSeq         uint64     `json:"-"`
+	Error           string     `json:"error,omitempty"`
+	ReceiptID       string     `json:"receiptId,omitempty"`
+	CreatedAt       time.Time  `json:"createdAt"`
+	UpdatedAt       time.Time  `json:"updatedAt"`
+	EndedAt         *time.Time `json:"endedAt,omitempty"`
+	org, member     string
+}
+
+// Runner is a registered desktop runner and its presence.
+type Runner struct {
+	ID               string    `json:"runnerId"`
+	Machine          string    `json:"machine"`
+	Apps             []string  `json:"apps"`
+	Capabilities     []string  `json:"capabilities"`
+	ProtocolVersion  int       `json:"protocolVersion"`
+	ExecutionTargets []string  `json:"supportedExecutionTargets"`
+	RegisteredAt     time.Time `json:"registeredAt"`
+	LastSeen         time.Time `json:"lastSeen"`
+	Present          bool      `json:"present"` // seen within the presence window
+	org, member      string
+}
+
+// Takes reports whether r declared work kind.
+func (r *Runner) Takes(kind, target string) bool {
+	return contains(r.Capabilities, kind) && (len(r.ExecutionTargets) == 0 || contains(r.ExecutionTargets, target))
+}
+
+func contains(list []string, v string) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Session is a remote session: the tasks sent to one desktop conversation.
+type Session struct {
+	ID             string    `json:"sessionId"`
+	Target         string    `json:"target"`
+	Title          string    `json:"title,omitempty"`
+	RunnerID       string    `json:"runnerId,omitempty"`
+	Machine        string    `json:"machine,omitempty"`
+	LocalSessionID string    `json:"localSessionId,omitempty"`
+	LatestTaskID   string    `json:"latestTaskId"`
+	State          string    `json:"state"`
+	Tasks          int       `json:"tasks"`
+	Version        uint64    `json:"version"`
+	CreatedAt      time.Time `json:"createdAt"`
+	LastActivityAt time.Time `json:"lastActivityAt"`
+	Error          string    `json:"error,omitempty"` // the latest task's error or end reason
+	URL            string    `json:"url,omitempty"`   // the session's page on spine
+}
+
+// Entry is one line of a remote session's transcript.
+type Entry struct {
+	Pos    int64           `json:"pos"` // the cursor: pass the last one as since
+	TaskID string          `json:"taskId"`
+	Seq    int64           `json:"seq"` // the runner's per-task seq; 0 for the prompt
+	Kind   string          `json:"kind"`
+	Text   string          `json:"text,omitempty"`
+	Data   json.RawMessage `json:"data,omitempty"`
+	At     time.Time       `json:"at"`
+}

@@ -1,0 +1,212 @@
+package desktop
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/spinehq/spine/auth"
+	"github.com/spinehq/spine/streams"
+)
+
+// Config is what a Service needs.
+type Config struct {
+	Pool   *pgxpool.Pool       // required
+	JS     jetstream.JetStream // required
+	NC     *nats.Conn          // required: work announcements travel on core NATS
+	Signer *auth.Signer        // required: runner tokens
+	// Now is the service's clock; nil means time.Now. Tests move it to
+	// expire leases and deadlines without sleeping.
+	Now func() time.Time
+	// SweepInterval is how often Start's sweeper looks for lost leases and
+	// passed deadlines; 0 means one second, negative means no sweeper loop
+	// (tests call Sweep).
+	SweepInterval time.Duration
+	// BaseURL prefixes links to session pages (cards, fallback text); ""
+	// gives paths.
+	BaseURL string
+	// NoProjector leaves the "tasks" projector to another process (or to
+	// the test); the service then learns of commits by polling the checkpoint.
+	NoProjector bool
+	// ProjectorOpts are passed to the projector (batch size, wait, metrics).
+	ProjectorOpts *streams.ProjectorConfig
+	Logger        *slog.Logger // nil: discard
+}
+
+// Service is desktop tasks, runners and remote sessions: the write side
+// (validate, then publish to SPINE_TASKS) and the reads (the projection).
+// Every write waits until the projection has applied it, so a caller reads
+// its own writes and a claim's winner can heartbeat at once.
+type Service struct {
+	cfg       Config
+	log       *slog.Logger
+	now       func() time.Time
+	projector *streams.Projector
+	applied   *waiter
+	hub       *hub
+	sub       *nats.Subscription
+	stop      context.CancelFunc
+	done      chan struct{}
+	seenMu    sync.Mutex
+	seen      map[string]time.Time // runner id → last seen published (throttle)
+}
+
+// New validates cfg and returns a stopped service.
+func New(cfg Config) (*Service, error) {
+	if cfg.Pool == nil || cfg.JS == nil || cfg.NC == nil || cfg.Signer == nil {
+		return nil, errors.New("desktop: Pool, JS, NC and Signer are required")
+	}
+	cfg.SweepInterval = cmp.Or(cfg.SweepInterval, time.Second)
+	s := &Service{cfg: cfg, log: cfg.Logger, now: cfg.Now, seen: map[string]time.Time{}, hub: newHub()}
+	if s.log == nil {
+		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.applied = newWaiter(cfg.Pool, ProjectorName)
+	return s, nil
+}
+
+// ProjectorName is the durable consumer and checkpoint of the projection.
+const ProjectorName = "tasks"
+
+// Start starts the projector (unless NoProjector), the announcement
+// subscription and the sweeper.
+func (s *Service) Start(ctx context.Context) error {
+	sub, err := s.cfg.NC.Subscribe(subjectAnnounce+">", s.hub.deliver)
+	if err != nil {
+		return fmt.Errorf("subscribe announcements: %w", err)
+	}
+	s.sub = sub
+	if !s.cfg.NoProjector {
+		if err := s.startProjector(ctx); err != nil {
+			_ = sub.Unsubscribe()
+			return err
+		}
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.stop, s.done = cancel, make(chan struct{})
+	go func() {
+		defer close(s.done)
+		if s.cfg.SweepInterval > 0 {
+			s.sweepLoop(runCtx)
+		}
+	}()
+	return nil
+}
+
+func (s *Service) startProjector(ctx context.Context) error {
+	pc := streams.ProjectorConfig{}
+	if s.cfg.ProjectorOpts != nil {
+		pc = *s.cfg.ProjectorOpts
+	}
+	user := pc.OnCommit
+	pc.Name, pc.Stream, pc.Handler = ProjectorName, streams.StreamTasks, Projection{}
+	pc.Filter, pc.Pool, pc.JS = []string{subjectTask + ">", subjectRunner + ">"}, s.cfg.Pool, s.cfg.JS
+	pc.Logger = cmp.Or(pc.Logger, s.log)
+	pc.OnCommit = func(last uint64, msgs []streams.Message) {
+		s.applied.advance(last)
+		if user != nil {
+			user(last, msgs)
+		}
+	}
+	p, err := streams.NewProjector(pc)
+	if err != nil {
+		return err
+	}
+	if err := p.Start(ctx); err != nil {
+		return err
+	}
+	s.projector = p
+	return nil
+}
+
+// Stop stops the sweeper, the projector (after its batch in flight) and the
+// subscription, and ends every event stream.
+func (s *Service) Stop() {
+	if s.stop != nil {
+		s.stop()
+		<-s.done
+	}
+	if s.projector != nil {
+		s.projector.Stop()
+	}
+	if s.sub != nil {
+		_ = s.sub.Unsubscribe()
+	}
+	s.hub.close()
+	s.applied.close()
+}
+
+// Projector is the running "tasks" projector, or nil.
+func (s *Service) Projector() *streams.Projector { return s.projector }
+
+// Now is the service's clock.
+func (s *Service) Now() time.Time { return s.now() }
+
+// newID returns prefix + 20 random hex digits: a subject-safe id.
+func newID(prefix string) string {
+	var b [10]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// publishOpts say how a message must land.
+type publishOpts struct {
+	expect *uint64 // the task's last sequence must still be this (optimistic concurrency)
+}
+
+// publish stores m and waits until the projection has applied it. A
+// conflict with expect set is ErrConflict.
+func (s *Service) publish(ctx context.Context, m *Message, opts publishOpts) (uint64, error) {
+	m.V = 1
+	if m.ID == "" {
+		m.ID = newID("m-")
+	}
+	if err := m.Validate(); err != nil {
+		return 0, err
+	}
+	data, err := m.Marshal()
+	if err != nil {
+		return 0, err
+	}
+	msg := nats.NewMsg(m.Subject())
+	msg.Data = data
+	msg.Header.Set(jetstream.MsgIDHeader, m.ID)
+	var popts []jetstream.PublishOpt
+	if opts.expect != nil {
+		popts = append(popts, jetstream.WithExpectLastSequenceForSubject(*opts.expect, TaskSubjects(m.TaskID)))
+	}
+	ack, err := s.cfg.JS.PublishMsg(ctx, msg, popts...)
+	if isWrongLastSequence(err) {
+		return 0, ErrConflict
+	}
+	if err != nil {
+		return 0, fmt.Errorf("publish %s: %w", m.Type, err)
+	}
+	if err := s.applied.wait(ctx, ack.Sequence); err != nil {
+		return ack.Sequence, err
+	}
+	return ack.Sequence, nil
+}
+
+func isWrongLastSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	return apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
+}
