@@ -1,0 +1,81 @@
+package importer
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/spinehq/spine/streams"
+)
+
+// codexUsage is Codex's token report. input_tokens includes the cached
+// ones and output_tokens includes the reasoning ones.
+type codexUsage struct {
+	Input     int64 `json:"input_tokens"`
+	Cached    int64 `json:"cached_input_tokens"`
+	Output    int64 `json:"output_tokens"`
+	Reasoning int64 `json:"reasoning_output_tokens"`
+}
+
+// tokens normalises Codex usage to spine's convention: input without the
+// cached part (as Claude reports it), cached as cache reads, output as
+// reported (reasoning included) and reasoning beside it, for information.
+func (u codexUsage) tokens() Tokens {
+	cached := min(u.Cached, u.Input)
+	return Tokens{Input: u.Input - cached, Output: u.Output, CacheRead: cached, Reasoning: u.Reasoning}
+}
+
+// patchEvents turns an apply_patch body into file writes: an added file's
+// content is in the patch; an updated file's is not, so it goes without.
+// Deleted files are not writes and record nothing.
+func patchEvents(patch string) []*streams.Event {
+	var evs []*streams.Event
+	var cur *streams.Event
+	var body []string
+	flush := func() {
+		if cur != nil {
+			if cur.Content == "" && body != nil {
+				cur.Content = strings.Join(body, "\n") + "\n"
+			}
+			evs = append(evs, cur)
+		}
+		cur, body = nil, nil
+	}
+	for line := range strings.SplitSeq(patch, "\n") {
+		switch {
+		case strings.HasPrefix(line, "*** Add File: "):
+			flush()
+			cur, body = &streams.Event{Action: "file_write", Path: strings.TrimPrefix(line, "*** Add File: ")}, []string{}
+		case strings.HasPrefix(line, "*** Update File: "):
+			flush()
+			cur = &streams.Event{Action: "file_write", Path: strings.TrimPrefix(line, "*** Update File: ")}
+		case strings.HasPrefix(line, "*** "):
+			flush()
+		case cur != nil && body != nil && strings.HasPrefix(line, "+"):
+			body = append(body, line[1:])
+		}
+	}
+	flush()
+	return evs
+}
+
+// toolOutput is a function call's output: plain text, or Codex's JSON
+// {"output": …, "metadata": {"exit_code": …}}.
+func toolOutput(raw json.RawMessage) (string, *int) {
+	var text string
+	if json.Unmarshal(raw, &text) != nil {
+		text = string(raw)
+	}
+	var wrapped struct {
+		Output   *string `json:"output"`
+		Metadata struct {
+			ExitCode *int `json:"exit_code"`
+		} `json:"metadata"`
+	}
+	if json.Unmarshal([]byte(text), &wrapped) == nil && wrapped.Output != nil {
+		if wrapped.Metadata.ExitCode != nil {
+			return *wrapped.Output, wrapped.Metadata.ExitCode
+		}
+		return *wrapped.Output, exitCode(*wrapped.Output)
+	}
+	return text, exitCode(text)
+}

@@ -1,0 +1,153 @@
+package importer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spinehq/spine/streams"
+)
+
+// codexExec reads `codex exec --json`. The stream has no model, no cost
+// and no times: the session's times are the file's modification time, its
+// model is unknown (""), its cost absent. Each turn.completed is one
+// response and its usage adds to the session's. A stream that ends inside
+// a turn was aborted: the session ends failed, error "stream_incomplete".
+type codexExec struct {
+	imp    *Importer
+	fc     *fileCtx
+	s      *session
+	inTurn bool
+}
+
+type codexExecLine struct {
+	Type     string          `json:"type"`
+	ThreadID string          `json:"thread_id"`
+	Usage    json.RawMessage `json:"usage"`
+	Error    *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+	Message string    `json:"message"`
+	Item    *execItem `json:"item"`
+}
+
+type execItem struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Text     string `json:"text"`
+	Command  string `json:"command"`
+	Output   string `json:"aggregated_output"`
+	ExitCode *int   `json:"exit_code"`
+	Status   string `json:"status"`
+	Changes  []struct {
+		Path string `json:"path"`
+		Kind string `json:"kind"`
+	} `json:"changes"`
+	Server string          `json:"server"`
+	Tool   string          `json:"tool"`
+	Result json.RawMessage `json:"result"`
+	Error  json.RawMessage `json:"error"`
+	Query  string          `json:"query"`
+}
+
+func (p *codexExec) record(ctx context.Context, rec record) (string, error) {
+	var l codexExecLine
+	if err := json.Unmarshal(rec.data, &l); err != nil {
+		return "not a codex exec event: " + err.Error(), nil
+	}
+	if l.Type == "thread.started" && l.ThreadID != "" {
+		p.s = p.imp.session(p.fc, l.ThreadID)
+		p.s.kind, p.s.begun = "run", true
+		return "", nil
+	}
+	s := p.session()
+	at := s.when(time.Time{}, p.fc)
+	switch l.Type {
+	case "turn.started":
+		p.inTurn = true
+	case "turn.completed":
+		p.inTurn = false
+		var u codexUsage
+		if err := json.Unmarshal(l.Usage, &u); err != nil || len(l.Usage) == 0 {
+			return "turn.completed without usage", nil
+		}
+		if s.report == nil {
+			s.report = &Tokens{}
+		}
+		s.report.add(u.tokens())
+		s.responses++
+		s.addRaw(l.Usage)
+	case "turn.failed":
+		p.inTurn = false
+		s.status, s.err = "failed", "turn_failed"
+		if l.Error != nil {
+			s.err += ": " + l.Error.Message
+		}
+	case "error":
+		s.err = cmpOr(s.err, l.Message)
+		return "", s.prose(ctx, at, "stderr", l.Message+"\n")
+	case "item.started", "item.updated":
+		return "", nil // the completed item is the action
+	case "item.completed":
+		if l.Item == nil {
+			return "item.completed without item", nil
+		}
+		return "", p.item(ctx, s, l.Item)
+	default:
+		return fmt.Sprintf("unknown event type %q", l.Type), nil
+	}
+	return "", nil
+}
+
+func (p *codexExec) session() *session {
+	if p.s == nil {
+		p.s = p.imp.session(p.fc, fileSessionID(p.fc.path))
+		p.s.kind = "run"
+	}
+	return p.s
+}
+
+func (p *codexExec) item(ctx context.Context, s *session, it *execItem) error {
+	at := s.when(time.Time{}, p.fc)
+	switch it.Type {
+	case "agent_message":
+		return s.prose(ctx, at, "stdout", it.Text+"\n")
+	case "command_execution":
+		if it.Command == "" {
+			return nil
+		}
+		return s.event(ctx, at, &streams.Event{Action: "command", Command: it.Command, ExitCode: it.ExitCode, Output: it.Output})
+	case "file_change":
+		for _, c := range it.Changes {
+			if c.Kind == "delete" || c.Path == "" {
+				continue
+			}
+			if err := s.event(ctx, at, &streams.Event{Action: "file_write", Path: c.Path}); err != nil {
+				return err
+			}
+		}
+	case "mcp_tool_call":
+		if it.Tool == "" {
+			return nil
+		}
+		out := string(it.Result)
+		if len(it.Error) > 0 && string(it.Error) != "null" {
+			out = string(it.Error)
+		}
+		return s.event(ctx, at, &streams.Event{Action: "mcp_call", Server: it.Server, Tool: it.Tool, CallID: it.ID, Output: out})
+	case "web_search":
+		return s.prose(ctx, at, "stdout", "[web search] "+strings.TrimSpace(it.Query)+"\n")
+	case "error":
+		return s.prose(ctx, at, "stderr", it.Text+"\n")
+	}
+	return nil // reasoning, todo_list: not prose, not actions
+}
+
+func (p *codexExec) done(context.Context) error {
+	if p.inTurn && p.s != nil {
+		p.s.status, p.s.err = "failed", "stream_incomplete: the stream ended inside a turn (no turn.completed)"
+	}
+	return nil
+}

@@ -1,0 +1,164 @@
+package importer
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"unicode/utf8"
+)
+
+// MaxLineBytes bounds one input line (or one element of a JSON document).
+// A longer line is skipped and reported; memory never grows past it.
+const MaxLineBytes = 64 << 20
+
+// record is one JSON value of an input file: a line of a JSON-lines file,
+// or an element of a pretty-printed document or array.
+type record struct {
+	n        int // line number (JSON lines) or element number (documents), from 1
+	data     []byte
+	repaired bool // invalid UTF-8 replaced with U+FFFD
+}
+
+// recordReader yields the records of one file, one at a time.
+type recordReader interface {
+	next() (record, error) // io.EOF at the end; *lineError to skip one record
+}
+
+// lineError is a record that cannot be read; the rest of the file goes on.
+type lineError struct {
+	n      int
+	reason string
+	fatal  bool // the reader cannot resynchronise: the rest of the file is lost
+}
+
+func (e *lineError) Error() string { return fmt.Sprintf("line %d: %s", e.n, e.reason) }
+
+// newRecordReader picks JSON lines or a JSON document by the file's first
+// bytes: a '[' or a first line that is not a whole JSON value means a
+// pretty-printed document, read value by value with a streaming decoder.
+func newRecordReader(r *bufio.Reader) recordReader {
+	head, _ := r.Peek(64 << 10)
+	trimmed := bytes.TrimLeft(head, " \t\r\n\ufeff")
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		return &docReader{dec: json.NewDecoder(r), array: true}
+	}
+	first, _, _ := bytes.Cut(trimmed, []byte("\n"))
+	if len(trimmed) > 0 && trimmed[0] == '{' && !json.Valid(bytes.TrimSpace(first)) && !bytes.Contains(trimmed, []byte("\n{")) {
+		return &docReader{dec: json.NewDecoder(r)}
+	}
+	return &lineReader{r: r}
+}
+
+// lineReader reads JSON lines with a bounded buffer.
+type lineReader struct {
+	r   *bufio.Reader
+	n   int
+	buf []byte
+}
+
+func (l *lineReader) next() (record, error) {
+	for {
+		line, tooLong, err := l.read()
+		if err != nil && len(line) == 0 && !tooLong {
+			return record{}, err
+		}
+		l.n++
+		if tooLong {
+			return record{}, &lineError{n: l.n, reason: fmt.Sprintf("line longer than %d bytes", MaxLineBytes)}
+		}
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			if err != nil {
+				return record{}, err
+			}
+			continue
+		}
+		rec := record{n: l.n, data: line}
+		if !utf8.Valid(line) {
+			rec.data, rec.repaired = bytes.ToValidUTF8(line, []byte("\uFFFD")), true
+		}
+		if !json.Valid(rec.data) {
+			reason := "malformed JSON"
+			if err == io.EOF {
+				reason = "malformed JSON (truncated last line)"
+			}
+			return record{}, &lineError{n: l.n, reason: reason}
+		}
+		return rec, nil
+	}
+}
+
+// read returns the next line without its newline. A line over MaxLineBytes
+// is consumed and dropped (tooLong), never held whole.
+func (l *lineReader) read() (line []byte, tooLong bool, err error) {
+	l.buf = l.buf[:0]
+	for {
+		frag, err := l.r.ReadSlice('\n')
+		if !tooLong {
+			if len(l.buf)+len(frag) > MaxLineBytes {
+				tooLong, l.buf = true, l.buf[:0]
+			} else {
+				l.buf = append(l.buf, frag...)
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if tooLong {
+			return nil, true, err
+		}
+		return l.buf, false, err
+	}
+}
+
+// docReader reads a pretty-printed JSON value, or the elements of a JSON
+// array, one at a time. A syntax error ends the file: a decoder cannot find
+// the next value after one it could not parse.
+type docReader struct {
+	dec     *json.Decoder
+	array   bool
+	opened  bool
+	n       int
+	stopped bool
+}
+
+func (d *docReader) next() (record, error) {
+	if d.stopped {
+		return record{}, io.EOF
+	}
+	if d.array && !d.opened {
+		d.opened = true
+		if _, err := d.dec.Token(); err != nil {
+			return record{}, d.fail("malformed JSON array")
+		}
+	}
+	if d.array && !d.dec.More() {
+		d.stopped = true
+		return record{}, io.EOF
+	}
+	var raw json.RawMessage
+	err := d.dec.Decode(&raw)
+	if err == io.EOF && !d.array {
+		return record{}, io.EOF
+	}
+	d.n++
+	if err != nil {
+		return record{}, d.fail(fmt.Sprintf("malformed JSON (%v); the rest of the document is skipped", err))
+	}
+	if len(raw) > MaxLineBytes {
+		return record{}, &lineError{n: d.n, reason: fmt.Sprintf("value longer than %d bytes", MaxLineBytes)}
+	}
+	rec := record{n: d.n, data: raw}
+	if !utf8.Valid(raw) {
+		rec.data, rec.repaired = bytes.ToValidUTF8(raw, []byte("\uFFFD")), true
+	}
+	return rec, nil
+}
+
+func (d *docReader) fail(reason string) error {
+	d.stopped = true
+	return &lineError{n: d.n + 1, reason: reason, fatal: true}
+}

@@ -1,0 +1,102 @@
+package importer
+
+import "github.com/spinehq/spine/streams"
+
+// Summary is what one import did. It is what `spine import --json` prints.
+type Summary struct {
+	DryRun bool  `json:"dryRun,omitempty"`
+	Files  int   `json:"files"`
+	Bytes  int64 `json:"bytes"`
+	Lines  int64 `json:"lines"`
+	// Sessions were published (new, or resumed after an interrupted import).
+	Sessions int `json:"sessions"`
+	// AlreadyRecorded sessions had been imported and ended before: nothing
+	// of theirs was published again.
+	AlreadyRecorded int `json:"alreadyRecorded"`
+	// Responses are model responses counted, each once (DESIGN: one record
+	// per model response); RepeatedResponses were seen again in another
+	// session (a resumed session's copy) and not counted twice.
+	Responses         int    `json:"responses"`
+	RepeatedResponses int    `json:"repeatedResponses"`
+	Tokens            Tokens `json:"tokens"`
+	Envelopes         int    `json:"envelopes"`
+	// Duplicates are envelopes JetStream already held (same id, within its
+	// duplicate window): stored once.
+	Duplicates int `json:"duplicates"`
+	// RepairedLines had bytes that were not UTF-8; they were imported with
+	// U+FFFD in their place.
+	RepairedLines int `json:"repairedLines"`
+	// Skipped lists lines that were not imported and why (at most
+	// MaxSkipsListed; SkippedTotal counts them all).
+	Skipped      []Skip     `json:"skipped"`
+	SkippedTotal int        `json:"skippedTotal"`
+	Refused      []Refusal  `json:"refused,omitempty"`
+	PerSession   []Imported `json:"perSession"`
+}
+
+// MaxSkipsListed bounds Summary.Skipped, so a file of garbage cannot grow it.
+const MaxSkipsListed = 1000
+
+// Skip is one input line that was not imported.
+type Skip struct {
+	File   string `json:"file"`
+	Line   int    `json:"line"`
+	Reason string `json:"reason"`
+}
+
+// Refusal is an envelope spine refused.
+type Refusal struct {
+	ID     string `json:"id"`
+	Code   string `json:"code"`
+	Reason string `json:"reason"`
+}
+
+// Tokens are normalised token counts (see Usage in doc.go for the convention).
+type Tokens struct {
+	Input      int64 `json:"input"`
+	Output     int64 `json:"output"`
+	CacheRead  int64 `json:"cacheRead"`
+	CacheWrite int64 `json:"cacheWrite"`
+	Reasoning  int64 `json:"reasoning"`
+}
+
+func (t *Tokens) add(o Tokens) {
+	t.Input += o.Input
+	t.Output += o.Output
+	t.CacheRead += o.CacheRead
+	t.CacheWrite += o.CacheWrite
+	t.Reasoning += o.Reasoning
+}
+
+func (t *Tokens) sub(o Tokens) {
+	t.add(Tokens{-o.Input, -o.Output, -o.CacheRead, -o.CacheWrite, -o.Reasoning})
+}
+
+func (t Tokens) usage() *streams.Usage {
+	return &streams.Usage{InputTokens: t.Input, OutputTokens: t.Output, CacheReadTokens: t.CacheRead,
+		CacheWriteTokens: t.CacheWrite, ReasoningTokens: t.Reasoning}
+}
+
+// Imported is one session of the import.
+type Imported struct {
+	SessionID    string   `json:"sessionId"`
+	AppSessionID string   `json:"appSessionId"`
+	App          string   `json:"app"`
+	Format       Format   `json:"format"`
+	Files        []string `json:"files"`
+	Status       string   `json:"status"`
+	Model        string   `json:"model,omitempty"`
+	Responses    int      `json:"responses"`
+	Tokens       Tokens   `json:"tokens"`
+	TotalCost    *float64 `json:"totalCost,omitempty"`
+	Chunks       int64    `json:"chunks"`
+	// AlreadyRecorded: spine held this session, ended, before the import.
+	AlreadyRecorded bool `json:"alreadyRecorded,omitempty"`
+}
+
+func (s *Summary) skip(file string, line int, reason string) {
+	s.SkippedTotal++
+	if len(s.Skipped) < MaxSkipsListed {
+		s.Skipped = append(s.Skipped, Skip{File: file, Line: line, Reason: reason})
+	}
+}
