@@ -3,6 +3,7 @@
 //	spine serve                       run spine (embedded NATS, PostgreSQL found or started)
 //	spine migrate                     apply database migrations and exit
 //	spine publish FILE.jsonl          send envelopes from a file
+//	spine import PATH...              import Claude Code and Codex output
 //	spine read session|transcript|steps ID [--json] [--follow]
 //	spine trace DIGEST|ARTIFACT|SESSION [--json]
 //	spine token mint [--org O] [--member M] [--ttl D]
@@ -30,6 +31,7 @@ func commands() []command {
 		{"serve", "run spine: NATS, PostgreSQL, projectors and the HTTP API", runServe},
 		{"migrate", "apply database migrations and exit", runMigrate},
 		{"publish", "publish envelopes from a JSON-lines file (FILE or - for stdin)", runPublish},
+		{"import", "import Claude Code and Codex output (files or directories)", runImport},
 		{"read", "read a session, its transcript or a run's steps", runRead},
 		{"trace", "follow a file, artifact or session to what produced it", runTrace},
 		{"token", "mint a bearer token (token mint --org O --member M)", runToken},
