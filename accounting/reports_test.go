@@ -181,7 +181,6 @@ func TestNullCostStaysNull(t *testing.T) {
 	}
 }
 
-
 func budget(id, plan string, ceiling string, loopCap *int64) *accounting.Budget {
 	b := &accounting.Budget{V: 1, Type: accounting.TypePlanBudget, ID: id, At: spinetest.T0, PlanID: plan,
 		Org: "acme", Member: "alice", LoopCap: loopCap}

@@ -65,6 +65,7 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /v1/sessions/{id}/transcript", s.authed(s.getTranscript))
 	s.mux.Handle("GET /v1/runs/{id}/steps", s.authed(s.getSteps))
 	s.libraryRoutes()
+	s.accountingRoutes()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, CodeNotFound, "no route for "+r.Method+" "+r.URL.Path)
 	})

@@ -1,0 +1,196 @@
+package accounting
+
+import (
+	_ "embed"
+	"fmt"
+	"html/template"
+	"io"
+	"math/big"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+//go:embed page.html
+var pageHTML string
+
+var pageTmpl = template.Must(template.New("cost").Funcs(template.FuncMap{
+	"int":     formatInt,
+	"dollars": formatDollars,
+	"rowData": rowData,
+}).Parse(pageHTML))
+
+// tableRow is one table row as the template reads it.
+type tableRow struct {
+	Row     Row
+	Label   string
+	GroupBy string
+	Cells   []classCell
+}
+
+type classCell struct {
+	Billing string
+	Cell    Cell
+}
+
+func rowData(r Row, groupBy string, classes []string) tableRow {
+	t := tableRow{Row: r, Label: label(r.Key, groupBy), GroupBy: groupBy}
+	if groupBy == "total" {
+		t.Label = "total"
+	}
+	for _, c := range classes {
+		t.Cells = append(t.Cells, classCell{Billing: c, Cell: *r.Cell(c)})
+	}
+	return t
+}
+
+// Measures the cost page can chart.
+var Measures = []string{"tokens", "calls", "dollars"}
+
+// Page is what the cost page shows: a summary, charted by one measure.
+type Page struct {
+	Summary *Summary
+	Measure string // tokens, calls or dollars
+}
+
+// chart geometry, in SVG user units.
+const (
+	chartW, chartH = 760.0, 260.0
+	plotTop        = 20.0
+	plotBottom     = 200.0
+	plotLeft       = 70.0
+	plotRight      = 750.0
+)
+
+// bar is one group's stacked bar.
+type bar struct {
+	X, W, LabelX float64
+	Label        string
+	Segments     []segment
+}
+
+type segment struct {
+	Y, H    float64
+	Billing string
+	Title   string
+}
+
+// WritePage renders the cost page.
+func WritePage(w io.Writer, p Page) error {
+	bars, top := chart(p)
+	q := url.Values{"from": {p.Summary.From.Format(time.RFC3339)}, "to": {p.Summary.To.Format(time.RFC3339)},
+		"groupBy": {p.Summary.GroupBy}}
+	data := map[string]any{
+		"S": p.Summary, "Measure": p.Measure, "Measures": Measures, "GroupBys": GroupBys,
+		"Classes": BillingClasses, "Bars": bars, "Top": formatMeasure(p.Measure, top),
+		"W": chartW, "H": chartH, "PlotTop": plotTop, "PlotBottom": plotBottom, "PlotLeft": plotLeft, "PlotRight": plotRight,
+		"From": p.Summary.From.Format(time.DateOnly), "To": p.Summary.To.Add(-time.Nanosecond).Format(time.DateOnly),
+		"Query": q.Encode(),
+	}
+	return pageTmpl.Execute(w, data)
+}
+
+// measure is a cell's value in the charted measure; dollars that nobody
+// reported count as 0 on the chart only, and the table says so.
+func measure(c Cell, m string) float64 {
+	switch m {
+	case "calls":
+		return float64(c.Calls)
+	case "dollars":
+		if c.Dollars == nil {
+			return 0
+		}
+		f, _ := strconv.ParseFloat(c.Dollars.String(), 64)
+		return f
+	}
+	return float64(c.Tokens.Total)
+}
+
+func chart(p Page) ([]bar, float64) {
+	rows := p.Summary.Rows
+	top := 0.0
+	for _, r := range rows {
+		sum := 0.0
+		for _, b := range BillingClasses {
+			sum += measure(*r.Cell(b), p.Measure)
+		}
+		top = max(top, sum)
+	}
+	if len(rows) == 0 || top == 0 {
+		return nil, top
+	}
+	slot := (plotRight - plotLeft) / float64(len(rows))
+	scale := (plotBottom - plotTop) / top
+	bars := make([]bar, len(rows))
+	for i, r := range rows {
+		x := plotLeft + float64(i)*slot
+		b := bar{X: x + slot*0.15, W: slot * 0.7, LabelX: x + slot/2, Label: label(r.Key, p.Summary.GroupBy)}
+		y := plotBottom
+		for _, class := range BillingClasses {
+			v := measure(*r.Cell(class), p.Measure)
+			if v == 0 {
+				continue
+			}
+			h := v * scale
+			y -= h
+			b.Segments = append(b.Segments, segment{Y: y, H: h, Billing: class,
+				Title: fmt.Sprintf("%s %s: %s %s", b.Label, class, formatMeasure(p.Measure, v), p.Measure)})
+		}
+		bars[i] = b
+	}
+	return bars, top
+}
+
+// label names a group; an empty key is a value nobody reported.
+func label(key, groupBy string) string {
+	if key != "" {
+		return key
+	}
+	switch groupBy {
+	case "plan":
+		return "(no plan)"
+	case "model":
+		return "(not reported)"
+	}
+	return "(none)"
+}
+
+func formatMeasure(m string, v float64) string {
+	if m == "dollars" {
+		return "$" + strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	return formatInt(int64(v))
+}
+
+// formatInt writes n with thousands separators: 1,234,567.
+func formatInt(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// formatDollars writes a reported sum exactly, with at least cents.
+func formatDollars(d fmt.Stringer) string {
+	r, ok := new(big.Rat).SetString(d.String())
+	if !ok {
+		return "$" + d.String()
+	}
+	s := d.String()
+	decimals := 2
+	if i := strings.IndexByte(s, '.'); i >= 0 {
+		decimals = max(decimals, len(s)-i-1)
+	}
+	return "$" + r.FloatString(decimals)
+}

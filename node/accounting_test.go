@@ -1,0 +1,210 @@
+package node_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spinehq/spine/accounting"
+	"github.com/spinehq/spine/internal/config"
+	"github.com/spinehq/spine/internal/pgtest"
+	"github.com/spinehq/spine/internal/spinetest"
+	"github.com/spinehq/spine/node"
+	"github.com/spinehq/spine/streams"
+)
+
+// costFixture is a node whose accounting projector signals each commit.
+type costFixture struct {
+	*fixture
+	acct *streams.Projector
+}
+
+func newCostFixture(t *testing.T) *costFixture {
+	t.Helper()
+	_, url := pgtest.New(t)
+	cfg := config.Config{DatabaseURL: url, NATSListen: "off", HTTPAddr: "127.0.0.1:0", DataDir: t.TempDir(),
+		TokenSecret: secret, Replicas: 1}
+	n, err := node.Start(context.Background(), cfg, spinetest.Logger(t), &node.Options{NoProjectors: true})
+	if err != nil {
+		t.Fatalf("start node: %v", err)
+	}
+	t.Cleanup(n.Stop)
+	f := &costFixture{fixture: &fixture{t: t, n: n, base: "http://" + n.HTTPAddr(), commits: make(chan struct{}, 1), cfg: cfg}}
+	a := accounting.New(accounting.Config{Registerer: n.Registry})
+	f.acct, err = n.StartProjector(context.Background(), streams.ProjectorConfig{Name: accounting.ProjectorName,
+		Stream: streams.StreamSessions, Filter: accounting.Subjects(), Handler: a,
+		OnCommit: func(last uint64, msgs []streams.Message) {
+			a.Committed(last, msgs)
+			select {
+			case f.commits <- struct{}{}:
+			default:
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// waitFor blocks until accounting has committed stream sequence seq.
+func (f *costFixture) waitFor(seq uint64) {
+	f.t.Helper()
+	deadline := time.After(spinetest.WaitTimeout)
+	for f.acct.Checkpoint() < seq {
+		select {
+		case <-f.commits:
+		case <-deadline:
+			f.t.Fatalf("accounting at %d, want %d", f.acct.Checkpoint(), seq)
+		}
+	}
+}
+
+// publishFile publishes a fixture as a trusted NATS producer and waits for
+// accounting to apply it.
+func (f *costFixture) publishFile(name string) {
+	f.t.Helper()
+	file, err := os.Open(name)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer file.Close()
+	var last uint64
+	sc := bufio.NewScanner(file)
+	for sc.Scan() {
+		e, err := streams.Decode(sc.Bytes())
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		ack, err := f.n.Publisher.Publish(context.Background(), e, nil)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		last = ack.Sequence
+	}
+	f.waitFor(last)
+}
+
+func TestCostRoutes(t *testing.T) {
+	f := newCostFixture(t)
+	f.publishFile("../testdata/accounting/mixed.jsonl")
+	alice, carol := f.token("acme", "alice"), f.token("globex", "carol")
+
+	code, body := f.do("GET", "/v1/cost/summary?from=2026-11-01&to=2026-11-30&groupBy=billing", alice, nil)
+	s := decode[accounting.Summary](t, body)
+	if code != 200 || len(s.Rows) != 3 || s.Total.Metered.Dollars.String() != "1.00" || s.Total.Unknown.Calls != 3 ||
+		s.Org != "acme" {
+		t.Fatalf("summary = %d %s", code, body)
+	}
+	if !bytes.Contains(body, []byte(`"callsWithCost":0,"tokens":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"reasoning":0,"total":0},"dollars":null`)) {
+		t.Fatalf("a cell nobody priced must say dollars null: %s", body)
+	}
+	_, body = f.do("GET", "/v1/cost/summary?from=2026-11-01&to=2026-11-30", carol, nil)
+	if g := decode[accounting.Summary](t, body); g.Total.Metered.Calls != 1 || g.Total.Metered.Dollars.String() != "9.99" {
+		t.Fatalf("globex summary = %s", body)
+	}
+	for _, q := range []string{"groupBy=hour", "from=last-week", "from=2026-11-05&to=2026-11-01"} {
+		if code, body := f.do("GET", "/v1/cost/summary?"+q, alice, nil); code != 400 || !bytes.Contains(body, []byte(`"code":"bad_request"`)) {
+			t.Errorf("%s = %d %s", q, code, body)
+		}
+	}
+	if code, _ := f.do("GET", "/v1/cost/summary", "", nil); code != 401 {
+		t.Fatalf("no token = %d", code)
+	}
+
+	// A plan of another org is the same 404 as one that does not exist.
+	_, missing := f.do("GET", "/v1/plans/nope/spend", alice, nil)
+	code, other := f.do("GET", "/v1/plans/p2/spend", carol, nil)
+	if code != 404 || !bytes.Equal(missing, other) {
+		t.Fatalf("globex reading acme's p2 = %d %s, missing = %s", code, other, missing)
+	}
+	code, body = f.do("POST", "/v1/plans/p1/budget", alice, []byte(`{"dollarCeiling": 1.00, "loopCap": 5}`))
+	if code != 202 {
+		t.Fatalf("set budget = %d %s", code, body)
+	}
+	f.waitFor(decode[struct{ Seq uint64 }](t, body).Seq)
+	code, body = f.do("GET", "/v1/plans/p1/spend", alice, nil)
+	p := decode[accounting.PlanSpend](t, body)
+	if code != 200 || !p.Ceiling.Reached || p.Ceiling.Spent != "1.00" || *p.LoopCap.Remaining != 1 ||
+		p.TokenSpent != 3650 || p.TokenSpentSubscription != 15 || p.BudgetSetBy != "alice" {
+		t.Fatalf("spend = %d %s", code, body)
+	}
+	for _, bad := range []string{`{"dollarCeiling": -1}`, `{"loopCap": -2}`, `{"dollarCeiling": 1, "producedBy": "x"}`,
+		`{"dollarCeiling": "lots"}`, `[]`, `{} {}`} {
+		if code, body := f.do("POST", "/v1/plans/p1/budget", alice, []byte(bad)); code != 400 {
+			t.Errorf("budget %s = %d %s", bad, code, body)
+		}
+	}
+	if code, body := f.do("POST", "/v1/plans/bad.id/budget", alice, []byte(`{}`)); code != 400 {
+		t.Errorf("bad plan id = %d %s", code, body)
+	}
+
+	_, metrics := f.do("GET", "/metrics", "", nil)
+	for _, m := range []string{
+		`spine_accounting_calls_total{app="codex",billing="metered",door="session",model="gpt-5-codex"} 1`,
+		`spine_accounting_reported_dollars_total{app="claude-code",billing="unknown",door="session",model="claude-opus-4-1"} 1.5`,
+		`spine_accounting_calls_without_cost_total{app="claude-code",billing="unknown",door="unknown",model="unknown"} 1`,
+		`spine_accounting_tokens_total{app="claude-code",billing="metered",door="session",kind="input",model="claude-sonnet-4-5"} 1301`,
+	} {
+		if !bytes.Contains(metrics, []byte(m)) {
+			t.Errorf("/metrics lacks %s", m)
+		}
+	}
+}
+
+var cellRE = regexp.MustCompile(`<td data-billing="(\w+)" data-field="(\w+)">([^<]*)`)
+
+func TestCostPage(t *testing.T) {
+	f := newCostFixture(t)
+	f.publishFile("../testdata/accounting/mixed.jsonl")
+	alice := f.token("acme", "alice")
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noRedirect.Get(f.base + "/ui/cost?from=2026-11-01&to=2026-11-30&token=" + alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, cookies := resp.Header.Get("Location"), resp.Cookies()
+	if resp.StatusCode != 303 || strings.Contains(loc, "token") || len(cookies) != 1 || !cookies[0].HttpOnly {
+		t.Fatalf("sign-in = %d, Location %q, cookies %v", resp.StatusCode, loc, cookies)
+	}
+	req, _ := http.NewRequest("GET", f.base+loc, nil)
+	req.AddCookie(cookies[0])
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page bytes.Buffer
+	_, _ = page.ReadFrom(resp.Body)
+	resp.Body.Close()
+	html := page.String()
+	if resp.StatusCode != 200 || !strings.Contains(html, "<svg") || !strings.Contains(html, `class="metered"`) {
+		t.Fatalf("page = %d %s", resp.StatusCode, html)
+	}
+	// The total row (the table's footer) says what the summary API says.
+	foot := html[strings.Index(html, "<tfoot>"):]
+	got := map[string]string{}
+	for _, m := range cellRE.FindAllStringSubmatch(foot, -1) {
+		got[m[1]+"."+m[2]] = strings.TrimSpace(m[3])
+	}
+	want := map[string]string{"metered.calls": "3", "metered.tokens": "3,650", "metered.dollars": "$1.00",
+		"subscription.calls": "2", "subscription.dollars": "$0.05", "unknown.calls": "3", "unknown.tokens": "150", "unknown.dollars": "$1.50"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("total %s = %q, want %q", k, got[k], v)
+		}
+	}
+	// A day whose metered cost nobody reported says so.
+	if !regexp.MustCompile(`data-key="2026-11-03">[\s\S]*?data-field="dollars"><span class="silent">not reported`).MatchString(html) {
+		t.Error("2026-11-03's metered dollars are not shown as not reported")
+	}
+	code, body := f.do("GET", "/ui/cost", "", nil)
+	if code != 401 || !strings.Contains(string(body), "token") {
+		t.Fatalf("page without a token = %d %s", code, body)
+	}
+}
