@@ -25,14 +25,12 @@ import (
 	"github.com/spinehq/spine/migrations"
 	"github.com/spinehq/spine/recorder"
 	"github.com/spinehq/spine/server"
-	"github.com/spinehq/spine/spine/desktop"
 	"github.com/spinehq/spine/streams"
 )
 
 // Node is a running spine.
 type Node struct {
 	cfg       config.Config
-	opts      *Options
 	log       *slog.Logger
 	pg        *pgboot.Result
 	Pool      *pgxpool.Pool
@@ -45,7 +43,6 @@ type Node struct {
 	recorder  *streams.Projector
 	// Library is the node's blob store (nil with NoProjectors until set).
 	Library          *library.PGStore
-	Desktop          *desktop.Service // desktop tasks, runners, remote sessions
 	projectors       []*streams.Projector
 	accounting       *streams.Projector
 	projectorMetrics *streams.Metrics
@@ -61,11 +58,6 @@ type Options struct {
 	OnCommit  func(last uint64, msgs []streams.Message)
 	// NoProjectors starts only the API (tests start projectors themselves).
 	NoProjectors bool
-	// NoHTTP starts no HTTP server (spine rebuild).
-	NoHTTP bool
-	// ProjectorPrefix is put before every projector's durable name, so a
-	// rebuild's projectors consume the log beside the live ones.
-	ProjectorPrefix string
 }
 
 // Start brings a node up. On error, whatever was started is stopped.
@@ -76,11 +68,10 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, opts *Optio
 	if opts == nil {
 		opts = &Options{}
 	}
-	n = &Node{cfg: cfg, log: log, opts: opts, Registry: prometheus.NewRegistry()}
-	started := n
+	n = &Node{cfg: cfg, log: log, Registry: prometheus.NewRegistry()}
 	defer func() {
 		if err != nil {
-			started.Stop()
+			n.Stop()
 		}
 	}()
 	n.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -91,10 +82,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, opts *Optio
 	if !opts.NoProjectors {
 		steps = append(steps, func(ctx context.Context) error { return n.startProjectors(ctx, opts) })
 	}
-	steps = append(steps, n.startDesktop)
-	if !opts.NoHTTP {
-		steps = append(steps, n.startHTTP)
-	}
+	steps = append(steps, n.startHTTP)
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			return nil, err
@@ -226,7 +214,6 @@ func (n *Node) StartProjector(ctx context.Context, cfg streams.ProjectorConfig) 
 		n.projectorMetrics = streams.NewMetrics(n.Registry)
 	}
 	cfg.Pool, cfg.JS, cfg.Logger, cfg.Metrics = n.Pool, n.JS, n.log, n.projectorMetrics
-	cfg.Name = n.opts.ProjectorPrefix + cfg.Name
 	if cfg.Redact == nil {
 		cfg.Redact = recorder.RedactBytes
 	}
@@ -246,15 +233,13 @@ func (n *Node) startHTTP(ctx context.Context) error {
 		n.Library = library.NewPGStore(library.NewMetrics(n.Registry))
 	}
 	api := server.New(server.Config{Pool: n.Pool, Publisher: n.Publisher, Signer: n.Signer,
-		Gatherer: n.Registry, Registry: n.Registry, Logger: n.log, Ready: n.ready, Library: n.Library, JS: n.JS,
-		Desktop: n.Desktop})
+		Gatherer: n.Registry, Registry: n.Registry, Logger: n.log, Ready: n.ready, Library: n.Library, JS: n.JS})
 	ln, err := net.Listen("tcp", n.cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen %s (set %s): %w", n.cfg.HTTPAddr, config.EnvHTTPAddr, err)
 	}
 	n.listener = ln
 	n.http = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
-	n.desktopHTTP(n.http)
 	go func() {
 		if err := n.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			n.log.Error("http server", "err", err)
