@@ -46,6 +46,9 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		if opts.Port, err = strconv.Atoi(port); err != nil {
 			return nil, fmt.Errorf("embedded nats listen %q: %w", cfg.Listen, err)
 		}
+		if opts.Port == 0 {
+			opts.Port = server.RANDOM_PORT // nats-server reads 0 as its default port, 4222
+		}
 	}
 	srv, err := server.NewServer(opts)
 	if err != nil {

@@ -235,6 +235,12 @@ func (p *Projector) Wait() error {
 	return p.err
 }
 
+// Name is the projector's durable consumer and checkpoint name.
+func (p *Projector) Name() string { return p.cfg.Name }
+
+// Stream is the stream the projector consumes.
+func (p *Projector) Stream() string { return p.cfg.Stream }
+
 // Checkpoint is the last sequence this projector committed.
 func (p *Projector) Checkpoint() uint64 {
 	p.mu.Lock()

@@ -52,7 +52,9 @@ func Compute(ctx context.Context, q Queryer) (map[string]string, error) {
 func Diff(a, b map[string]string) []string {
 	var d []string
 	for _, t := range names() {
-		if a[t] != b[t] {
+		_, inA := a[t]
+		_, inB := b[t]
+		if (inA || inB) && a[t] != b[t] {
 			d = append(d, t)
 		}
 	}
@@ -66,4 +68,23 @@ func names() []string {
 	}
 	sort.Strings(n)
 	return n
+}
+
+// NotRebuilt are tables Compute covers that a rebuild into another database
+// does not reproduce: checkpoints name the rebuild's own consumers, and the
+// Library's content store is immutable bytes keyed by digest, kept where it
+// is rather than re-sent (a rebuilt database holds the content that arrived
+// inside events, not uploads' bytes).
+var NotRebuilt = []string{"projector_checkpoints", "library_files", "library_pieces"}
+
+// Projections is Compute without the NotRebuilt tables.
+func Projections(ctx context.Context, q Queryer) (map[string]string, error) {
+	all, err := Compute(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range NotRebuilt {
+		delete(all, t)
+	}
+	return all, nil
 }
