@@ -23,6 +23,9 @@ var Tables = map[string]string{
 	"library_pieces":        "digest, idx",
 	"artifacts":             "id",
 	"dead_letters":          "stream, seq",
+	"accounting_sessions":   "session_id",
+	"router_calls":          "session_id",
+	"plan_budgets":          "org, plan_id",
 	"projector_checkpoints": "name",
 }
 
