@@ -17,6 +17,7 @@ import (
 )
 
 const benchUsage = `usage: spine bench ingest [flags]
+       spine bench library [flags] (see spine bench library -h)
 
 ingest sends the same sessions through spine (publisher → JetStream →
 recorder → PostgreSQL) and through a raw baseline (plain JetStream publish,
@@ -37,12 +38,15 @@ func runBench(ctx context.Context, args []string) error {
 		fs.SetOutput(os.Stderr)
 		fs.Usage()
 		if len(args) == 0 {
-			return usageError{"bench needs a benchmark: ingest"}
+			return usageError{"bench needs a benchmark: ingest or library"}
 		}
 		return flag.ErrHelp
 	}
+	if args[0] == "library" {
+		return runBenchLibrary(ctx, args[1:])
+	}
 	if args[0] != "ingest" {
-		return usageError{fmt.Sprintf("bench: unknown benchmark %q (want ingest)", args[0])}
+		return usageError{fmt.Sprintf("bench: unknown benchmark %q (want ingest or library)", args[0])}
 	}
 	return runBenchIngest(ctx, args[1:])
 }
