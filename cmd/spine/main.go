@@ -7,6 +7,7 @@
 //	spine read session|transcript|steps ID [--json] [--follow]
 //	spine trace DIGEST|ARTIFACT|SESSION [--json]
 //	spine token mint [--org O] [--member M] [--ttl D]
+//	spine cost [--from D] [--to D] [--group-by G] [--json]; spine cost plan ID
 //	spine bench ingest [flags]        measure ingest against a raw baseline
 package main
 
@@ -35,6 +36,7 @@ func commands() []command {
 		{"read", "read a session, its transcript or a run's steps", runRead},
 		{"trace", "follow a file, artifact or session to what produced it", runTrace},
 		{"token", "mint a bearer token (token mint --org O --member M)", runToken},
+		{"cost", "cost reports: calls, tokens and reported dollars by billing; plan spend", runCost},
 		{"bench", "benchmark ingest against a raw JetStream + COPY baseline", runBench},
 	}
 }
