@@ -25,6 +25,7 @@ import (
 	"github.com/spinehq/spine/migrations"
 	"github.com/spinehq/spine/recorder"
 	"github.com/spinehq/spine/server"
+	"github.com/spinehq/spine/spine/desktop"
 	"github.com/spinehq/spine/streams"
 )
 
@@ -43,6 +44,7 @@ type Node struct {
 	recorder  *streams.Projector
 	// Library is the node's blob store (nil with NoProjectors until set).
 	Library          *library.PGStore
+	Desktop          *desktop.Service // desktop tasks, runners, remote sessions
 	projectors       []*streams.Projector
 	accounting       *streams.Projector
 	projectorMetrics *streams.Metrics
@@ -82,6 +84,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, opts *Optio
 	if !opts.NoProjectors {
 		steps = append(steps, func(ctx context.Context) error { return n.startProjectors(ctx, opts) })
 	}
+	steps = append(steps, func(ctx context.Context) error { return n.startDesktop(ctx, opts.NoProjectors) })
 	steps = append(steps, n.startHTTP)
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
@@ -233,13 +236,15 @@ func (n *Node) startHTTP(ctx context.Context) error {
 		n.Library = library.NewPGStore(library.NewMetrics(n.Registry))
 	}
 	api := server.New(server.Config{Pool: n.Pool, Publisher: n.Publisher, Signer: n.Signer,
-		Gatherer: n.Registry, Registry: n.Registry, Logger: n.log, Ready: n.ready, Library: n.Library, JS: n.JS})
+		Gatherer: n.Registry, Registry: n.Registry, Logger: n.log, Ready: n.ready, Library: n.Library, JS: n.JS,
+		Desktop: n.Desktop})
 	ln, err := net.Listen("tcp", n.cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen %s (set %s): %w", n.cfg.HTTPAddr, config.EnvHTTPAddr, err)
 	}
 	n.listener = ln
 	n.http = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
+	n.desktopHTTP(n.http)
 	go func() {
 		if err := n.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			n.log.Error("http server", "err", err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spinehq/spine/auth"
 	"github.com/spinehq/spine/library"
+	"github.com/spinehq/spine/spine/desktop"
 	"github.com/spinehq/spine/streams"
 )
 
@@ -32,6 +33,10 @@ type Config struct {
 	JS      jetstream.JetStream
 	// MaxUploadBytes bounds one upload; 0 means DefaultMaxUploadBytes.
 	MaxUploadBytes int64
+	// Desktop serves desktop tasks, runners and remote sessions; nil: no such routes.
+	Desktop *desktop.Service
+	// MCP is mounted at /mcp when set.
+	MCP http.Handler
 }
 
 // Server is spine's HTTP API.
@@ -66,6 +71,7 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /v1/runs/{id}/steps", s.authed(s.getSteps))
 	s.libraryRoutes()
 	s.accountingRoutes()
+	s.desktopRoutes()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, CodeNotFound, "no route for "+r.Method+" "+r.URL.Path)
 	})

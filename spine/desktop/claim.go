@@ -183,7 +183,7 @@ func (s *Service) Complete(ctx context.Context, id RunnerIdentity, taskID string
 	}
 	c.ReceiptID = newID("rc-")
 	m := &Message{Type: TypeCompleted, At: s.now(), Org: id.Org, Member: id.Member, TaskID: taskID, Fence: fence, Complete: &c}
-	if err := m.Validate(); err != nil {
+	if err := m.prepare(); err != nil {
 		return nil, invalid(err.Error())
 	}
 	if _, err := s.publish(ctx, m, publishOpts{}); err != nil {

@@ -32,7 +32,7 @@ type Registration struct {
 // Register records (or updates, at once) the runner's inventory and marks it seen.
 func (s *Service) Register(ctx context.Context, id RunnerIdentity, inv Inventory) (*Registration, error) {
 	m := &Message{Type: TypeRegistered, At: s.now(), Org: id.Org, Member: id.Member, RunnerID: id.RunnerID, Runner: &inv}
-	if err := m.Validate(); err != nil {
+	if err := m.prepare(); err != nil {
 		return nil, invalid(err.Error())
 	}
 	if _, err := s.publish(ctx, m, publishOpts{}); err != nil {

@@ -29,8 +29,8 @@ type Config struct {
 	// Now is the service's clock; nil means time.Now. Tests move it to
 	// expire leases and deadlines without sleeping.
 	Now func() time.Time
-	// SweepInterval is how often Start's sweeper looks for lost leases and
-	// passed deadlines; 0 means one second, negative means no sweeper loop
+	// SweepInterval is how often StartSweeper's loop looks for lost leases
+	// and passed deadlines; 0 means one second, negative means no loop
 	// (tests call Sweep).
 	SweepInterval time.Duration
 	// BaseURL prefixes links to session pages (cards, fallback text); ""
@@ -41,7 +41,14 @@ type Config struct {
 	NoProjector bool
 	// ProjectorOpts are passed to the projector (batch size, wait, metrics).
 	ProjectorOpts *streams.ProjectorConfig
-	Logger        *slog.Logger // nil: discard
+	// StartProjector, if set, starts the projector instead of the service
+	// (a node passes its own, which adds its metrics, name prefix and
+	// lifecycle); it gets Name, Stream, Filter, Handler and OnCommit set.
+	StartProjector func(ctx context.Context, cfg streams.ProjectorConfig) (*streams.Projector, error)
+	// CheckpointName is the projector's checkpoint row as started (a node
+	// with a name prefix differs from ProjectorName); "" means ProjectorName.
+	CheckpointName string
+	Logger         *slog.Logger // nil: discard
 }
 
 // Service is desktop tasks, runners and remote sessions: the write side
@@ -75,15 +82,15 @@ func New(cfg Config) (*Service, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	s.applied = newWaiter(cfg.Pool, ProjectorName)
+	s.applied = newWaiter(cfg.Pool, cmp.Or(cfg.CheckpointName, ProjectorName))
 	return s, nil
 }
 
 // ProjectorName is the durable consumer and checkpoint of the projection.
 const ProjectorName = "tasks"
 
-// Start starts the projector (unless NoProjector), the announcement
-// subscription and the sweeper.
+// Start starts the projector (unless NoProjector) and the announcement
+// subscription; StartSweeper starts the sweeper.
 func (s *Service) Start(ctx context.Context) error {
 	sub, err := s.cfg.NC.Subscribe(subjectAnnounce+">", s.hub.deliver)
 	if err != nil {
@@ -96,15 +103,22 @@ func (s *Service) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	return nil
+}
+
+// StartSweeper starts sweeping every SweepInterval (unless it is negative).
+// Only a serving instance sweeps: a rebuild must not write transitions into
+// the live log. Call it once, after Start.
+func (s *Service) StartSweeper() {
+	if s.cfg.SweepInterval < 0 || s.stop != nil {
+		return
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
 	s.stop, s.done = cancel, make(chan struct{})
 	go func() {
 		defer close(s.done)
-		if s.cfg.SweepInterval > 0 {
-			s.sweepLoop(runCtx)
-		}
+		s.sweepLoop(runCtx)
 	}()
-	return nil
 }
 
 func (s *Service) startProjector(ctx context.Context) error {
@@ -122,6 +136,11 @@ func (s *Service) startProjector(ctx context.Context) error {
 			user(last, msgs)
 		}
 	}
+	if s.cfg.StartProjector != nil {
+		p, err := s.cfg.StartProjector(ctx, pc)
+		s.projector = p
+		return err
+	}
 	p, err := streams.NewProjector(pc)
 	if err != nil {
 		return err
@@ -132,6 +151,13 @@ func (s *Service) startProjector(ctx context.Context) error {
 	s.projector = p
 	return nil
 }
+
+// SetBaseURL sets the prefix of session links; call it before serving.
+func (s *Service) SetBaseURL(u string) { s.cfg.BaseURL = u }
+
+// CloseStreams ends every event stream and page watcher (an HTTP server's
+// shutdown hook: those requests never go idle by themselves).
+func (s *Service) CloseStreams() { s.hub.close() }
 
 // Stop stops the sweeper, the projector (after its batch in flight) and the
 // subscription, and ends every event stream.
@@ -171,11 +197,7 @@ type publishOpts struct {
 // publish stores m and waits until the projection has applied it. A
 // conflict with expect set is ErrConflict.
 func (s *Service) publish(ctx context.Context, m *Message, opts publishOpts) (uint64, error) {
-	m.V = 1
-	if m.ID == "" {
-		m.ID = newID("m-")
-	}
-	if err := m.Validate(); err != nil {
+	if err := m.prepare(); err != nil {
 		return 0, err
 	}
 	data, err := m.Marshal()
@@ -200,6 +222,15 @@ func (s *Service) publish(ctx context.Context, m *Message, opts publishOpts) (ui
 		return ack.Sequence, err
 	}
 	return ack.Sequence, nil
+}
+
+// prepare stamps m's version and id and validates it.
+func (m *Message) prepare() error {
+	m.V = 1
+	if m.ID == "" {
+		m.ID = newID("m-")
+	}
+	return m.Validate()
 }
 
 func isWrongLastSequence(err error) bool {

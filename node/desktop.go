@@ -1,0 +1,47 @@
+package node
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/spinehq/spine/spine/desktop"
+)
+
+// EnvPublicURL is the URL people reach spine at, for links to session
+// pages (MCP cards, fallback text); unset, links use the listen address.
+const EnvPublicURL = "SPINE_PUBLIC_URL"
+
+// startDesktop starts desktop tasks and remote sessions: the "tasks"
+// projector (through StartProjector, unless noProjectors) and the work
+// announcements. The sweeper starts with HTTP (desktopHTTP): a node that
+// serves nothing (a rebuild) must not write transitions into the live log.
+func (n *Node) startDesktop(ctx context.Context, noProjectors bool) error {
+	svc, err := desktop.New(desktop.Config{Pool: n.Pool, JS: n.JS, NC: n.NC, Signer: n.Signer, Logger: n.log,
+		NoProjector: noProjectors, StartProjector: n.StartProjector,
+		BaseURL: strings.TrimRight(os.Getenv(EnvPublicURL), "/")})
+	if err != nil {
+		return err
+	}
+	if err := svc.Start(ctx); err != nil {
+		return err
+	}
+	n.Desktop = svc
+	n.stops = append(n.stops, svc.Stop)
+	return nil
+}
+
+// desktopHTTP wires the desktop service into a serving node: links to the
+// listen address unless SPINE_PUBLIC_URL says otherwise, event streams
+// closed on shutdown (they never go idle by themselves), and the sweeper.
+func (n *Node) desktopHTTP(srv *http.Server) {
+	if n.Desktop == nil {
+		return
+	}
+	if os.Getenv(EnvPublicURL) == "" {
+		n.Desktop.SetBaseURL("http://" + n.listener.Addr().String())
+	}
+	srv.RegisterOnShutdown(n.Desktop.CloseStreams)
+	n.Desktop.StartSweeper()
+}

@@ -1,0 +1,278 @@
+package desktop_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/spinehq/spine/spine/desktop"
+	"github.com/spinehq/spine/streams"
+)
+
+// 100 claims race for one task from five runners: exactly one wins, every
+// other gets a clean already_claimed, and the log holds one claim.
+func TestHundredRacingClaims(t *testing.T) {
+	e := newEnv(t)
+	alice := e.member("acme", "alice")
+	// Nobody is present yet: deliverBy queues the task for any of alice's runners.
+	sess := e.create(alice, map[string]any{"target": "desktop", "instructions": "race", "deliverBy": time.Now().Add(time.Hour)})
+	var runners []*fakeRunner
+	for i := range 5 {
+		runners = append(runners, e.runner(alice, fmt.Sprintf("r%d", i), fmt.Sprintf("machine-%d", i)))
+	}
+	type result struct {
+		code int
+		body string
+	}
+	results := make(chan result, 100)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 100 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			code, body := runners[i%5].post(sess.LatestTaskID, "claim", nil)
+			results <- result{code, string(body)}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(results)
+	wins, lost := 0, 0
+	for r := range results {
+		switch {
+		case r.code == 200:
+			wins++
+		case r.code == 409 && strings.Contains(r.body, `"code":"already_claimed"`):
+			lost++
+		default:
+			t.Errorf("claim = %d %s", r.code, r.body)
+		}
+	}
+	if wins != 1 || lost != 99 {
+		t.Fatalf("wins %d, already_claimed %d; want 1 and 99", wins, lost)
+	}
+	if n := countOnSubject(t, e, "spine.task."+sess.LatestTaskID+".claimed"); n != 1 {
+		t.Fatalf("%d claims in the log, want 1", n)
+	}
+}
+
+// countOnSubject counts the messages stored on one subject.
+func countOnSubject(t *testing.T, e *env, subject string) uint64 {
+	t.Helper()
+	s, err := e.h.JS.Stream(context.Background(), streams.StreamTasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(context.Background(), jetstream.WithSubjectFilter(subject))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Subjects[subject]
+}
+
+// A lost lease (no heartbeat for 60 s) interrupts the task; what the runner
+// posted is kept, and the stale claim can no longer heartbeat, post or complete.
+func TestLeaseLossInterruptsAndKeepsEvents(t *testing.T) {
+	e := newEnv(t)
+	alice := e.member("acme", "alice")
+	r := e.runner(alice, "laptop", "laptop")
+	sess := e.create(alice, map[string]any{"target": "desktop", "instructions": "long job"})
+	c := r.claim(sess.LatestTaskID)
+	r.heartbeat(c.Task.ID, c.Fence)
+	code, body := r.post(c.Task.ID, "events", map[string]any{"fence": c.Fence,
+		"events": []desktop.RunnerEvent{{Seq: 1, Type: desktop.EventAssistantText, Text: "halfway there"}}})
+	if code != 200 {
+		t.Fatalf("events = %d %s", code, body)
+	}
+	// 59 s on, the lease holds; 61 s on, it is lost.
+	if res, err := e.svc.Sweep(context.Background(), time.Now().Add(59*time.Second)); err != nil || res.Interrupted != 0 {
+		t.Fatalf("sweep at 59s = %+v, %v", res, err)
+	}
+	if res, err := e.svc.Sweep(context.Background(), time.Now().Add(61*time.Second)); err != nil || res.Interrupted != 1 {
+		t.Fatalf("sweep at 61s = %+v, %v", res, err)
+	}
+	res := e.read(alice, sess.ID, 0)
+	if res.Session.State != desktop.StateInterrupted || !strings.Contains(res.Session.Error, "lease_lost") ||
+		len(res.Entries) != 2 || res.Entries[1].Text != "halfway there" {
+		t.Fatalf("read after lease loss = %+v", res)
+	}
+	for _, what := range []string{"heartbeat", "events", "complete"} {
+		code, body := r.post(c.Task.ID, what, map[string]any{"fence": c.Fence,
+			"events": []desktop.RunnerEvent{{Seq: 2, Type: desktop.EventAssistantText, Text: "late"}}})
+		if code != 409 || !strings.Contains(string(body), `"code":"stale_claim"`) || !strings.Contains(string(body), `"state":"interrupted"`) {
+			t.Fatalf("%s after interruption = %d %s", what, code, body)
+		}
+	}
+}
+
+// A fencing token that is not the task's current claim is refused.
+func TestStaleFenceRefused(t *testing.T) {
+	e := newEnv(t)
+	alice := e.member("acme", "alice")
+	r := e.runner(alice, "laptop", "laptop")
+	sess := e.create(alice, map[string]any{"target": "desktop", "instructions": "x"})
+	c := r.claim(sess.LatestTaskID)
+	for _, fence := range []uint64{c.Fence - 1, c.Fence + 1} {
+		code, body := r.post(c.Task.ID, "heartbeat", map[string]any{"fence": fence})
+		if code != 409 || !strings.Contains(string(body), `"code":"stale_claim"`) || !strings.Contains(string(body), `"leaseValid":false`) {
+			t.Fatalf("heartbeat with fence %d = %d %s", fence, code, body)
+		}
+	}
+	if code, body := r.post(c.Task.ID, "complete", map[string]any{"fence": c.Fence + 1}); code != 409 {
+		t.Fatalf("complete with a wrong fence = %d %s", code, body)
+	}
+	if code, body := r.post(c.Task.ID, "heartbeat", map[string]any{}); code != 400 {
+		t.Fatalf("heartbeat without a fence = %d %s", code, body)
+	}
+	r.heartbeat(c.Task.ID, c.Fence) // the real claim still holds
+}
+
+// Two spine instances sweeping the same lost lease at once write one
+// transition between them.
+func TestTwoSweepersOneTransition(t *testing.T) {
+	e := newEnv(t)
+	other := e.service(true) // a second instance: same log and database, no projector of its own
+	alice := e.member("acme", "alice")
+	r := e.runner(alice, "laptop", "laptop")
+	var tasks []string
+	for i := range 10 {
+		sess := e.create(alice, map[string]any{"target": "desktop", "instructions": fmt.Sprint("job ", i)})
+		r.claim(sess.LatestTaskID)
+		tasks = append(tasks, sess.LatestTaskID)
+	}
+	later := time.Now().Add(2 * time.Minute)
+	var wg sync.WaitGroup
+	results := make([]desktop.SweepResult, 2)
+	for i, svc := range []*desktop.Service{e.svc, other} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := svc.Sweep(context.Background(), later)
+			if err != nil {
+				t.Errorf("sweep: %v", err)
+			}
+			results[i] = res
+		}()
+	}
+	wg.Wait()
+	if got := results[0].Interrupted + results[1].Interrupted; got != 10 {
+		t.Fatalf("interrupted %d between the two sweeps (%+v), want 10", got, results)
+	}
+	for _, id := range tasks {
+		if n := countOnSubject(t, e, "spine.task."+id+".interrupted"); n != 1 {
+			t.Fatalf("task %s has %d interruptions in the log", id, n)
+		}
+	}
+}
+
+// Unclaimed past deliverBy, a queued task expires with a readable state.
+func TestDeliverByExpires(t *testing.T) {
+	e := newEnv(t)
+	alice := e.member("acme", "alice")
+	deliverBy := time.Now().Add(5 * time.Minute).UTC().Truncate(time.Second)
+	sess := e.create(alice, map[string]any{"target": "desktop", "instructions": "whenever", "deliverBy": deliverBy})
+	if sess.State != desktop.StateQueued || sess.RunnerID != "" {
+		t.Fatalf("created = %+v", sess)
+	}
+	if res, _ := e.svc.Sweep(context.Background(), deliverBy.Add(-time.Second)); res.Expired != 0 {
+		t.Fatalf("expired before deliverBy: %+v", res)
+	}
+	if res, _ := e.svc.Sweep(context.Background(), deliverBy.Add(time.Second)); res.Expired != 1 {
+		t.Fatalf("not expired after deliverBy: %+v", res)
+	}
+	res := e.read(alice, sess.ID, 0)
+	if res.Session.State != desktop.StateExpired || !res.Ended ||
+		!strings.Contains(res.Session.Error, "nobody claimed it by deliverBy "+deliverBy.Format(time.RFC3339)) {
+		t.Fatalf("read = %+v", res.Session)
+	}
+	code, body := e.do("POST", "/v1/remote-sessions", alice, map[string]any{"target": "desktop", "instructions": "x",
+		"deliverBy": time.Now().Add(-time.Minute)})
+	if code != 400 || !strings.Contains(string(body), "deliverBy must be in the future") {
+		t.Fatalf("past deliverBy = %d %s", code, body)
+	}
+}
+
+// No runner present and no deliverBy: create fails fast with the human step.
+func TestNoRunnerFailsFast(t *testing.T) {
+	e := newEnv(t)
+	alice := e.member("acme", "alice")
+	code, body := e.do("POST", "/v1/remote-sessions", alice, map[string]any{"target": "desktop", "instructions": "x"})
+	if code != 409 || !strings.Contains(string(body), `"code":"needs_desktop_runner"`) || !strings.Contains(string(body), "sign in") {
+		t.Fatalf("create with no runner ever = %d %s", code, body)
+	}
+	e.runner(alice, "studio", "studio-mac")
+	e.clock.Advance(11 * time.Minute) // out of the 10-minute presence window
+	code, body = e.do("POST", "/v1/remote-sessions", alice, map[string]any{"target": "desktop", "instructions": "x"})
+	errBody := decode[struct{ Error map[string]string }](t, body)
+	if code != 409 || errBody.Error["action"] == "" || !strings.HasPrefix(errBody.Error["action"], "open the desktop app and sign in on studio-mac") ||
+		errBody.Error["machine"] != "studio-mac" {
+		t.Fatalf("create with an absent runner = %d %s", code, body)
+	}
+	list := decode[desktop.ListResult](t, e.must(200, "GET", "/v1/remote-sessions", alice, nil))
+	if len(list.Sessions) != 0 || len(list.Runners) != 1 || list.Runners[0].Present {
+		t.Fatalf("nothing may be queued: %+v", list)
+	}
+	if code, body := e.do("POST", "/v1/remote-sessions", alice, map[string]any{"target": "desktop", "instructions": "x", "runnerId": "nope"}); code != 404 {
+		t.Fatalf("unknown pinned runner = %d %s", code, body)
+	}
+}
+
+// A member's cancel reaches the runner through its heartbeat.
+func TestCancelThroughHeartbeat(t *testing.T) {
+	e := newEnv(t)
+	alice := e.member("acme", "alice")
+	r := e.runner(alice, "laptop", "laptop")
+	sess := e.create(alice, map[string]any{"target": "desktop", "instructions": "x"})
+	c := r.claim(sess.LatestTaskID)
+	if lease := r.heartbeat(c.Task.ID, c.Fence); lease.CancelRequested {
+		t.Fatal("cancel requested before anyone asked")
+	}
+	e.must(200, "POST", "/v1/remote-sessions/"+sess.ID+"/cancel", alice, nil)
+	if lease := r.heartbeat(c.Task.ID, c.Fence); !lease.CancelRequested || !lease.LeaseValid {
+		t.Fatalf("heartbeat after cancel = %+v", lease)
+	}
+	code, body := r.post(c.Task.ID, "complete", map[string]any{"fence": c.Fence, "status": "cancelled"})
+	if code != 200 || decode[desktop.Receipt](t, body).State != desktop.StateCancelled {
+		t.Fatalf("complete as cancelled = %d %s", code, body)
+	}
+	// Cancelling a queued task ends it at once.
+	sess2 := e.create(alice, map[string]any{"target": "desktop", "instructions": "y"})
+	got := decode[desktop.Session](t, e.must(200, "POST", "/v1/remote-sessions/"+sess2.ID+"/cancel", alice, nil))
+	if got.State != desktop.StateCancelled {
+		t.Fatalf("cancelled queued session = %+v", got)
+	}
+}
+
+// Decode refuses what breaks the rules, and the projection dead-letters it.
+func TestDecodeRules(t *testing.T) {
+	good := desktop.Message{V: 1, Type: desktop.TypeClaimed, ID: "m-1", At: time.Now(), Org: "o", Member: "m",
+		TaskID: "t1", RunnerID: "r1"}
+	data, _ := json.Marshal(good)
+	if _, err := desktop.Decode("spine.task.t1.claimed", data); err != nil {
+		t.Fatalf("good message: %v", err)
+	}
+	for name, c := range map[string]struct {
+		subject, data, reason string
+	}{
+		"wrong subject": {"spine.task.t2.claimed", string(data), streams.ReasonSubject},
+		"malformed":     {"spine.task.t1.claimed", "{", streams.ReasonMalformed},
+		"version":       {"spine.task.t1.claimed", strings.Replace(string(data), `"v":1`, `"v":2`, 1), streams.ReasonUnknownVersion},
+		"type":          {"spine.task.t1.claimed", strings.Replace(string(data), `task.claimed`, `task.nope`, 1), streams.ReasonUnknownType},
+		"wrong type":    {"spine.task.t1.claimed", strings.Replace(string(data), `"v":1`, `"v":"1"`, 1), streams.ReasonWrongType},
+		"no runner":     {"spine.task.t1.claimed", strings.Replace(string(data), `"runnerId":"r1"`, `"runnerId":"a.b"`, 1), streams.ReasonInvalidID},
+	} {
+		_, err := desktop.Decode(c.subject, []byte(c.data))
+		rej, ok := streams.AsRejection(err)
+		if !ok || rej.Reason != c.reason {
+			t.Errorf("%s: err = %v, want %s", name, err, c.reason)
+		}
+	}
+}
