@@ -31,6 +31,7 @@ type service struct {
 	Ports       []port            // published ports
 	DependsOn   map[string]string // dependency → condition ("" in the list form)
 	Healthcheck bool
+	Volumes     map[string]string // container path → host path or volume name
 }
 
 type port struct{ HostIP, Published, Target string }
@@ -43,6 +44,7 @@ type rawService struct {
 	Ports       []any          `yaml:"ports"`
 	DependsOn   any            `yaml:"depends_on"`
 	Healthcheck map[string]any `yaml:"healthcheck"`
+	Volumes     []any          `yaml:"volumes"`
 }
 
 func parseCompose(data []byte) (map[string]service, error) {
@@ -70,6 +72,7 @@ func (r rawService) normalise() (service, error) {
 		Env:         keyValues(r.Environment),
 		DependsOn:   dependencies(r.DependsOn),
 		Healthcheck: r.Healthcheck != nil && r.Healthcheck["disable"] != true,
+		Volumes:     mounts(r.Volumes),
 	}
 	for _, p := range r.Ports {
 		pp, err := parsePort(p)
@@ -141,6 +144,23 @@ func dependencies(v any) map[string]string {
 	}
 	for _, name := range stringList(v, nil) {
 		out[name] = ""
+	}
+	return out
+}
+
+// mounts reads volumes in the short form "source:target[:mode]" or the long
+// form, keyed by target.
+func mounts(vols []any) map[string]string {
+	out := map[string]string{}
+	for _, v := range vols {
+		if m, ok := v.(map[string]any); ok {
+			out[scalar(m["target"])] = scalar(m["source"])
+			continue
+		}
+		parts := strings.Split(scalar(v), ":")
+		if len(parts) >= 2 {
+			out[parts[1]] = parts[0]
+		}
 	}
 	return out
 }
@@ -367,21 +387,32 @@ func readFile(t *testing.T, name string) string {
 	return string(b)
 }
 
-// composeProblems runs every check on a compose file and a Dockerfile.
-func composeProblems(t *testing.T, composeText, dockerfile string) []string {
+// checkedFiles are the files the checks read, by path from the repository root.
+var checkedFiles = []string{"docker-compose.yaml", "Dockerfile", promConfigFile, datasourcesFile, dashboardProviderFile}
+
+// composeProblems runs every check on the files (path → text).
+func composeProblems(t *testing.T, files map[string]string) []string {
 	t.Helper()
-	services, err := parseCompose([]byte(composeText))
+	services, err := parseCompose([]byte(files["docker-compose.yaml"]))
 	if err != nil {
 		return []string{err.Error()}
 	}
 	problems := checkCompose(services)
 	_, httpPort, _ := net.SplitHostPort(services["spine"].Env[config.EnvHTTPAddr])
-	return append(problems, checkDockerfile(dockerfile, httpPort)...)
+	problems = append(problems, checkDockerfile(files["Dockerfile"], httpPort)...)
+	return append(problems, checkMonitoring(services, files)...)
+}
+
+func readCheckedFiles(t *testing.T) map[string]string {
+	files := map[string]string{}
+	for _, name := range checkedFiles {
+		files[name] = readFile(t, name)
+	}
+	return files
 }
 
 func TestComposeAndDockerfileAgree(t *testing.T) {
-	problems := composeProblems(t, readFile(t, "docker-compose.yaml"), readFile(t, "Dockerfile"))
-	for _, p := range problems {
+	for _, p := range composeProblems(t, readCheckedFiles(t)) {
 		t.Error(p)
 	}
 }
@@ -414,15 +445,24 @@ var mutations = []mutation{
 	{"exposes another port", "Dockerfile", "EXPOSE 7070", "EXPOSE 8080", "EXPOSE 7070"},
 	{"image env unknown", "Dockerfile", "SPINE_DATA_DIR=/data", "SPINE_DATA=/data", "SPINE_DATA is not in config.Vars"},
 	{"entrypoint", "Dockerfile", `CMD ["serve"]`, `CMD ["migrate"]`, "does not run"},
+	{"scrape port", promConfigFile, `"spine:7070"`, `"spine:7071"`, "scrapes spine:7071"},
+	{"scrape host", promConfigFile, `"spine:7070"`, `"localhost:7070"`, "not the spine service"},
+	{"scrape path", promConfigFile, "metrics_path: /metrics", "metrics_path: /stats", "metrics_path"},
+	{"prometheus config unmounted", "docker-compose.yaml", "./dashboards/prometheus.yml:", "./dashboards/prom.yml:", "does not mount " + promConfigFile},
+	{"prometheus reads another config", "docker-compose.yaml", "--config.file=/etc/prometheus/prometheus.yml", "--config.file=/etc/prom.yml", "does not mount " + promConfigFile},
+	{"no grafana", "docker-compose.yaml", "\n  grafana:\n", "\n  graphs:\n", "missing service grafana"},
+	{"provisioning unmounted", "docker-compose.yaml", "./dashboards/grafana/provisioning:", "./grafana/provisioning:", "provisioning"},
+	{"dashboards elsewhere", "docker-compose.yaml", "./dashboards/grafana/dashboards:/var/lib/grafana/dashboards", "./dashboards/grafana/dashboards:/dashboards", "dashboard provider reads"},
+	{"datasource prometheus url", datasourcesFile, "http://prometheus:9090", "http://localhost:9090", "Prometheus data source"},
+	{"datasource postgres password", datasourcesFile, "password: spine", "password: hunter2", "password"},
+	{"datasource postgres host", datasourcesFile, "url: postgres:5432", "url: db:5432", "PostgreSQL data source"},
+	{"grafana without postgres", "docker-compose.yaml", "      postgres: {condition: service_healthy}\n", "", "grafana does not depend on postgres"},
 }
 
 // TestComposeChecksCatch proves each check can fail: it breaks one thing at a
 // time in a copy of the real files and expects the checks to name it.
 func TestComposeChecksCatch(t *testing.T) {
-	files := map[string]string{
-		"docker-compose.yaml": readFile(t, "docker-compose.yaml"),
-		"Dockerfile":          readFile(t, "Dockerfile"),
-	}
+	files := readCheckedFiles(t)
 	for _, m := range mutations {
 		t.Run(m.name, func(t *testing.T) {
 			broken := maps.Clone(files)
@@ -430,7 +470,7 @@ func TestComposeChecksCatch(t *testing.T) {
 				t.Fatalf("%s holds %q %d times, want once: update this mutation", m.file, m.old, n)
 			}
 			broken[m.file] = strings.Replace(broken[m.file], m.old, m.new, 1)
-			problems := composeProblems(t, broken["docker-compose.yaml"], broken["Dockerfile"])
+			problems := composeProblems(t, broken)
 			if !slices.ContainsFunc(problems, func(p string) bool { return strings.Contains(p, m.want) }) {
 				t.Fatalf("no problem mentions %q; got %q", m.want, problems)
 			}
