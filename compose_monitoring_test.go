@@ -181,4 +181,3 @@ func checkPostgresDatasource(services map[string]service, addr, user, db, passwo
 	}
 	return problems
 }
-
