@@ -32,7 +32,7 @@ func patchEvents(patch string) []*streams.Event {
 	var cur *streams.Event
 	var body []string
 	flush := func() {
-		if cur != nil {
+		if cur != nil && cur.Path != "" {
 			if cur.Content == "" && body != nil {
 				cur.Content = strings.Join(body, "\n") + "\n"
 			}

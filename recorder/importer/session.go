@@ -134,6 +134,12 @@ func (s *session) event(ctx context.Context, at time.Time, ev *streams.Event) er
 		size := int64(len(ev.Content))
 		ev.ContentDigest, ev.Size, ev.Content = library.Digest([]byte(ev.Content)), &size, ""
 	}
+	probe := streams.Envelope{V: streams.Version, Type: streams.TypeSessionChunk, ID: "probe", At: at,
+		SessionID: s.id, Seq: 1, Stream: "event", Event: ev}
+	if err := probe.Validate(); err != nil {
+		s.imp.sum.skip(s.files[len(s.files)-1], 0, "action not recorded: "+err.Error())
+		return nil // an action the source described too little to record; no seq is spent on it
+	}
 	return s.chunk(ctx, at, &streams.Envelope{Stream: "event", Event: ev})
 }
 
