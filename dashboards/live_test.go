@@ -71,7 +71,9 @@ func TestDashboardsLive(t *testing.T) {
 		var s struct {
 			Total map[string]json.RawMessage `json:"total"`
 		}
-		var spend struct{ Ceiling struct{ Dollars *json.Number } }
+		var spend struct {
+			Ceiling struct{ Dollars *json.Number }
+		}
 		return getJSON(base+"/v1/cost/summary?from=2026-11-01&to=2026-11-30", acme, &s) == nil &&
 			bytes.Contains(s.Total["metered"], []byte(`"calls":4`)) &&
 			getJSON(base+"/v1/plans/p1/spend", acme, &spend) == nil && spend.Ceiling.Dollars != nil
