@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/spinehq/spine/internal/checksum"
+	"github.com/spinehq/spine/internal/config"
+	"github.com/spinehq/spine/internal/pgtest"
+	"github.com/spinehq/spine/internal/spinetest"
+	"github.com/spinehq/spine/node"
+	"github.com/spinehq/spine/recorder/importer"
+	"github.com/spinehq/spine/streams"
+)
+
+// sharedFixtures is ../shared/fixtures beside the repository root.
+func sharedFixtures(t *testing.T) string {
+	dir, _ := os.Getwd()
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, "..", "shared", "fixtures")
+		}
+		if filepath.Dir(dir) == dir {
+			t.Fatal("no go.mod above the test")
+		}
+		dir = filepath.Dir(dir)
+	}
+}
+
+// Real files through a real node: sessions, transcripts and steps read
+// back; a second import changes no projection (same checksum) and
+// publishes nothing.
+func TestImportEndToEnd(t *testing.T) {
+	_, url := pgtest.New(t)
+	commits := make(chan struct{}, 1)
+	n, err := node.Start(context.Background(), config.Config{DatabaseURL: url, NATSListen: "off",
+		HTTPAddr: "127.0.0.1:0", DataDir: t.TempDir(), TokenSecret: strings.Repeat("ab", 32)},
+		spinetest.Logger(t), &node.Options{OnCommit: func(uint64, []streams.Message) {
+			select {
+			case commits <- struct{}{}:
+			default:
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop()
+	tok, _ := n.DevToken()
+	t.Setenv(config.EnvURL, "http://"+n.HTTPAddr())
+	t.Setenv(config.EnvToken, tok)
+	caughtUp := func() {
+		s, _ := n.JS.Stream(context.Background(), streams.StreamSessions)
+		info, _ := s.Info(context.Background())
+		deadline := time.After(spinetest.WaitTimeout)
+		for n.Recorder().Checkpoint() < info.State.LastSeq {
+			select {
+			case <-commits:
+			case <-deadline:
+				t.Fatal("not caught up")
+			}
+		}
+	}
+	sums := func() map[string]string {
+		conn, err := pgx.Connect(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(context.Background())
+		c, err := checksum.Compute(context.Background(), conn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	imp := func() importer.Summary {
+		out, err := capture(t, "import", "--json", sharedFixtures(t))
+		var sum importer.Summary
+		if err != nil || json.Unmarshal([]byte(out), &sum) != nil {
+			t.Fatalf("import: %v\n%s", err, out)
+		}
+		caughtUp()
+		return sum
+	}
+
+	first := imp()
+	if first.Sessions != 18 || first.Responses != 57 || len(first.Refused) != 0 || first.SkippedTotal != 0 {
+		t.Fatalf("first import: %+v", first)
+	}
+	out, err := capture(t, "read", "session", "8122657c-fe54-4dc9-89a3-20049e8a84f7", "--json")
+	var sess map[string]any
+	if err != nil || json.Unmarshal([]byte(out), &sess) != nil {
+		t.Fatalf("read session: %v\n%s", err, out)
+	}
+	usage, _ := sess["usage"].(map[string]any)
+	if sess["status"] != "done" || sess["model"] != "claude-sonnet-4-5-20250929" || sess["member"] != "dev" ||
+		usage["outputTokens"] != 1508.0 || usage["cacheReadTokens"] != 148958.0 || sess["billing"] != "" || sess["totalCost"] != nil {
+		t.Fatalf("crud session: %v", sess)
+	}
+	out, err = capture(t, "read", "transcript", "40e7b02d-c0f9-4876-9010-f514d4eb0603")
+	if err != nil || !strings.Contains(out, "Here are the files") && !strings.Contains(out, "ls") {
+		t.Fatalf("transcript: %v\n%s", err, out)
+	}
+	out, err = capture(t, "read", "steps", "019a2d7a-6455-7170-a661-c6d8b94c630a")
+	if err != nil || !strings.Contains(out, "bash -lc ls") {
+		t.Fatalf("codex steps: %v\n%s", err, out)
+	}
+	before := sums()
+
+	again := imp()
+	if again.Sessions != 0 || again.AlreadyRecorded != 18 || again.Envelopes != 0 {
+		t.Fatalf("re-import: %+v", again)
+	}
+	if d := checksum.Diff(before, sums()); len(d) != 0 {
+		t.Fatalf("re-import changed %v", d)
+	}
+}
