@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/spinehq/spine/gateway"
 	"github.com/spinehq/spine/spine/desktop"
 )
 
@@ -44,4 +45,12 @@ func (n *Node) desktopHTTP(srv *http.Server) {
 	}
 	srv.RegisterOnShutdown(n.Desktop.CloseStreams)
 	n.Desktop.StartSweeper()
+}
+
+// mcp is the MCP endpoint on a node with a desktop service, else nil.
+func (n *Node) mcp() http.Handler {
+	if n.Desktop == nil {
+		return nil
+	}
+	return gateway.New(gateway.Config{Desktop: n.Desktop, Signer: n.Signer, Logger: n.log})
 }

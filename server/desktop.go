@@ -47,6 +47,10 @@ func (s *Server) desktopRoutes() {
 	s.mux.Handle("POST /v1/desktop-runner/tasks/{id}/events", s.runnerAuthed(s.postTaskEvents))
 	s.mux.Handle("POST /v1/desktop-runner/tasks/{id}/complete", s.runnerAuthed(s.completeTask))
 	s.remoteSessionRoutes()
+	s.sessionPageRoutes()
+	if s.cfg.MCP != nil {
+		s.mux.Handle("/mcp", s.cfg.MCP) // bearer-authenticated by the gateway itself
+	}
 }
 
 func (s *Server) owner(r *http.Request) desktop.Owner {
