@@ -4,7 +4,7 @@ BIN       := bin/spine
 CORE      := ./streams/ ./recorder/ ./library/ ./spine/ ./server/
 TEST_FLAGS ?= -count=1 -timeout 9m
 
-.PHONY: help run build test test-race vet fmt fmt-check lint bench fuzz clean
+.PHONY: help run build test test-race vet fmt fmt-check lint bench fuzz clean dashboards-check cost-page-check
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-10s %s\n", $$1, $$2}'
@@ -36,6 +36,16 @@ bench: build ## spine bench ingest with default flags (JSON on stdout)
 fuzz: ## run each fuzz target for 30s
 	$(GO) test -run=^$$ -fuzz=FuzzDecode -fuzztime=30s ./streams/
 	$(GO) test -run=^$$ -fuzz=FuzzVerify -fuzztime=30s ./auth/
+	$(GO) test -run=^$$ -fuzz=FuzzDecodeBudget -fuzztime=30s ./accounting/
+
+dashboards-check: ## dashboards' PromQL through a real Prometheus (installed from Debian if missing) and SQL against a spine fed with sessions
+	@command -v prometheus >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; }
+	SPINE_DASHBOARDS_CHECK=1 $(GO) test -count=1 -v -run 'TestDashboards' ./dashboards/
+
+cost-page-check: ## open /ui/cost in headless Chromium (installed from Debian if missing): screenshot in bin/, numbers checked against the API
+	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
+	@mkdir -p bin
+	SPINE_BROWSER_TESTS=1 SPINE_SCREENSHOT_DIR=$(CURDIR)/bin $(GO) test -count=1 -v -run 'TestCostPageInChromium' ./node/
 
 clean: ## remove bin/ (./data keeps your local NATS and PostgreSQL state)
 	rm -rf bin
