@@ -32,6 +32,7 @@ import (
 // Node is a running spine.
 type Node struct {
 	cfg       config.Config
+	opts      *Options
 	log       *slog.Logger
 	pg        *pgboot.Result
 	Pool      *pgxpool.Pool
@@ -60,6 +61,11 @@ type Options struct {
 	OnCommit  func(last uint64, msgs []streams.Message)
 	// NoProjectors starts only the API (tests start projectors themselves).
 	NoProjectors bool
+	// NoHTTP starts no HTTP server (spine rebuild).
+	NoHTTP bool
+	// ProjectorPrefix is put before every projector's durable name, so a
+	// rebuild's projectors consume the log beside the live ones.
+	ProjectorPrefix string
 }
 
 // Start brings a node up. On error, whatever was started is stopped.
@@ -70,10 +76,11 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, opts *Optio
 	if opts == nil {
 		opts = &Options{}
 	}
-	n = &Node{cfg: cfg, log: log, Registry: prometheus.NewRegistry()}
+	n = &Node{cfg: cfg, log: log, opts: opts, Registry: prometheus.NewRegistry()}
+	started := n
 	defer func() {
 		if err != nil {
-			n.Stop()
+			started.Stop()
 		}
 	}()
 	n.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -85,7 +92,9 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, opts *Optio
 		steps = append(steps, func(ctx context.Context) error { return n.startProjectors(ctx, opts) })
 	}
 	steps = append(steps, func(ctx context.Context) error { return n.startDesktop(ctx, opts.NoProjectors) })
-	steps = append(steps, n.startHTTP)
+	if !opts.NoHTTP {
+		steps = append(steps, n.startHTTP)
+	}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			return nil, err
@@ -217,6 +226,7 @@ func (n *Node) StartProjector(ctx context.Context, cfg streams.ProjectorConfig) 
 		n.projectorMetrics = streams.NewMetrics(n.Registry)
 	}
 	cfg.Pool, cfg.JS, cfg.Logger, cfg.Metrics = n.Pool, n.JS, n.log, n.projectorMetrics
+	cfg.Name = n.opts.ProjectorPrefix + cfg.Name
 	if cfg.Redact == nil {
 		cfg.Redact = recorder.RedactBytes
 	}
