@@ -79,6 +79,17 @@ func TestDashboardsLive(t *testing.T) {
 			getJSON(base+"/v1/plans/p1/spend", acme, &spend) == nil && spend.Ceiling.Dollars != nil
 	})
 
+	// The CLI over the same spine: a table that keeps silence visible, and a plan.
+	for args, want := range map[string]string{
+		"cost --from 2026-11-01 --to 2026-11-30 --group-by billing": "1.01 (3/4)", // the fixtures: 3 of 4 metered calls priced
+		"cost plan p1": "1.00 metered of 2, 1.00 left, reached: false",
+	} {
+		out, err := exec.Command(spineBin, append(strings.Fields(args), "--url", base, "--token", acme)...).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), want) {
+			t.Errorf("spine %s: %v\n%s\nwant %q in it", args, err, out, want)
+		}
+	}
+
 	promAddr := freeAddr(t)
 	cfg := fmt.Sprintf("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: spine\n    static_configs:\n      - targets: [%q]\n", httpAddr)
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
