@@ -4,7 +4,7 @@ BIN       := bin/spine
 CORE      := ./streams/ ./recorder/ ./library/ ./spine/ ./server/
 TEST_FLAGS ?= -count=1 -timeout 9m
 
-.PHONY: help run build test test-race vet fmt fmt-check lint bench fuzz clean dashboards-check cost-page-check
+.PHONY: help run build test test-race vet fmt fmt-check lint bench fuzz clean dashboards-check cost-page-check session-page-check mcp-inspector bench-dispatch
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-10s %s\n", $$1, $$2}'
@@ -37,6 +37,7 @@ fuzz: ## run each fuzz target for 30s
 	$(GO) test -run=^$$ -fuzz=FuzzDecode -fuzztime=30s ./streams/
 	$(GO) test -run=^$$ -fuzz=FuzzVerify -fuzztime=30s ./auth/
 	$(GO) test -run=^$$ -fuzz=FuzzDecodeBudget -fuzztime=30s ./accounting/
+	$(GO) test -run=^$$ -fuzz=FuzzDecode -fuzztime=30s ./spine/desktop/
 
 dashboards-check: ## dashboards' PromQL through a real Prometheus (installed from Debian if missing) and SQL against a spine fed with sessions
 	@command -v prometheus >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; }
@@ -46,6 +47,18 @@ cost-page-check: ## open /ui/cost in headless Chromium (installed from Debian if
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
 	@mkdir -p bin
 	SPINE_BROWSER_TESTS=1 SPINE_SCREENSHOT_DIR=$(CURDIR)/bin $(GO) test -count=1 -v -run 'TestCostPageInChromium' ./node/
+
+session-page-check: ## open /ui/sessions/{id} in headless Chromium (installed from Debian if missing): a fake runner's event appears live; screenshot in bin/
+	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
+	@mkdir -p bin
+	SPINE_SCREENSHOT_DIR=$(CURDIR)/bin $(GO) test -count=1 -v -run 'TestSessionPageInChromium' ./spine/desktop/
+
+mcp-inspector: build ## drive /mcp with the MCP Inspector CLI (npx, pinned): two tools, remoteSession.create → read
+	@command -v npx >/dev/null || { echo "mcp-inspector needs npx (apt-get install -y npm)"; exit 1; }
+	scripts/mcp-inspector.sh
+
+bench-dispatch: build ## spine bench dispatch: create → SSE notify p50/p99, claim → complete cycles/s (JSON on stdout)
+	./$(BIN) bench dispatch
 
 clean: ## remove bin/ (./data keeps your local NATS and PostgreSQL state)
 	rm -rf bin

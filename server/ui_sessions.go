@@ -123,6 +123,7 @@ ol{list-style:none;padding:0}li{border-top:1px solid #eee;padding:.5em 0}.kind{c
   if (!window.EventSource) return;
   var live = document.getElementById('live'), path = location.pathname;
   var es = new EventSource(path + '/events');
+  es.addEventListener('ready', function () { document.documentElement.dataset.live = 'on'; });
   es.addEventListener('change', function () {
     fetch(path + '?fragment=1', {credentials: 'same-origin'}).then(function (r) { return r.ok ? r.text() : null; })
       .then(function (html) { if (html !== null) live.innerHTML = html; });
