@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -82,6 +83,9 @@ func (u *Upload) Validate() error {
 	}
 	if err := CheckName(u.Name); err != nil {
 		return streams.Reject(streams.ReasonInvalidField, "%v", err)
+	}
+	if len(u.ContentType) > 255 || strings.ContainsFunc(u.ContentType, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return streams.Reject(streams.ReasonInvalidField, "contentType must be at most 255 bytes without control characters")
 	}
 	if _, err := ParseDigest(u.Digest); err != nil {
 		return streams.Reject(streams.ReasonInvalidField, "%v", err)

@@ -321,3 +321,22 @@ func TestOwnerScopedReads(t *testing.T) {
 		t.Fatalf("other member: %v, missing: %v", errOther, errMissing)
 	}
 }
+
+// U+0000 cannot be stored by PostgreSQL; it must not block the stream.
+func TestNULNeverBlocksTheStream(t *testing.T) {
+	h := running(t)
+	code := 0
+	end := spinetest.End("s1", "done", "m\x00odel", "")
+	end.Usage = &streams.Usage{InputTokens: 1, Raw: []byte(`{"note":"a\u0000b","k\u0000":[1,"\u0000"]}`)}
+	h.Publish(spinetest.Start("s1"), spinetest.Text("s1", 1, "nul \x00 here"),
+		spinetest.Event("s1", 2, &streams.Event{Action: "command", Command: "cat bin\x00ary", ExitCode: &code, Output: "\x00\x00"}),
+		spinetest.Write("s1", 3, "a\x00.txt", "x\x00y"), end, spinetest.Start("s2"))
+	h.WaitCaughtUp()
+	s := session(t, h, "s1")
+	if s.Status != "done" || s.RecordedSteps != 2 || s.Model != "m\uFFFDodel" || !strings.Contains(string(s.Usage), `a\ufffdb`) && !strings.Contains(string(s.Usage), "a\uFFFDb") {
+		t.Fatalf("session = %+v usage %s", s, s.Usage)
+	}
+	if session(t, h, "s2").Status != "running" {
+		t.Fatal("the session after it was not recorded")
+	}
+}

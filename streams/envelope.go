@@ -145,6 +145,7 @@ func Decode(data []byte) (*Envelope, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, Reject(ReasonMalformed, "trailing data after the envelope")
 	}
+	sanitize(&e)
 	if err := e.Validate(); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,82 @@
+package streams
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strings"
+)
+
+// PostgreSQL's text and jsonb cannot hold U+0000, and a row that cannot be
+// written would be retried forever. JSON can carry it ("\u0000"), so Decode
+// replaces it with U+FFFD everywhere in the envelope, raw reports included.
+
+const nul = "\x00"
+
+// sanitize replaces NUL in every string the envelope holds.
+func sanitize(e *Envelope) {
+	scrub(reflect.ValueOf(e).Elem())
+}
+
+var rawType = reflect.TypeOf(json.RawMessage(nil))
+
+func scrub(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.String:
+		if strings.Contains(v.String(), nul) {
+			v.SetString(strings.ReplaceAll(v.String(), nul, "\uFFFD"))
+		}
+	case reflect.Pointer:
+		if !v.IsNil() {
+			scrub(v.Elem())
+		}
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			if v.Type().Field(i).IsExported() {
+				scrub(v.Field(i))
+			}
+		}
+	case reflect.Slice:
+		if v.Type() == rawType {
+			if raw := v.Bytes(); bytes.Contains(raw, []byte(`\u0000`)) {
+				v.SetBytes(ScrubJSON(raw))
+			}
+			return
+		}
+		for i := 0; i < v.Len(); i++ {
+			scrub(v.Index(i))
+		}
+	}
+}
+
+// ScrubJSON returns raw with every U+0000 in its strings (and keys)
+// replaced by U+FFFD. Invalid JSON is returned as is.
+func ScrubJSON(raw []byte) []byte {
+	var x any
+	if json.Unmarshal(raw, &x) != nil {
+		return raw
+	}
+	out, err := json.Marshal(scrubAny(x))
+	if err != nil {
+		return raw
+	}
+	return out
+}
+
+func scrubAny(x any) any {
+	switch t := x.(type) {
+	case string:
+		return strings.ReplaceAll(t, nul, "\uFFFD")
+	case []any:
+		for i := range t {
+			t[i] = scrubAny(t[i])
+		}
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, v := range t {
+			out[strings.ReplaceAll(k, nul, "\uFFFD")] = scrubAny(v)
+		}
+		return out
+	}
+	return x
+}
