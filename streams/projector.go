@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -453,7 +454,7 @@ func (p *Projector) deadLetterOne(ctx context.Context, tx pgx.Tx, m Message, rej
 	msg.Data = data
 	msg.Header.Set(jetstream.MsgIDHeader, "dlq-"+p.cfg.Stream+"-"+strconv.FormatUint(m.Seq, 10))
 	msg.Header.Set("Spine-Reason", rej.Reason)
-	msg.Header.Set("Spine-Detail", rej.Detail)
+	msg.Header.Set("Spine-Detail", headerSafe(rej.Detail))
 	msg.Header.Set("Spine-Stream", p.cfg.Stream)
 	msg.Header.Set("Spine-Seq", strconv.FormatUint(m.Seq, 10))
 	msg.Header.Set("Spine-Subject", m.Subject)
@@ -513,4 +514,18 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// headerSafe makes a value fit a NATS header: one line, bounded.
+func headerSafe(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r == '\r' || r == '\n' || r == 0 {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) > 1024 {
+		s = s[:1024]
+	}
+	return s
 }
