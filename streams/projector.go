@@ -463,7 +463,7 @@ func (p *Projector) deadLetterOne(ctx context.Context, tx pgx.Tx, m Message, rej
 	}
 	_, err := tx.Exec(ctx, `INSERT INTO dead_letters (stream, seq, subject, reason, detail, data, at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
-		p.cfg.Stream, int64(m.Seq), m.Subject, rej.Reason, rej.Detail, data, m.Time)
+		p.cfg.Stream, int64(m.Seq), m.Subject, rej.Reason, strings.ReplaceAll(rej.Detail, "\x00", "\uFFFD"), data, m.Time)
 	if err != nil {
 		return fmt.Errorf("record dead letter %d: %w", m.Seq, err)
 	}
