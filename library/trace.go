@@ -68,9 +68,13 @@ type TracedStep struct {
 	At     time.Time `json:"at"`
 }
 
-// RouterCallQuery, when set, returns a session's router-call row as JSON
-// (the accounting package sets it); nil leaves routerCall null.
-var RouterCallQuery string
+// routerCallQuery returns a session's router-call row (accounting's) as JSON.
+const routerCallQuery = `SELECT jsonb_build_object('sessionId', session_id, 'billing', billing,
+	'billingSignal', billing_signal, 'executionSurface', execution_surface, 'door', door, 'status', status,
+	'servedModel', served_model, 'servedEffort', served_effort, 'inputTokens', input_tokens,
+	'outputTokens', output_tokens, 'cacheReadTokens', cache_read_tokens, 'cacheWriteTokens', cache_write_tokens,
+	'reasoningTokens', reasoning_tokens, 'totalCost', total_cost, 'planId', plan_id, 'at', at)
+	FROM router_calls WHERE session_id = $1 AND org = $2`
 
 // TraceID traces a digest ("blake3:…") or an artifact id.
 func TraceID(ctx context.Context, q Querier, owner Owner, id string) (*Trace, error) {
@@ -157,16 +161,13 @@ func deref(s *string) string {
 }
 
 func attachRouterCalls(ctx context.Context, q Querier, t *Trace) error {
-	if RouterCallQuery == "" {
-		return nil
-	}
 	for i := range t.Artifacts {
 		s := t.Artifacts[i].Session
 		if s == nil {
 			continue
 		}
 		var row []byte
-		err := q.QueryRow(ctx, RouterCallQuery, s.ID).Scan(&row)
+		err := q.QueryRow(ctx, routerCallQuery, s.ID, t.Artifacts[i].Org).Scan(&row)
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue
 		}

@@ -90,6 +90,11 @@ func TestUploadTraceAndScoping(t *testing.T) {
 		pushed.Session.RunID != "run-s1" {
 		t.Fatalf("pushed artifact = %s", resp)
 	}
+	var call map[string]any
+	json.Unmarshal(pushed.RouterCall, &call)
+	if call["billing"] != "unknown" || call["executionSurface"] != "cockpit-app:claude-code" || call["totalCost"] != nil {
+		t.Fatalf("router call in the trace = %s", pushed.RouterCall)
+	}
 	// The transcript is an artifact with the same stamp.
 	var sess map[string]any
 	_, resp = f.do("GET", "/v1/sessions/s1", alice, nil)

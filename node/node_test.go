@@ -79,23 +79,13 @@ func (f *fixture) do(method, path, token string, body []byte) (int, []byte) {
 	return resp.StatusCode, data
 }
 
+// waitCaughtUp waits until every projector has applied everything.
 func (f *fixture) waitCaughtUp() {
 	f.t.Helper()
-	s, err := f.n.JS.Stream(context.Background(), streams.StreamSessions)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	info, err := s.Info(context.Background())
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	deadline := time.After(spinetest.WaitTimeout)
-	for f.n.Recorder().Checkpoint() < info.State.LastSeq {
-		select {
-		case <-f.commits:
-		case <-deadline:
-			f.t.Fatalf("not caught up: %d < %d", f.n.Recorder().Checkpoint(), info.State.LastSeq)
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), spinetest.WaitTimeout)
+	defer cancel()
+	if err := f.n.WaitIdle(ctx, nil); err != nil {
+		f.t.Fatalf("not caught up: %v", err)
 	}
 }
 
