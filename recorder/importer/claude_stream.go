@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // claudeStream reads `claude -p --output-format stream-json` (and json,
@@ -62,7 +63,7 @@ func (p *claudeStream) record(ctx context.Context, rec record) (string, error) {
 		}
 		return "", s.user(ctx, at, l.Message, l.ToolUseResult)
 	case "result":
-		return "", p.result(ctx, s, &l, rec.data)
+		return "", p.result(ctx, s, at, &l, rec.data)
 	case "stream_event":
 		return "", nil // partial deltas; the whole message follows as an assistant event
 	}
@@ -83,7 +84,7 @@ func (p *claudeStream) sessionFor(id string) *session {
 
 // result is the end of one query: its usage adds to the session's report,
 // its total_cost_usd (a running total for the process) replaces the last.
-func (p *claudeStream) result(ctx context.Context, s *session, l *claudeStreamLine, data []byte) error {
+func (p *claudeStream) result(ctx context.Context, s *session, at time.Time, l *claudeStreamLine, data []byte) error {
 	s.begun = true
 	var raw map[string]json.RawMessage
 	_ = json.Unmarshal(data, &raw)
@@ -98,10 +99,7 @@ func (p *claudeStream) result(ctx context.Context, s *session, l *claudeStreamLi
 		s.addRaw(b)
 	}
 	if l.Usage != nil {
-		if s.report == nil {
-			s.report = &Tokens{}
-		}
-		s.report.add(l.Usage.tokens())
+		s.addReport(at, l.Usage.tokens())
 	}
 	if l.TotalCostUSD != nil && *l.TotalCostUSD >= 0 {
 		c := *l.TotalCostUSD
@@ -112,7 +110,7 @@ func (p *claudeStream) result(ctx context.Context, s *session, l *claudeStreamLi
 		s.status, s.err = "failed", cmpOr(l.Subtype, "error")
 	}
 	if !s.sawProse && l.Result != "" { // --output-format json: the answer is only here
-		return s.prose(ctx, s.when(parseTime(l.Timestamp), p.fc), "stdout", l.Result+"\n")
+		return s.prose(ctx, at, "stdout", l.Result+"\n")
 	}
 	return nil
 }

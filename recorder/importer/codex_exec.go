@@ -73,11 +73,9 @@ func (p *codexExec) record(ctx context.Context, rec record) (string, error) {
 		if err := json.Unmarshal(l.Usage, &u); err != nil || len(l.Usage) == 0 {
 			return "turn.completed without usage", nil
 		}
-		if s.report == nil {
-			s.report = &Tokens{}
-		}
-		s.report.add(u.tokens())
+		s.addReport(at, u.tokens())
 		s.responses++
+		s.day(at).responses++
 		s.addRaw(l.Usage)
 	case "turn.failed":
 		p.inTurn = false

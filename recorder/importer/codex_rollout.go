@@ -155,7 +155,7 @@ func codexFunction(name, arguments string) func(callResult) []*streams.Event {
 func (p *codexRollout) event(ctx context.Context, s *session, at time.Time, pl *rolloutPayload) (string, error) {
 	switch pl.Type {
 	case "token_count":
-		return p.tokens(s, pl), nil
+		return p.tokens(s, at, pl), nil
 	case "user_message":
 		if s.status == "cancelled" {
 			s.status, s.err = "", "" // a new turn after an abort
@@ -167,7 +167,7 @@ func (p *codexRollout) event(ctx context.Context, s *session, at time.Time, pl *
 	return "", nil // agent_message, agent_reasoning…: the response items carry them
 }
 
-func (p *codexRollout) tokens(s *session, pl *rolloutPayload) string {
+func (p *codexRollout) tokens(s *session, at time.Time, pl *rolloutPayload) string {
 	if len(pl.Info) == 0 || string(pl.Info) == "null" {
 		return ""
 	}
@@ -187,6 +187,13 @@ func (p *codexRollout) tokens(s *session, pl *rolloutPayload) string {
 	if s.cumulative != nil && *s.cumulative == t {
 		return "" // re-emitted with an unchanged total: no new response
 	}
+	delta := t // the running total's change is this response's, on its day
+	if s.cumulative != nil {
+		delta.sub(*s.cumulative)
+	}
+	d := s.day(at)
+	d.reported.add(delta)
+	d.responses++
 	s.cumulative = &t
 	s.responses++
 	s.model = cmpOr(info.Model, s.model)

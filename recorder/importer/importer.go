@@ -59,6 +59,7 @@ type Importer struct {
 type response struct {
 	s      *session
 	tokens Tokens
+	day    *dayUsage // where the session counted it
 }
 
 // Import reads every file under paths (directories recursively, in
@@ -74,7 +75,7 @@ func Import(ctx context.Context, paths []string, opts Options) (*Summary, error)
 		return nil, err
 	}
 	imp := &Importer{opts: opts, sink: opts.Sink, sum: &Summary{DryRun: opts.Sink == nil, Skipped: []Skip{},
-		PerSession: []Imported{}}, sessions: map[string]*session{}, responses: map[[16]byte]*response{},
+		PerSession: []Imported{}, PerDay: []Day{}}, sessions: map[string]*session{}, responses: map[[16]byte]*response{},
 		lines: map[[16]byte]struct{}{}}
 	if imp.sink == nil {
 		imp.sink = DiscardSink{}
@@ -290,17 +291,24 @@ func fileSessionID(path string) string {
 // countResponse counts one Claude response snapshot under its key, keeping
 // the final (last seen) usage. A key another session counted first is a
 // resumed session's copy: not counted again.
-func (imp *Importer) countResponse(s *session, key [16]byte, t Tokens) {
+func (imp *Importer) countResponse(s *session, at time.Time, key [16]byte, t Tokens) {
 	r := imp.responses[key]
 	switch {
 	case r == nil:
-		imp.responses[key] = &response{s: s, tokens: t}
+		r = &response{s: s, tokens: t, day: s.day(at)}
+		imp.responses[key] = r
 		s.tokens.add(t)
 		s.responses++
+		r.day.responses++
+		r.day.tokens.add(t)
 	case r.s == s:
 		s.tokens.sub(r.tokens)
 		s.tokens.add(t)
-		r.tokens = t
+		r.day.responses--
+		r.day.tokens.sub(r.tokens)
+		r.tokens, r.day = t, s.day(at) // the day of the snapshot whose usage counts
+		r.day.responses++
+		r.day.tokens.add(t)
 	default:
 		imp.sum.RepeatedResponses++
 	}
@@ -329,6 +337,8 @@ func (imp *Importer) publish(ctx context.Context, e *streams.Envelope) error {
 }
 
 func (imp *Importer) summarise() {
+	var counted []*session
+	defer func() { imp.sum.PerDay = perDay(counted) }()
 	for _, s := range imp.order {
 		if !s.begun {
 			continue
@@ -343,6 +353,7 @@ func (imp *Importer) summarise() {
 			continue
 		}
 		imp.sum.Sessions++
+		counted = append(counted, s)
 		imp.sum.Responses += s.responses
 		imp.sum.Tokens.add(t)
 	}

@@ -46,6 +46,7 @@ type session struct {
 	raw        []json.RawMessage
 	rawMore    int
 	responses  int
+	days       map[string]*dayUsage // UTC date → this session's share
 
 	model, effort string
 	cost          *float64

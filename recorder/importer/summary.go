@@ -32,6 +32,8 @@ type Summary struct {
 	SkippedTotal int        `json:"skippedTotal"`
 	Refused      []Refusal  `json:"refused,omitempty"`
 	PerSession   []Imported `json:"perSession"`
+	// PerDay splits Responses and Tokens by UTC day and app (see Day).
+	PerDay []Day `json:"perDay"`
 }
 
 // MaxSkipsListed bounds Summary.Skipped, so a file of garbage cannot grow it.
