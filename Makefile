@@ -4,7 +4,7 @@ BIN       := bin/spine
 CORE      := ./streams/ ./recorder/ ./library/ ./spine/ ./server/
 TEST_FLAGS ?= -count=1 -timeout 9m
 
-.PHONY: help run build test test-race vet fmt fmt-check lint bench fuzz clean dashboards-check cost-page-check session-page-check mcp-inspector bench-dispatch
+.PHONY: help run build test test-race vet fmt fmt-check lint bench fuzz clean dashboards-check cost-page-check ccusage-parity session-page-check mcp-inspector bench-dispatch
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-10s %s\n", $$1, $$2}'
@@ -59,6 +59,13 @@ mcp-inspector: build ## drive /mcp with the MCP Inspector CLI (npx, pinned): two
 
 bench-dispatch: build ## spine bench dispatch: create → SSE notify p50/p99, claim → complete cycles/s (JSON on stdout)
 	./$(BIN) bench dispatch
+
+CCUSAGE_VERSION := 20.0.24
+CCUSAGE_BIN     := bin/ccusage-$(CCUSAGE_VERSION)/node_modules/.bin/ccusage
+ccusage-parity: ## ccusage (npm, pinned) and spine import on the same fixtures: tokens per session and per day must match (SPINE_CCUSAGE_RECORD=1 rewrites the offline copy)
+	@command -v npm >/dev/null || { echo "ccusage-parity needs npm (Node.js)"; exit 1; }
+	@test -x $(CCUSAGE_BIN) || npm install --silent --no-audit --no-fund --prefix bin/ccusage-$(CCUSAGE_VERSION) ccusage@$(CCUSAGE_VERSION)
+	SPINE_CCUSAGE=$(CURDIR)/$(CCUSAGE_BIN) $(GO) test -count=1 -v -run 'TestCcusage' ./recorder/importer/
 
 clean: ## remove bin/ (./data keeps your local NATS and PostgreSQL state)
 	rm -rf bin
