@@ -31,15 +31,17 @@ const tokenSecret = "00112233445566778899aabbccddeeff00112233445566778899aabbccd
 // every SQL query against spine's database: each must succeed and return
 // data.
 func TestDashboardsLive(t *testing.T) {
-	if os.Getenv(EnvCheck) == "" {
-		t.Skip("set " + EnvCheck + "=1 (make dashboards-check) to run the dashboards against real spine and Prometheus")
-	}
-	began := time.Now()
-	t.Cleanup(http.DefaultClient.CloseIdleConnections) // registered first: runs after spine and Prometheus stop
+	// It runs wherever Prometheus is installed (.ci/run installs it);
+	// EnvCheck (make dashboards-check) makes a missing Prometheus a failure.
 	promBin, err := exec.LookPath("prometheus")
+	if err != nil && os.Getenv(EnvCheck) == "" {
+		t.Skip("prometheus is not installed: make dashboards-check installs it and runs this check")
+	}
 	if err != nil {
 		t.Fatal("prometheus is not installed: make dashboards-check installs it (apt-get install prometheus)")
 	}
+	began := time.Now()
+	t.Cleanup(http.DefaultClient.CloseIdleConnections) // registered first: runs after spine and Prometheus stop
 	pool, dbURL := pgtest.New(t)
 	dir := t.TempDir()
 	spineBin := filepath.Join(dir, "spine")

@@ -234,6 +234,9 @@ func (n *Node) StartProjector(ctx context.Context, cfg streams.ProjectorConfig) 
 	if err != nil {
 		return nil, err
 	}
+	if err := p.Preflight(ctx); err != nil {
+		return nil, err
+	}
 	if err := p.Start(ctx); err != nil {
 		return nil, err
 	}
@@ -266,6 +269,11 @@ func (n *Node) startHTTP(ctx context.Context) error {
 func (n *Node) ready(context.Context) error {
 	if n.NC == nil || !n.NC.IsConnected() {
 		return errors.New("nats: not connected")
+	}
+	for _, p := range n.projectors {
+		if err := p.Err(); err != nil {
+			return fmt.Errorf("projector %s stopped: %w", p.Name(), err)
+		}
 	}
 	return nil
 }

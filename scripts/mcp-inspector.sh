@@ -13,9 +13,20 @@ chmod 755 "$DATA"
 export SPINE_DATA_DIR="$DATA" SPINE_HTTP_ADDR="127.0.0.1:$PORT" SPINE_NATS_LISTEN=off
 export SPINE_TOKEN_SECRET="$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 
+# A database of its own: a fresh log (the temp data dir) needs fresh projections.
+DB=""
+if [ -z "${SPINE_DATABASE_URL:-}" ]; then
+	DB="spine_inspector_$$"
+	psql -qX -h 127.0.0.1 -U postgres -d postgres -c "CREATE DATABASE $DB" >/dev/null
+	export SPINE_DATABASE_URL="postgres://postgres@127.0.0.1:5432/$DB?sslmode=disable"
+fi
+
 "$SPINE" serve >"$DATA/serve.log" 2>&1 &
 SERVE=$!
-cleanup() { kill "$SERVE" 2>/dev/null || true; wait "$SERVE" 2>/dev/null || true; rm -rf "$DATA"; }
+cleanup() {
+	kill "$SERVE" 2>/dev/null || true; wait "$SERVE" 2>/dev/null || true; rm -rf "$DATA"
+	[ -z "$DB" ] || psql -qX -h 127.0.0.1 -U postgres -d postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null || true
+}
 trap cleanup EXIT
 
 for _ in $(seq 1 300); do

@@ -148,6 +148,10 @@ func (p *Projector) lead(ctx context.Context) error {
 		if errors.Is(err, ErrStopped) {
 			return err
 		}
+		if errors.Is(err, ErrForeignLog) {
+			p.log.Error("projector stopped", "err", err)
+			return err
+		}
 		if err != nil {
 			p.log.Warn("leadership lost; starting over", "err", err)
 			sleep(ctx, time.Second) // a missing stream or table must not spin
@@ -161,12 +165,57 @@ func (p *Projector) consumeAsLeader(ctx context.Context, conn *pgxpool.Conn) err
 	if err != nil {
 		return err
 	}
+	if err := p.checkSameLog(ctx, last); err != nil {
+		return err
+	}
 	cons, err := p.resetConsumer(ctx, last)
 	if err != nil {
 		return err
 	}
 	p.setLast(last)
 	return p.run(ctx, conn, cons)
+}
+
+// ErrForeignLog: the database's checkpoint is past the end of the stream,
+// so its projections were made from another log (another data directory
+// or NATS). Projecting would silently skip everything up to the checkpoint.
+var ErrForeignLog = errors.New("database was projected from another log")
+
+func (p *Projector) checkSameLog(ctx context.Context, last uint64) error {
+	st, err := p.cfg.JS.Stream(ctx, p.cfg.Stream)
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", p.cfg.Stream, err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", p.cfg.Stream, err)
+	}
+	if last > info.State.LastSeq {
+		return fmt.Errorf("%w: checkpoint %s is at %d but stream %s ends at %d; point SPINE_DATABASE_URL at a fresh database (or the one made from this log), or SPINE_DATA_DIR/SPINE_NATS_URL at the log this database came from",
+			ErrForeignLog, p.cfg.Name, last, p.cfg.Stream, info.State.LastSeq)
+	}
+	return nil
+}
+
+// Preflight checks, before Start, that the database's checkpoint belongs to
+// this log, so a mismatch is an error at startup rather than a silent skip.
+func (p *Projector) Preflight(ctx context.Context) error {
+	var last int64
+	err := p.cfg.Pool.QueryRow(ctx, `SELECT last_seq FROM projector_checkpoints WHERE name = $1`, p.cfg.Name).Scan(&last)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("read checkpoint %s: %w", p.cfg.Name, err)
+	}
+	return p.checkSameLog(ctx, uint64(last))
+}
+
+// Err is why the projector stopped on its own (nil while it runs).
+func (p *Projector) Err() error {
+	select {
+	case <-p.done:
+		return p.err
+	default:
+		return nil
+	}
 }
 
 // lockKey is the advisory lock key of a projector name.
