@@ -48,8 +48,11 @@ func runBench(ctx context.Context, args []string) error {
 	if args[0] == "dispatch" {
 		return runBenchDispatch(ctx, args[1:])
 	}
+	if args[0] == "import" {
+		return runBenchImport(ctx, args[1:])
+	}
 	if args[0] != "ingest" {
-		return usageError{fmt.Sprintf("bench: unknown benchmark %q (want ingest, library or dispatch)", args[0])}
+		return usageError{fmt.Sprintf("bench: unknown benchmark %q (want ingest, library, dispatch or import)", args[0])}
 	}
 	return runBenchIngest(ctx, args[1:])
 }

@@ -1,0 +1,289 @@
+package bench
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"time"
+
+	"github.com/spinehq/spine/recorder/importer"
+	"github.com/spinehq/spine/streams"
+)
+
+// Import defaults: bytes per format for the dry run and for the node.
+const (
+	DefaultImportSize     = 200 << 20
+	DefaultImportNodeSize = 8 << 20
+)
+
+// ImportConfig configures `spine bench import`.
+type ImportConfig struct {
+	// FixturesDir holds the fixture folders whose line shapes the corpus
+	// copies; "" finds ../shared/fixtures beside the module root.
+	FixturesDir string
+	// Dir keeps the generated files; "" uses a temporary directory,
+	// removed at the end.
+	Dir string
+	// Formats to measure; nil means every format.
+	Formats []importer.Format
+	// Size is each format's file for the dry run and the raw baseline;
+	// 0 means DefaultImportSize.
+	Size int64
+	// NodeSize is each format's file imported through a real node; 0 means
+	// DefaultImportNodeSize, NoNode skips the node.
+	NodeSize    int64
+	DatabaseURL string       // as Config.DatabaseURL
+	Logger      *slog.Logger // nil discards progress
+}
+
+// NoNode as ImportConfig.NodeSize skips the end-to-end phase.
+const NoNode = -1
+
+// ImportResult is what `spine bench import` prints.
+type ImportResult struct {
+	Benchmark   string         `json:"benchmark"` // "import"
+	Environment Environment    `json:"environment"`
+	Formats     []ImportFormat `json:"formats"`
+	// Node is every format's smaller file imported through a real node
+	// (JetStream, recorder, PostgreSQL), timed until the recorder has
+	// committed the last envelope.
+	Node *ImportNode `json:"node,omitempty"`
+	// PeakRSSScope says what the peak figures cover: "phase" when the
+	// kernel's high-water mark was reset before each phase
+	// (/proc/self/clear_refs), else "process".
+	PeakRSSScope string  `json:"peakRssScope"`
+	Seconds      float64 `json:"seconds"`
+}
+
+// ImportFormat is one format's corpus through the parsers and through a
+// raw baseline of the same file.
+type ImportFormat struct {
+	Format    importer.Format `json:"format"`
+	Bytes     int64           `json:"bytes"`
+	Lines     int             `json:"lines"`
+	Copies    int             `json:"copies"` // copies of the fixtures' lines, each with fresh ids
+	Sessions  int             `json:"sessions"`
+	Responses int             `json:"responses"`
+	Envelopes int             `json:"envelopes"`
+	Skipped   int             `json:"skipped"`
+	// DryRun is `spine import --dry-run`: read, parse, build and validate
+	// every envelope, publish nothing.
+	DryRun ImportRate `json:"dryRun"`
+	// Raw is bufio.Scanner + json.Unmarshal into map[string]any per line.
+	Raw ImportRate `json:"raw"`
+	// Ratio is the dry run's MB/s over raw's.
+	Ratio float64 `json:"ratio"`
+}
+
+// ImportRate is one pass over a file.
+type ImportRate struct {
+	Seconds      float64 `json:"seconds"`
+	LinesPerSec  float64 `json:"linesPerSecond"`
+	MBPerSec     float64 `json:"mbPerSecond"`
+	ResponsesSec float64 `json:"responsesPerSecond,omitempty"`
+	PeakRSSBytes int64   `json:"peakRssBytes"`
+}
+
+// ImportNode is the end-to-end phase.
+type ImportNode struct {
+	Bytes     int64      `json:"bytes"`
+	Sessions  int        `json:"sessions"`
+	Responses int        `json:"responses"`
+	Envelopes int        `json:"envelopes"`
+	Duplicate int        `json:"duplicates"`
+	Refused   int        `json:"refused"`
+	Recorded  int64      `json:"recordedSessions"` // sessions rows in PostgreSQL afterwards
+	Rate      ImportRate `json:"rate"`
+}
+
+func (c ImportConfig) withDefaults() (ImportConfig, error) {
+	c.Size = cmp.Or(c.Size, DefaultImportSize)
+	c.NodeSize = cmp.Or(c.NodeSize, DefaultImportNodeSize)
+	if len(c.Formats) == 0 {
+		c.Formats = importer.Formats
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if c.FixturesDir == "" {
+		wd, _ := os.Getwd()
+		root, ok := moduleRoot(wd)
+		if !ok {
+			return c, errors.New("bench import: no go.mod above the working directory; give the fixtures directory")
+		}
+		c.FixturesDir = root + "/../shared/fixtures"
+	}
+	if c.Size < 1 || c.NodeSize < 1 && c.NodeSize != NoNode {
+		return c, fmt.Errorf("bench import: sizes must be positive (size %d, node size %d)", c.Size, c.NodeSize)
+	}
+	return c, nil
+}
+
+// RunImport generates each format's corpus, times the dry run and the raw
+// baseline on it, then imports the smaller files through a fresh node.
+func RunImport(ctx context.Context, cfg ImportConfig) (res *ImportResult, err error) {
+	cfg, err = cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	dir := cfg.Dir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "spine-bench-import-"); err != nil {
+			return nil, err
+		}
+		defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
+	}
+	res = &ImportResult{Benchmark: "import", Environment: environment(), PeakRSSScope: "phase"}
+	var nodeFiles []string
+	for _, f := range cfg.Formats {
+		ct, err := loadTemplate(cfg.FixturesDir, f)
+		if err != nil {
+			return nil, err
+		}
+		path := corpusName(dir, f, "large")
+		cfg.Logger.Info("bench import: writing corpus", "format", f, "bytes", cfg.Size)
+		copies, lines, size, err := ct.writeCorpus(path, cfg.Size)
+		if err != nil {
+			return nil, err
+		}
+		r := ImportFormat{Format: f, Bytes: size, Lines: lines, Copies: copies}
+		cfg.Logger.Info("bench import: raw baseline", "format", f)
+		if r.Raw, err = rawPass(path, size, res); err != nil {
+			return nil, err
+		}
+		cfg.Logger.Info("bench import: dry run", "format", f)
+		sum, rate, err := importPass(ctx, []string{path}, importer.Options{Format: f}, size, res)
+		if err != nil {
+			return nil, err
+		}
+		r.DryRun, r.Sessions, r.Responses, r.Envelopes, r.Skipped = rate, sum.Sessions, sum.Responses, sum.Envelopes, sum.SkippedTotal
+		r.Ratio = round(rate.MBPerSec / r.Raw.MBPerSec)
+		res.Formats = append(res.Formats, r)
+		if err := os.Remove(path); err != nil {
+			return nil, err
+		}
+		if cfg.NodeSize != NoNode {
+			small := corpusName(dir, f, "node")
+			if _, _, _, err := ct.writeCorpus(small, cfg.NodeSize); err != nil {
+				return nil, err
+			}
+			nodeFiles = append(nodeFiles, small)
+		}
+	}
+	if len(nodeFiles) > 0 {
+		cfg.Logger.Info("bench import: through a node", "files", len(nodeFiles))
+		if res.Node, err = nodePass(ctx, cfg, nodeFiles, res); err != nil {
+			return nil, err
+		}
+	}
+	res.Seconds = round(time.Since(start).Seconds())
+	return res, nil
+}
+
+// rawPass is the baseline: every line scanned and decoded into a map.
+func rawPass(path string, size int64, res *ImportResult) (ImportRate, error) {
+	resetPeak(res)
+	f, err := os.Open(path)
+	if err != nil {
+		return ImportRate{}, err
+	}
+	defer f.Close()
+	start := time.Now()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), importer.MaxLineBytes)
+	lines := 0
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			return ImportRate{}, fmt.Errorf("raw baseline: line %d: %w", lines+1, err)
+		}
+		lines++
+	}
+	if err := sc.Err(); err != nil {
+		return ImportRate{}, err
+	}
+	return rate(time.Since(start), size, lines, 0), nil
+}
+
+// importPass runs the importer on paths and times it.
+func importPass(ctx context.Context, paths []string, opts importer.Options, size int64, res *ImportResult) (*importer.Summary, ImportRate, error) {
+	resetPeak(res)
+	start := time.Now()
+	sum, err := importer.Import(ctx, paths, opts)
+	if err != nil {
+		return nil, ImportRate{}, err
+	}
+	return sum, rate(time.Since(start), size, int(sum.Lines), sum.Responses), nil
+}
+
+// nodePass imports files through a fresh node's JetStream (the path of
+// `spine import --nats`) and waits for the recorder to commit them all.
+func nodePass(ctx context.Context, cfg ImportConfig, files []string, res *ImportResult) (*ImportNode, error) {
+	tb, err := startTestbed(ctx, Config{DatabaseURL: cfg.DatabaseURL, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	defer tb.close()
+	sink, err := importer.NewJetStreamSink(ctx, tb.node.JS)
+	if err != nil {
+		return nil, err
+	}
+	var size int64
+	for _, f := range files {
+		st, err := os.Stat(f)
+		if err != nil {
+			return nil, err
+		}
+		size += st.Size()
+	}
+	resetPeak(res)
+	start := time.Now()
+	sum, err := importer.Import(ctx, files, importer.Options{Sink: sink})
+	if err != nil {
+		return nil, err
+	}
+	st, err := tb.node.JS.Stream(ctx, streams.StreamSessions)
+	if err != nil {
+		return nil, err
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tb.commits.waitFor(ctx, info.State.LastSeq); err != nil {
+		return nil, err
+	}
+	n := &ImportNode{Bytes: size, Sessions: sum.Sessions, Responses: sum.Responses, Envelopes: sum.Envelopes,
+		Duplicate: sum.Duplicates, Refused: len(sum.Refused),
+		Rate: rate(time.Since(start), size, int(sum.Lines), sum.Responses)}
+	err = tb.node.Pool.QueryRow(ctx, `SELECT count(*) FROM sessions WHERE ended_at IS NOT NULL`).Scan(&n.Recorded)
+	return n, err
+}
+
+func rate(d time.Duration, size int64, lines, responses int) ImportRate {
+	s := d.Seconds()
+	r := ImportRate{Seconds: round(s), LinesPerSec: round(float64(lines) / s), MBPerSec: round(float64(size) / 1e6 / s),
+		PeakRSSBytes: memory().PeakRSSBytes}
+	if responses > 0 {
+		r.ResponsesSec = round(float64(responses) / s)
+	}
+	return r
+}
+
+// resetPeak resets the kernel's resident high-water mark, so the next
+// VmHWM is the coming phase's own; where it cannot, the figures are the
+// process's peak so far.
+func resetPeak(res *ImportResult) {
+	debug.FreeOSMemory() // the last phase's garbage is not this one's peak
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		res.PeakRSSScope = "process"
+	}
+}

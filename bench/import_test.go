@@ -1,0 +1,100 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/spinehq/spine/recorder/importer"
+)
+
+// The corpus is the fixtures' lines copied with fresh ids: every copy adds
+// the same sessions and responses, nothing is skipped, the raw baseline
+// and the importer read the same lines. No wall-clock figure is checked.
+func TestImportCorpus(t *testing.T) {
+	wd, _ := os.Getwd()
+	root, ok := moduleRoot(wd)
+	if !ok {
+		t.Fatal("no go.mod")
+	}
+	fixturesDir := filepath.Join(root, "..", "shared", "fixtures")
+	dir := t.TempDir()
+	for _, f := range importer.Formats {
+		ct, err := loadTemplate(fixturesDir, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		onePath := corpusName(dir, f, "one")
+		_, _, copySize, err := ct.writeCorpus(onePath, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		one, err := importer.Import(context.Background(), []string{onePath}, importer.Options{Format: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, string(f)+"-many.jsonl")
+		copies, lines, written, err := ct.writeCorpus(path, 3*copySize+1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := os.Stat(path)
+		if copies != 4 || st.Size() != written || lines != 4*len(ct.lines) {
+			t.Fatalf("%s: %d copies, %d lines, %d bytes written, %d on disk", f, copies, lines, written, st.Size())
+		}
+		sum, err := importer.Import(context.Background(), []string{path}, importer.Options{Format: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.SkippedTotal != 0 || one.Sessions == 0 || sum.Sessions != 4*one.Sessions || sum.Responses != 4*one.Responses ||
+			sum.RepeatedResponses != 0 || int(sum.Lines) != lines {
+			t.Fatalf("%s: one copy %d sessions %d responses; four copies %d sessions %d responses, %d repeated, %d lines of %d, skipped %v",
+				f, one.Sessions, one.Responses, sum.Sessions, sum.Responses, sum.RepeatedResponses, sum.Lines, lines, sum.Skipped)
+		}
+		raw, err := rawPass(path, written, &ImportResult{})
+		if err != nil || raw.LinesPerSec <= 0 || raw.PeakRSSBytes < 0 {
+			t.Fatalf("%s raw: %+v %v", f, raw, err)
+		}
+		assertJSONLines(t, path)
+	}
+}
+
+func assertJSONLines(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 64<<20)
+	for n := 1; sc.Scan(); n++ {
+		if !json.Valid(sc.Bytes()) {
+			t.Fatalf("%s:%d is not JSON", path, n)
+		}
+	}
+}
+
+// The whole benchmark on a tiny corpus, through a real node: every format
+// measured, every session imported recorded and ended.
+func TestRunImport(t *testing.T) {
+	res, err := RunImport(context.Background(), ImportConfig{Size: 256 << 10, NodeSize: 32 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Formats) != len(importer.Formats) || res.Node == nil {
+		t.Fatalf("result %+v", res)
+	}
+	for _, f := range res.Formats {
+		if f.Bytes < 256<<10 || f.Skipped != 0 || f.Sessions == 0 || f.DryRun.Seconds <= 0 || f.Raw.Seconds <= 0 {
+			t.Errorf("%s: %+v", f.Format, f)
+		}
+	}
+	n := res.Node
+	if n.Refused != 0 || n.Sessions == 0 || n.Recorded != int64(n.Sessions) {
+		t.Fatalf("node: %+v", n)
+	}
+}

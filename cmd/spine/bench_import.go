@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spinehq/spine/bench"
+	"github.com/spinehq/spine/internal/config"
+	"github.com/spinehq/spine/recorder/importer"
+)
+
+const benchImportUsage = `usage: spine bench import [flags]
+
+import writes, for each format, a large file of copies of the fixtures'
+lines (../shared/fixtures; fresh ids in every copy, so every copy is its
+own session and responses), then times on it the dry run of spine import
+(read, parse, build and validate every envelope) beside a raw baseline of
+the same file (bufio.Scanner + json.Unmarshal into map[string]any per
+line), and finally imports a smaller file of each format through a fresh
+node (JetStream, recorder, PostgreSQL; temporary data directory and
+database spine_bench_<random>, removed at the end), timed until the
+recorder has committed everything. Each phase reports its peak resident
+memory (VmHWM, reset before each phase where Linux allows). It prints one
+JSON object; "ratio" is the dry run's MB/s over raw's.
+
+Flags of import:
+`
+
+func runBenchImport(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("bench import", flag.ContinueOnError)
+	size := fs.Int64("size", bench.DefaultImportSize>>20, "MB per format for the dry run and the raw baseline")
+	nodeSize := fs.Int64("node-size", bench.DefaultImportNodeSize>>20, "MB per format imported through a node (0 skips the node)")
+	formats := fs.String("formats", "", fmt.Sprintf("comma-separated formats (default all: %v)", importer.Formats))
+	fixtures := fs.String("fixtures", "", "fixtures directory (default ../shared/fixtures beside the module root)")
+	dir := fs.String("dir", "", "write the corpus here and keep it (default a temporary directory)")
+	fs.Bool("json", true, "print JSON (always; accepted for scripts)")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), benchImportUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return usageError{fmt.Sprintf("bench import takes no arguments, got %q", fs.Args())}
+	}
+	cfg := bench.ImportConfig{FixturesDir: *fixtures, Dir: *dir, Size: *size << 20, NodeSize: *nodeSize << 20,
+		DatabaseURL: os.Getenv(config.EnvDatabaseURL), Logger: benchLogger()}
+	if *nodeSize == 0 {
+		cfg.NodeSize = bench.NoNode
+	}
+	if *size <= 0 || *nodeSize < 0 {
+		return usageError{"bench import: --size must be positive and --node-size not negative"}
+	}
+	for _, f := range strings.Split(*formats, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		pf, err := importer.ParseFormat(f)
+		if err != nil {
+			return usageError{err.Error()}
+		}
+		cfg.Formats = append(cfg.Formats, pf)
+	}
+	res, err := bench.RunImport(ctx, cfg)
+	if res == nil {
+		return err
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	if perr := enc.Encode(res); perr != nil {
+		return perr
+	}
+	return err
+}
