@@ -123,13 +123,19 @@ func (n *Node) WaitIdle(ctx context.Context, progress func(string, uint64, uint6
 
 func (n *Node) consumerInfo(ctx context.Context, stream, name string) (*jetstream.ConsumerInfo, error) {
 	c, err := n.JS.Consumer(ctx, stream, name)
+	var info *jetstream.ConsumerInfo
+	if err == nil {
+		info, err = c.Info(ctx)
+	}
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return &jetstream.ConsumerInfo{NumPending: 1}, nil // not created yet: wait
+		// Not created yet, or being repositioned by a projector that just
+		// took over: wait.
+		return &jetstream.ConsumerInfo{NumPending: 1}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("consumer %s: %w", name, err)
 	}
-	return c.Info(ctx)
+	return info, nil
 }
 
 func (n *Node) deleteConsumers(ctx context.Context) {
