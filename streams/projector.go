@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -385,6 +386,11 @@ func (p *Projector) handle(ctx context.Context, conn *pgxpool.Conn, raw []jetstr
 	last := msgs[len(msgs)-1].Seq
 	err := retry(ctx, p.log, func() error {
 		err := p.apply(context.WithoutCancel(ctx), conn, msgs)
+		if IsDataError(err) {
+			// Some message makes a row PostgreSQL will never accept: find it
+			// rather than retry the batch forever.
+			err = p.applyOneByOne(context.WithoutCancel(ctx), conn, msgs)
+		}
 		if err != nil {
 			p.m.retries.WithLabelValues(p.cfg.Name).Inc()
 			keepAlive(raw[len(raw)-1])
@@ -418,6 +424,70 @@ func (p *Projector) handle(ctx context.Context, conn *pgxpool.Conn, raw []jetstr
 }
 
 func keepAlive(m jetstream.Msg) { _ = m.InProgress() }
+
+// ReasonUnstorable is the dead-letter reason of a message whose rows
+// PostgreSQL refuses with a data or constraint error (SQLSTATE classes 22
+// and 23): retrying would fail the same way forever.
+const ReasonUnstorable = "unstorable"
+
+// IsDataError reports whether err is PostgreSQL refusing the data itself
+// (a data exception or an integrity constraint violation), as opposed to a
+// failure that a retry can cure.
+func IsDataError(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || len(pgErr.Code) < 2 {
+		return false
+	}
+	return pgErr.Code[:2] == "22" || pgErr.Code[:2] == "23"
+}
+
+// applyOneByOne applies a batch one message per transaction, so the
+// message PostgreSQL refuses is found and dead-lettered on its own while the
+// others are applied. Each transaction advances the checkpoint, so a crash
+// part way through loses and doubles nothing.
+func (p *Projector) applyOneByOne(ctx context.Context, conn *pgxpool.Conn, msgs []Message) error {
+	for _, m := range msgs {
+		err := p.apply(ctx, conn, []Message{m})
+		if IsDataError(err) {
+			err = p.poison(ctx, conn, m, err)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// poison dead-letters one message that cannot be stored, in its own
+// transaction with the checkpoint.
+func (p *Projector) poison(ctx context.Context, conn *pgxpool.Conn, m Message, cause error) error {
+	var pgErr *pgconn.PgError
+	errors.As(cause, &pgErr)
+	rej := Reject(ReasonUnstorable, "PostgreSQL refused its rows: SQLSTATE %s: %s", pgErr.Code, pgErr.Message)
+	p.log.Warn("message cannot be stored; dead-lettered", "seq", m.Seq, "sqlstate", pgErr.Code)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	var ck int64
+	if _, err := tx.Exec(ctx, `INSERT INTO projector_checkpoints (name, last_seq) VALUES ($1, 0) ON CONFLICT DO NOTHING`, p.cfg.Name); err != nil {
+		return fmt.Errorf("checkpoint row: %w", err)
+	}
+	if err := tx.QueryRow(ctx, `SELECT last_seq FROM projector_checkpoints WHERE name = $1 FOR UPDATE`, p.cfg.Name).Scan(&ck); err != nil {
+		return fmt.Errorf("lock checkpoint: %w", err)
+	}
+	if m.Seq <= uint64(ck) {
+		return nil
+	}
+	if err := p.deadLetterOne(ctx, tx, m, rej); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE projector_checkpoints SET last_seq = $2 WHERE name = $1`, p.cfg.Name, int64(m.Seq)); err != nil {
+		return fmt.Errorf("advance checkpoint: %w", err)
+	}
+	return tx.Commit(ctx)
+}
 
 // apply runs one transaction: lock and read the checkpoint, hand the new
 // messages to the handler, dead-letter its rejections, advance the
