@@ -179,13 +179,17 @@ func attachRouterCalls(ctx context.Context, q Querier, t *Trace) error {
 	return nil
 }
 
-// CanRead reports whether the owner may read a file: one of their
-// artifacts references it, or a step of one of their runs does.
+// CanRead reports whether the owner may read a file: they uploaded it, or
+// one of their sessions sent its bytes (a write or read with inline content,
+// an end artifact with content, a transcript, a prompt). Naming a digest by
+// reference (contentDigest + size) grants nothing: anyone can name one.
 func CanRead(ctx context.Context, q Querier, owner Owner, digest string) (bool, error) {
 	var ok bool
-	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM artifacts WHERE digest = $1 AND org = $2 AND member = $3)
+	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM artifacts WHERE digest = $1 AND org = $2 AND member = $3
+			AND NOT by_reference AND NOT content_omitted)
 		OR EXISTS (SELECT 1 FROM steps st JOIN runs r ON r.id = st.run_id
-			WHERE st.detail->>'contentDigest' = $1 AND st.detail ? 'contentDigest' AND r.org = $2 AND r.member = $3)
+			WHERE st.detail->>'contentDigest' = $1 AND st.detail ? 'contentDigest' AND r.org = $2 AND r.member = $3
+			AND NOT st.detail ? 'contentPushed' AND NOT st.detail ? 'contentOmitted')
 		OR EXISTS (SELECT 1 FROM sessions WHERE prompt_digest = $1 AND org = $2 AND member = $3)`,
 		digest, owner.Org, owner.Member).Scan(&ok)
 	if err != nil {
@@ -193,7 +197,6 @@ func CanRead(ctx context.Context, q Querier, owner Owner, digest string) (bool, 
 	}
 	return ok, nil
 }
-
 // SessionTrace follows a session down: its run and the planner step it
 // served, what it did, what it pushed, and its router-call row.
 type SessionTrace struct {

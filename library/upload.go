@@ -72,8 +72,9 @@ func (u *Upload) Validate() error {
 		return streams.Reject(streams.ReasonUnknownVersion, "upload v=%d", u.V)
 	case u.Type != UploadType:
 		return streams.Reject(streams.ReasonUnknownType, "type %q", u.Type)
-	case !streams.ValidID(u.ID):
-		return streams.Reject(streams.ReasonInvalidID, "upload id")
+	case !streams.ValidID(u.ID) || !strings.HasPrefix(u.ID, "upl-"):
+		// Other prefixes name the recorder's artifacts; an upload must never collide with one.
+		return streams.Reject(streams.ReasonInvalidID, "upload id must be upl-…")
 	case u.At.IsZero():
 		return streams.Reject(streams.ReasonMissingField, "at is required")
 	case u.Size < 0:
@@ -84,8 +85,8 @@ func (u *Upload) Validate() error {
 	if err := CheckName(u.Name); err != nil {
 		return streams.Reject(streams.ReasonInvalidField, "%v", err)
 	}
-	if len(u.ContentType) > 255 || strings.ContainsFunc(u.ContentType, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return streams.Reject(streams.ReasonInvalidField, "contentType must be at most 255 bytes without control characters")
+	if err := CheckContentType(u.ContentType); err != nil {
+		return streams.Reject(streams.ReasonInvalidField, "%v", err)
 	}
 	if _, err := ParseDigest(u.Digest); err != nil {
 		return streams.Reject(streams.ReasonInvalidField, "%v", err)
@@ -103,6 +104,15 @@ func CheckName(name string) error {
 		if r < 0x20 || r == 0x7f {
 			return fmt.Errorf("name must not contain control characters")
 		}
+	}
+	return nil
+}
+
+// CheckContentType checks an upload's content type: at most 255 bytes, no
+// control characters.
+func CheckContentType(ct string) error {
+	if len(ct) > 255 || strings.ContainsFunc(ct, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return fmt.Errorf("contentType must be at most 255 bytes without control characters")
 	}
 	return nil
 }

@@ -47,6 +47,9 @@ CREATE TABLE artifacts (
     content_type     text NOT NULL DEFAULT '',
     content_missing  boolean NOT NULL DEFAULT false,
     content_omitted  boolean NOT NULL DEFAULT false,
+    -- by_reference: the session named a digest it pushed elsewhere rather
+    -- than sending the bytes; naming a digest never grants reading it.
+    by_reference     boolean NOT NULL DEFAULT false,
     org              text NOT NULL,
     member           text NOT NULL,
     session_id       text NOT NULL DEFAULT '',

@@ -148,3 +148,50 @@ func TestUploadEventsRefuseProducedBy(t *testing.T) {
 		t.Fatalf("smuggled producedBy: %v", err)
 	}
 }
+
+// Naming another member's digest by reference does not let a member read it.
+func TestDigestByReferenceGrantsNoRead(t *testing.T) {
+	f := newFixture(t)
+	alice, bob := f.token("acme", "alice"), f.token("acme", "bob")
+	secret := []byte("alice's private notes")
+	if code, resp := f.do("POST", "/v1/library/uploads?name=private.txt", alice, secret); code != 201 {
+		t.Fatalf("upload = %d %s", code, resp)
+	}
+	size := int64(len(secret))
+	start := spinetest.Start("b1")
+	start.Owner = &streams.Owner{Org: "acme", Member: "bob"}
+	end := spinetest.End("b1", "done", "", "")
+	end.Artifacts = []streams.Artifact{{Name: "stolen", ContentDigest: library.Digest(secret), Size: &size}}
+	f.do("POST", "/v1/ingest", bob, envelopes(t, start,
+		spinetest.Event("b1", 1, &streams.Event{Action: "file_read", Path: "x", ContentDigest: library.Digest(secret), Size: &size}), end))
+	f.waitCaughtUp()
+	code, theirs := f.do("GET", "/v1/library/files/"+library.Digest(secret), bob, nil)
+	_, none := f.do("GET", "/v1/library/files/blake3:"+strings.Repeat("1", 64), bob, nil)
+	if code != 404 || !bytes.Equal(theirs, none) {
+		t.Fatalf("bob read alice's file by naming its digest: %d %s", code, theirs)
+	}
+	if code, got := f.do("GET", "/v1/library/files/"+library.Digest(secret), alice, nil); code != 200 || !bytes.Equal(got, secret) {
+		t.Fatalf("alice = %d", code)
+	}
+	// Range edge cases: suffix on an empty range, several ranges, past the end.
+	req := func(rng string) int {
+		r, _ := http.NewRequest("GET", f.base+"/v1/library/files/"+library.Digest(secret), nil)
+		r.Header.Set("Authorization", "Bearer "+alice)
+		r.Header.Set("Range", rng)
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for rng, want := range map[string]int{"bytes=-5": 206, "bytes=0-0,2-3": 200, "bytes=999-": 416, "bytes=5-2": 416} {
+		if got := req(rng); got != want {
+			t.Errorf("Range %s = %d, want %d", rng, got, want)
+		}
+	}
+	// Upload parameters with control characters are a 400, not a 500.
+	if code, _ := f.do("POST", "/v1/library/uploads?name=a&contentType=text/plain%09x", alice, []byte("x")); code != 400 {
+		t.Errorf("control character in contentType = %d", code)
+	}
+}

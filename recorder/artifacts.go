@@ -17,7 +17,7 @@ import (
 type artifact struct {
 	id, kind, name, digest, sessionID, stepID string
 	size                                      int64
-	omitted, missing                          bool
+	omitted, missing, byReference             bool
 	org, member                               string
 	at                                        time.Time
 }
@@ -41,7 +41,7 @@ func (b *batch) pushed(s *Session, stepID string, detail map[string]any, at time
 	path, _ := detail["path"].(string)
 	b.arts = append(b.arts, &artifact{id: "art-" + stepID, kind: "pushed", name: path, digest: digest,
 		sessionID: s.ID, stepID: stepID, size: sizeOf(detail["size"]), omitted: detail["contentOmitted"] == true,
-		org: s.Org, member: s.Member, at: at})
+		byReference: detail["contentPushed"] == true, org: s.Org, member: s.Member, at: at})
 }
 
 func sizeOf(v any) int64 {
@@ -64,7 +64,7 @@ func (b *batch) endArtifacts(s *Session, e *streams.Envelope) {
 			if _, err := library.ParseDigest(a.ContentDigest); err != nil || a.Size == nil {
 				continue
 			}
-			art.digest, art.size = a.ContentDigest, *a.Size
+			art.digest, art.size, art.byReference = a.ContentDigest, *a.Size, true
 		default:
 			data := []byte(Redact(a.Content))
 			art.size = int64(len(data))
@@ -91,11 +91,11 @@ func (b *batch) copyArtifacts(ctx context.Context, missing map[string]bool) erro
 		return nil
 	}
 	_, err := b.tx.CopyFrom(ctx, pgx.Identifier{"artifacts"}, []string{"id", "kind", "name", "digest", "size",
-		"content_missing", "content_omitted", "org", "member", "session_id", "step_id", "created_at"},
+		"content_missing", "content_omitted", "by_reference", "org", "member", "session_id", "step_id", "created_at"},
 		pgx.CopyFromSlice(len(b.arts), func(i int) ([]any, error) {
 			a := b.arts[i]
 			return []any{a.id, a.kind, a.name, a.digest, a.size, a.missing || missing[a.digest], a.omitted,
-				a.org, a.member, a.sessionID, a.stepID, a.at}, nil
+				a.byReference, a.org, a.member, a.sessionID, a.stepID, a.at}, nil
 		}))
 	if err != nil {
 		return fmt.Errorf("copy %d artifacts: %w", len(b.arts), err)

@@ -59,8 +59,8 @@ func parseUploadParams(r *http.Request) (uploadParams, error) {
 	if err := library.CheckName(p.Name); err != nil {
 		return p, err
 	}
-	if len(p.ContentType) > 255 {
-		return p, errors.New("contentType is longer than 255 bytes")
+	if err := library.CheckContentType(p.ContentType); err != nil {
+		return p, err
 	}
 	return p, nil
 }
@@ -165,8 +165,8 @@ func parseRange(header string, size int64) (off, n int64, partial bool, err erro
 	switch {
 	case a == "":
 		k, err := strconv.ParseInt(b, 10, 64)
-		if err != nil || k <= 0 {
-			return 0, 0, false, fmt.Errorf("bad range %q", header)
+		if err != nil || k <= 0 || size == 0 {
+			return 0, 0, false, fmt.Errorf("range %q outside a file of %d bytes", header, size)
 		}
 		k = min(k, size)
 		return size - k, k, true, nil
