@@ -197,6 +197,7 @@ func CanRead(ctx context.Context, q Querier, owner Owner, digest string) (bool, 
 	}
 	return ok, nil
 }
+
 // SessionTrace follows a session down: its run and the planner step it
 // served, what it did, what it pushed, and its router-call row.
 type SessionTrace struct {
