@@ -71,3 +71,21 @@ func TestUnstorableMessageIsDeadLettered(t *testing.T) {
 		t.Fatalf("%d rows stored, %d unstorable dead letters; want 4 and 2", stored, dead)
 	}
 }
+
+func TestReportedFiguresAreBounded(t *testing.T) {
+	base := `{"v":1,"type":"session.end","id":"e1","at":"2026-11-01T00:00:00Z","sessionId":"s1","status":"done",`
+	for name, tail := range map[string]string{
+		"huge raw number":  `"usage":{"inputTokens":1,"raw":{"n":1e200000}}}`,
+		"token overflow":   `"usage":{"inputTokens":9000000000000000000}}`,
+		"tokens over 1e15": `"usage":{"outputTokens":1000000000000001}}`,
+		"cost over 1e9":    `"totalCost":2e9}`,
+	} {
+		_, err := streams.Decode([]byte(base + tail))
+		if rej, ok := streams.AsRejection(err); !ok || rej.Reason != streams.ReasonInvalidField {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if _, err := streams.Decode([]byte(base + `"usage":{"inputTokens":5,"raw":{"n":1.5e300,"s":"x"}},"totalCost":0.25}`)); err != nil {
+		t.Fatalf("ordinary figures refused: %v", err)
+	}
+}

@@ -1,7 +1,12 @@
 package streams
 
 import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -163,14 +168,51 @@ func (e *Envelope) validateEnd() error {
 	if err := oneOf(ReasonInvalidField, "door", e.Door, Doors); err != nil {
 		return err
 	}
-	if e.TotalCost != nil && *e.TotalCost < 0 {
-		return Reject(ReasonInvalidField, "totalCost is negative")
+	if e.TotalCost != nil && (*e.TotalCost < 0 || *e.TotalCost > MaxCost) {
+		return Reject(ReasonInvalidField, "totalCost must be 0 to %g", float64(MaxCost))
 	}
-	if u := e.Usage; u != nil && (u.InputTokens < 0 || u.OutputTokens < 0 || u.CacheReadTokens < 0 ||
-		u.CacheWriteTokens < 0 || u.ReasoningTokens < 0) {
-		return Reject(ReasonInvalidField, "usage token counts must not be negative")
+	if u := e.Usage; u != nil {
+		for _, n := range []int64{u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens} {
+			if n < 0 || n > MaxTokens {
+				return Reject(ReasonInvalidField, "usage token counts must be 0 to %d", int64(MaxTokens))
+			}
+		}
+		if err := checkRawNumbers(u.Raw); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// Bounds on reported figures: far beyond any real session, small enough
+// that sums fit int64 and PostgreSQL's numeric and jsonb take them.
+const (
+	MaxTokens = 1e15
+	MaxCost   = 1e9
+)
+
+// checkRawNumbers refuses a raw usage report holding a number PostgreSQL's
+// jsonb cannot store (1e200000 parses as JSON but not as numeric).
+func checkRawNumbers(raw json.RawMessage) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return Reject(ReasonInvalidField, "usage.raw is not JSON: %v", err)
+		}
+		if n, ok := tok.(json.Number); ok {
+			if f, err := strconv.ParseFloat(string(n), 64); err != nil || math.IsInf(f, 0) {
+				return Reject(ReasonInvalidField, "usage.raw holds a number out of range: %.40s", string(n))
+			}
+		}
+	}
 }
 
 func (e *Envelope) validateMCP() error {
