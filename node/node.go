@@ -203,7 +203,7 @@ func (n *Node) loadSigner(context.Context) error {
 
 func (n *Node) startProjectors(ctx context.Context, opts *Options) error {
 	n.Library = library.NewPGStore(library.NewMetrics(n.Registry))
-	rec := recorder.New(recorder.Config{Logger: n.log, Registerer: n.Registry, Blobs: n.Library})
+	rec := recorder.New(recorder.Config{Logger: n.log, Registerer: n.Registry, Blobs: n.Library, FileCap: n.cfg.FileCap})
 	p, err := n.StartProjector(ctx, streams.ProjectorConfig{Name: "recorder", Stream: streams.StreamSessions,
 		Filter: streams.RecorderSubjects(), Handler: rec, BatchSize: opts.BatchSize, OnCommit: opts.OnCommit})
 	if err != nil {
@@ -249,7 +249,7 @@ func (n *Node) startHTTP(ctx context.Context) error {
 		n.Library = library.NewPGStore(library.NewMetrics(n.Registry))
 	}
 	api := server.New(server.Config{Pool: n.Pool, Publisher: n.Publisher, Signer: n.Signer,
-		Gatherer: n.Registry, Registry: n.Registry, Logger: n.log, Ready: n.ready, Library: n.Library, JS: n.JS,
+		Gatherer: n.Registry, Registry: n.Registry, Logger: n.log, Ready: n.ready, Library: n.Library, JS: n.JS, MaxUploadBytes: n.cfg.MaxUploadBytes,
 		Desktop: n.Desktop, MCP: n.mcp()})
 	ln, err := net.Listen("tcp", n.cfg.HTTPAddr)
 	if err != nil {

@@ -20,8 +20,11 @@ const (
 	EnvDataDir     = "SPINE_DATA_DIR"     // embedded NATS store, private PostgreSQL, dev secret
 	EnvTokenSecret = "SPINE_TOKEN_SECRET" // HMAC secret for bearer tokens; empty = generated under the data dir
 	EnvReplicas    = "SPINE_STREAM_REPLICAS"
-	EnvURL         = "SPINE_URL"   // where CLI commands reach a running spine
-	EnvToken       = "SPINE_TOKEN" // bearer token CLI commands send
+	EnvURL         = "SPINE_URL"              // where CLI commands reach a running spine
+	EnvToken       = "SPINE_TOKEN"            // bearer token CLI commands send
+	EnvPublicURL   = "SPINE_PUBLIC_URL"       // where people reach spine, for links in cards and pages
+	EnvFileCap     = "SPINE_FILE_CAP"         // largest event content stored inline, bytes
+	EnvMaxUpload   = "SPINE_MAX_UPLOAD_BYTES" // largest upload, bytes
 )
 
 // Defaults.
@@ -34,7 +37,7 @@ const (
 
 // Vars lists every environment variable spine reads.
 var Vars = []string{EnvDatabaseURL, EnvNATSURL, EnvNATSListen, EnvHTTPAddr, EnvDataDir,
-	EnvTokenSecret, EnvReplicas, EnvURL, EnvToken}
+	EnvTokenSecret, EnvReplicas, EnvURL, EnvToken, EnvPublicURL, EnvFileCap, EnvMaxUpload}
 
 // Config is spine serve's configuration.
 type Config struct {
@@ -46,6 +49,11 @@ type Config struct {
 	TokenSecret string // empty: read or create DataDir/token.secret
 	Replicas    int    // stream replicas; 0 means 1
 	Drain       time.Duration
+	// FileCap is the largest event content stored inline; 0 means
+	// library.DefaultFileCap (1 MiB).
+	FileCap int
+	// MaxUploadBytes bounds one upload; 0 means 1 GiB.
+	MaxUploadBytes int64
 }
 
 // FromEnv reads the configuration from the environment.
@@ -63,6 +71,16 @@ func FromEnv() (Config, error) {
 	if r := os.Getenv(EnvReplicas); r != "" {
 		if _, err := fmt.Sscanf(r, "%d", &c.Replicas); err != nil || c.Replicas < 1 || c.Replicas > 5 {
 			return c, fmt.Errorf("%s=%q: want 1..5", EnvReplicas, r)
+		}
+	}
+	if v := os.Getenv(EnvFileCap); v != "" {
+		if _, err := fmt.Sscanf(v, "%d", &c.FileCap); err != nil || c.FileCap < 1 || c.FileCap > 3<<20 {
+			return c, fmt.Errorf("%s=%q: want 1..3145728 bytes (event content travels in envelopes of at most 4 MiB)", EnvFileCap, v)
+		}
+	}
+	if v := os.Getenv(EnvMaxUpload); v != "" {
+		if _, err := fmt.Sscanf(v, "%d", &c.MaxUploadBytes); err != nil || c.MaxUploadBytes < 1 {
+			return c, fmt.Errorf("%s=%q: want a positive number of bytes", EnvMaxUpload, v)
 		}
 	}
 	abs, err := filepath.Abs(c.DataDir)
