@@ -48,16 +48,20 @@ type TracedArtifact struct {
 
 // TracedSession is the producing session as the recorder holds it.
 type TracedSession struct {
-	ID           string  `json:"id"`
-	Status       string  `json:"status"`
-	App          string  `json:"app"`
-	Model        string  `json:"model"`
-	Effort       string  `json:"effort"`
-	Billing      string  `json:"billing"`
-	RunID        string  `json:"runId"`
-	ParentRunID  string  `json:"parentRunId,omitempty"`
-	ParentStepID string  `json:"parentStepId,omitempty"`
-	TotalCost    *string `json:"totalCost"`
+	ID     string `json:"id"`
+	Status string `json:"status"`
+	App    string `json:"app"`
+	Model  string `json:"model"`
+	Effort string `json:"effort"`
+	// Billing is the router-call row's class (metered, subscription,
+	// unknown) once accounting has recorded it, else empty; BillingSignal is
+	// what the machine said at the end ("" = silent).
+	Billing       string  `json:"billing"`
+	BillingSignal string  `json:"billingSignal"`
+	RunID         string  `json:"runId"`
+	ParentRunID   string  `json:"parentRunId,omitempty"`
+	ParentStepID  string  `json:"parentStepId,omitempty"`
+	TotalCost     *string `json:"totalCost"`
 }
 
 // TracedStep is the step that wrote the file.
@@ -145,7 +149,7 @@ func scanTraced(r pgx.CollectableRow) (TracedArtifact, error) {
 	}
 	if sid != nil {
 		a.Session = &TracedSession{ID: *sid, Status: *status, App: *app, Model: *model, Effort: *effort,
-			Billing: *billing, RunID: *runID, ParentRunID: deref(parentRun), ParentStepID: deref(parentStep), TotalCost: cost}
+			BillingSignal: *billing, RunID: *runID, ParentRunID: deref(parentRun), ParentStepID: deref(parentStep), TotalCost: cost}
 	}
 	if stepID != nil {
 		a.Step = &TracedStep{ID: *stepID, Idx: *idx, Action: *action, At: *at}
@@ -175,6 +179,10 @@ func attachRouterCalls(ctx context.Context, q Querier, t *Trace) error {
 			return fmt.Errorf("router call of %s: %w", s.ID, err)
 		}
 		t.Artifacts[i].RouterCall = row
+		var call struct{ Billing string }
+		if json.Unmarshal(row, &call) == nil {
+			s.Billing = call.Billing
+		}
 	}
 	return nil
 }
@@ -218,7 +226,7 @@ func TraceSession(ctx context.Context, q Querier, owner Owner, id string) (*Sess
 			(SELECT count(*) FROM observations WHERE run_id = s.session_run_id)
 		FROM sessions s JOIN runs r ON r.id = s.session_run_id
 		WHERE s.id = $1 AND s.org = $2 AND s.member = $3`, id, owner.Org, owner.Member).
-		Scan(&s.ID, &s.Status, &s.App, &s.Model, &s.Effort, &s.Billing, &s.RunID, &s.ParentRunID,
+		Scan(&s.ID, &s.Status, &s.App, &s.Model, &s.Effort, &s.BillingSignal, &s.RunID, &s.ParentRunID,
 			&s.ParentStepID, &s.TotalCost, &t.Steps, &t.Observations)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNoTrace
@@ -238,7 +246,7 @@ func TraceSession(ctx context.Context, q Querier, owner Owner, id string) (*Sess
 		for _, a := range dt.Artifacts {
 			if a.Session != nil && a.Session.ID == id {
 				t.Artifacts = append(t.Artifacts, a)
-				t.RouterCall = a.RouterCall
+				t.RouterCall, s.Billing = a.RouterCall, a.Session.Billing
 			}
 		}
 	}

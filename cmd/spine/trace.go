@@ -111,7 +111,7 @@ func printArtifact(w io.Writer, a library.TracedArtifact, first, rest string) {
 		fmt.Fprintf(w, "%s   producedBy: %s, model %s, effort %s, session %s\n", rest, by.App, orUnknown(by.Model), orUnknown(by.Effort), by.SessionID)
 	}
 	if s := a.Session; s != nil {
-		fmt.Fprintf(w, "%s   session %s: %s, billing %s, run %s", rest, s.ID, s.Status, orUnknown(s.Billing), s.RunID)
+		fmt.Fprintf(w, "%s   session %s: %s, billing %s, run %s", rest, s.ID, s.Status, billingOf(s), s.RunID)
 		if s.ParentRunID != "" {
 			fmt.Fprintf(w, " (for step %s of run %s)", s.ParentStepID, s.ParentRunID)
 		}
@@ -130,7 +130,7 @@ func printArtifact(w io.Writer, a library.TracedArtifact, first, rest string) {
 
 func printSessionTrace(w io.Writer, t *library.SessionTrace) {
 	s := t.Session
-	fmt.Fprintf(w, "session %s  %s  %s, model %s, effort %s, billing %s\n", s.ID, s.Status, s.App, orUnknown(s.Model), orUnknown(s.Effort), orUnknown(s.Billing))
+	fmt.Fprintf(w, "session %s  %s  %s, model %s, effort %s, billing %s\n", s.ID, s.Status, s.App, orUnknown(s.Model), orUnknown(s.Effort), billingOf(&s))
 	if s.ParentRunID != "" {
 		fmt.Fprintf(w, "├─ serves step %s of run %s\n", s.ParentStepID, s.ParentRunID)
 	}
@@ -143,4 +143,13 @@ func printSessionTrace(w io.Writer, t *library.SessionTrace) {
 		last := i == len(t.Artifacts)-1
 		printArtifact(w, a, "   "+branch(last), "   "+indent(last))
 	}
+}
+
+// billingOf is the router-call row's billing class, or says it is not
+// recorded yet.
+func billingOf(s *library.TracedSession) string {
+	if s.Billing != "" {
+		return s.Billing
+	}
+	return "(no router call yet)"
 }
