@@ -6,11 +6,12 @@
 // zstd-compressed when that is smaller, and every read re-hashes them so a
 // corrupted blob is an error, never served.
 //
-//	store := library.NewPGStore()
+//	store := library.NewPGStore(nil) // or with library.NewMetrics(registry)
 //	b := library.NewBlob(content)
 //	err := store.PutMany(ctx, tx, []library.Blob{b})
 //	data, err := store.Get(ctx, pool, b.Digest)
 //
 // BlobStore is the interface a second store (filesystem, object store)
-// would implement; PGStore keeps bytes in PostgreSQL's blobs table.
+// would implement; PGStore keeps bytes in PostgreSQL (library_files and
+// library_pieces: 1 MiB pieces, each zstd-compressed when smaller and hashed).
 package library
