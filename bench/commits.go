@@ -21,6 +21,16 @@ type commits struct {
 	batches int
 	at      map[uint64]time.Time
 	wake    chan struct{} // closed and replaced on every commit
+	// tap, when set, is given every commit instead of at keeping its
+	// times, so a long soak holds no per-message state here.
+	tap func(at time.Time, msgs []streams.Message)
+}
+
+// setTap hands every later commit to tap (see commits.tap).
+func (c *commits) setTap(tap func(at time.Time, msgs []streams.Message)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tap = tap
 }
 
 func newCommits() *commits {
@@ -33,10 +43,14 @@ func (c *commits) onCommit(last uint64, msgs []streams.Message) {
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, m := range msgs {
-		c.at[m.Seq] = now
+	if c.tap != nil {
+		c.tap(now, msgs)
+	} else {
+		for _, m := range msgs {
+			c.at[m.Seq] = now
+		}
+		c.at[last] = now
 	}
-	c.at[last] = now
 	c.last = max(c.last, last)
 	c.batches++
 	close(c.wake)

@@ -52,7 +52,22 @@ type Config struct {
 	DatabaseURL string
 	// Logger receives progress; nil discards it.
 	Logger *slog.Logger
+	// Instances is the number of spine nodes sharing the database and the
+	// log, each running every projector (one leads, see ScaleNote), with
+	// sessions published through them in turn; 0 means 1.
+	Instances int
+	// Cluster runs the log on three in-process nats-servers with spine's
+	// streams and the raw baseline's at replicas 3.
+	Cluster bool
+	// Duration, when positive, makes the run a soak instead of the burst
+	// and latency phases: chunks offered at Rate for Duration, sessions of
+	// Chunks chunks each ending and being replaced, resident memory sampled
+	// throughout (see Soak).
+	Duration time.Duration
 }
+
+// MaxInstances bounds Config.Instances.
+const MaxInstances = 16
 
 func (c Config) withDefaults() (Config, error) {
 	c.Sessions = cmp.Or(c.Sessions, DefaultSessions)
@@ -62,6 +77,7 @@ func (c Config) withDefaults() (Config, error) {
 	c.LatencyDuration = max(cmp.Or(c.LatencyDuration, DefaultLatencyDuration), 0)
 	c.Batch = cmp.Or(c.Batch, DefaultBatch)
 	c.Events = max(cmp.Or(c.Events, DefaultEvents), 0)
+	c.Instances = cmp.Or(c.Instances, 1)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -82,6 +98,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: batch %d, want 1 or more", ErrInvalidConfig, c.Batch)
 	case c.Events > 1:
 		return fmt.Errorf("%w: events %g, want a fraction 0..1", ErrInvalidConfig, c.Events)
+	case c.Instances < 1 || c.Instances > MaxInstances:
+		return fmt.Errorf("%w: instances %d, want 1..%d", ErrInvalidConfig, c.Instances, MaxInstances)
+	case c.Duration < 0:
+		return fmt.Errorf("%w: duration %s, want 0 (no soak) or more", ErrInvalidConfig, c.Duration)
 	}
 	return nil
 }

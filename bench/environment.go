@@ -19,7 +19,8 @@ func environment() Environment {
 
 func parameters(cfg Config) Parameters {
 	return Parameters{Sessions: cfg.Sessions, Chunks: cfg.Chunks, Payload: cfg.Payload, Rate: cfg.Rate,
-		LatencySeconds: cfg.LatencyDuration.Seconds(), Batch: cfg.Batch, Events: cfg.Events}
+		LatencySeconds: cfg.LatencyDuration.Seconds(), Batch: cfg.Batch, Events: cfg.Events,
+		Instances: cfg.Instances, Cluster: cfg.Cluster, Duration: cfg.Duration.Seconds()}
 }
 
 // postgres describes the server: its version and the two settings that

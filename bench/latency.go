@@ -26,10 +26,11 @@ func runLatency(ctx context.Context, tb *testbed, w *workload, cfg Config) (Late
 		ids[i] = w.sessionID("l", i+1)
 	}
 	var sent counts
-	if err := sendAndWait(ctx, tb, ids, w.start, &sent); err != nil {
+	r := tb.router()
+	if err := sendAndWait(ctx, tb, r, ids, w.start, &sent); err != nil {
 		return Latency{}, sent, fmt.Errorf("latency starts: %w", err)
 	}
-	o, err := offer(ctx, tb.node.Publisher, w, ids, cfg.Rate, cfg.LatencyDuration)
+	o, err := offer(ctx, r.publish, w, ids, cfg.Rate, cfg.LatencyDuration)
 	if err != nil {
 		return Latency{}, sent, fmt.Errorf("latency chunks: %w", err)
 	}
@@ -38,7 +39,7 @@ func runLatency(ctx context.Context, tb *testbed, w *workload, cfg Config) (Late
 		return Latency{}, sent, err
 	}
 	sent = sent.plus(chunks.counts)
-	if err := sendAndWait(ctx, tb, ids, w.end, &sent); err != nil {
+	if err := sendAndWait(ctx, tb, r, ids, w.end, &sent); err != nil {
 		return Latency{}, sent, fmt.Errorf("latency ends: %w", err)
 	}
 	lat, err := o.latencies(ctx, tb.commits)
@@ -50,7 +51,7 @@ func runLatency(ctx context.Context, tb *testbed, w *workload, cfg Config) (Late
 
 // sendAndWait publishes one envelope per session and waits until the
 // recorder has committed them all.
-func sendAndWait(ctx context.Context, tb *testbed, ids []string, build func(string, time.Time) *streams.Envelope, sent *counts) error {
+func sendAndWait(ctx context.Context, tb *testbed, r *router, ids []string, build func(string, time.Time) *streams.Envelope, sent *counts) error {
 	now := time.Now()
 	envs := make([]*streams.Envelope, len(ids))
 	for i, id := range ids {
@@ -62,7 +63,7 @@ func sendAndWait(ctx context.Context, tb *testbed, ids []string, build func(stri
 	}
 	*sent = sent.plus(b.counts)
 	seqs, err := publishAll(ctx, len(envs), func(i int) (jetstream.PubAckFuture, error) {
-		return tb.node.Publisher.PublishAsync(envs[i], nil)
+		return r.publish(envs[i])
 	})
 	if err != nil {
 		return err
@@ -84,7 +85,7 @@ type offered struct {
 // sessions, paced by a ticker: on each tick it publishes the chunks that
 // have fallen due since the phase began, so the offered rate holds even
 // when a tick comes late.
-func offer(ctx context.Context, pub *streams.Publisher, w *workload, ids []string, rate int, d time.Duration) (*offered, error) {
+func offer(ctx context.Context, pub func(*streams.Envelope) (jetstream.PubAckFuture, error), w *workload, ids []string, rate int, d time.Duration) (*offered, error) {
 	total := int(float64(rate) * d.Seconds())
 	o := &offered{envs: make([]*streams.Envelope, 0, total), at: make([]time.Time, 0, total),
 		futures: make([]jetstream.PubAckFuture, 0, total)}
@@ -110,12 +111,12 @@ func offer(ctx context.Context, pub *streams.Publisher, w *workload, ids []strin
 }
 
 // publish sends the next chunk: session i mod n, its next seq.
-func (o *offered) publish(ctx context.Context, pub *streams.Publisher, w *workload, ids []string, seqs []int64) error {
+func (o *offered) publish(ctx context.Context, pub func(*streams.Envelope) (jetstream.PubAckFuture, error), w *workload, ids []string, seqs []int64) error {
 	i := len(o.futures) % len(ids)
 	seqs[i]++
 	now := time.Now()
 	e := w.chunk(ids[i], seqs[i], now)
-	f, err := sendPatiently(ctx, 0, func(int) (jetstream.PubAckFuture, error) { return pub.PublishAsync(e, nil) })
+	f, err := sendPatiently(ctx, 0, func(int) (jetstream.PubAckFuture, error) { return pub(e) })
 	if err != nil {
 		return err
 	}

@@ -81,7 +81,7 @@ func timeRaw(ctx context.Context, js jetstream.JetStream, sink *rawSink, b *burs
 // projector configures its own.
 func setupRaw(ctx context.Context, tb *testbed, batch int) (jetstream.Consumer, error) {
 	_, err := tb.node.JS.CreateStream(ctx, jetstream.StreamConfig{Name: rawStream,
-		Subjects: []string{rawSubjects + ">"}, Storage: jetstream.FileStorage, Replicas: 1,
+		Subjects: []string{rawSubjects + ">"}, Storage: jetstream.FileStorage, Replicas: tb.replicas,
 		Duplicates: streams.DuplicateWindow, MaxMsgSize: streams.MaxEnvelopeBytes})
 	if err != nil {
 		return nil, fmt.Errorf("create stream %s: %w", rawStream, err)

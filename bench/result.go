@@ -12,10 +12,12 @@ type Result struct {
 	Environment Environment  `json:"environment"`
 	Parameters  Parameters   `json:"parameters"`
 	Postgres    Postgres     `json:"postgres"`
-	Spine       Throughput   `json:"spine"`
-	Raw         Throughput   `json:"raw"`
-	Ratio       float64      `json:"ratio"` // spine chunks/s ÷ raw chunks/s
-	Latency     Latency      `json:"latency"`
+	Scale       *Scale       `json:"scale"`
+	Spine       Throughput   `json:"spine,omitzero"` // absent in a soak, as are raw, ratio and latency
+	Raw         Throughput   `json:"raw,omitzero"`
+	Ratio       float64      `json:"ratio,omitzero"` // spine chunks/s ÷ raw chunks/s
+	Latency     Latency      `json:"latency,omitzero"`
+	Soak        *Soak        `json:"soak,omitempty"` // with Config.Duration
 	Verified    bool         `json:"verified"`
 	Checks      Verification `json:"verification"`
 	Memory      Memory       `json:"memory"`
@@ -40,6 +42,9 @@ type Parameters struct {
 	LatencySeconds float64 `json:"latencySeconds"`
 	Batch          int     `json:"batch"`
 	Events         float64 `json:"events"`
+	Instances      int     `json:"instances"`
+	Cluster        bool    `json:"cluster"`
+	Duration       float64 `json:"durationSeconds,omitzero"` // a soak's
 }
 
 // Postgres says which server the run used and how it commits.

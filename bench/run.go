@@ -7,7 +7,8 @@ import (
 )
 
 // Run measures ingest: spine's burst, the raw baseline's burst, then the
-// latency phase, then verification. A result that did not verify comes
+// latency phase, then verification; or, with cfg.Duration, a soak and
+// verification. A result that did not verify comes
 // back without an error (check Verified); an error with a nil result means
 // a phase could not finish, and an error with a result means only the
 // cleanup failed.
@@ -28,9 +29,14 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 		}
 	}()
 	res = &Result{Benchmark: "ingest", Environment: environment(), Parameters: parameters(cfg)}
-	if err := measure(ctx, tb, cfg, res); err != nil {
+	phases := measure
+	if cfg.Duration > 0 {
+		phases = measureSoak
+	}
+	if err := phases(ctx, tb, cfg, res); err != nil {
 		return nil, err
 	}
+	res.Scale = tb.scale()
 	res.Memory = memory()
 	res.Seconds = round(time.Since(began).Seconds())
 	return res, nil

@@ -11,13 +11,13 @@ import (
 // runSpine publishes the burst through spine's publisher (validate, encode,
 // publish with the envelope id as Nats-Msg-Id) and times it until the
 // recorder has committed the last message: published → committed and
-// readable.
+// readable. Sessions are dealt to the instances in turn.
 func runSpine(ctx context.Context, tb *testbed, b *burst) (Throughput, error) {
-	pub := tb.node.Publisher
+	r := tb.router()
 	batches := tb.commits.batchCount()
 	start := time.Now()
 	seqs, err := publishAll(ctx, len(b.envs), func(i int) (jetstream.PubAckFuture, error) {
-		return pub.PublishAsync(b.envs[i], nil)
+		return r.publish(b.envs[i])
 	})
 	if err != nil {
 		return Throughput{}, fmt.Errorf("spine publish: %w", err)

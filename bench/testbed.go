@@ -5,22 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
-	"github.com/spinehq/spine/internal/config"
 	"github.com/spinehq/spine/node"
 )
 
-// testbed is what a run measures: a node with an in-process-only NATS
-// server and a fresh database, in a data directory of its own.
+// testbed is what a run measures: Config.Instances nodes on one log (an
+// in-process NATS server, or a three-server cluster) and a fresh database,
+// in a data directory of its own.
 type testbed struct {
-	dir     string
-	db      *database
-	node    *node.Node
-	commits *commits
+	dir       string
+	db        *database
+	node      *node.Node // the first instance: the raw baseline and verification use it
+	instances []*instance
+	cluster   *natsCluster // nil: one embedded server
+	replicas  int
+	commits   *commits
 }
 
-// startTestbed creates the data directory and database and starts the node.
+// startTestbed creates the data directory and database and starts the nodes.
 // On error, whatever was made is removed.
 func startTestbed(ctx context.Context, cfg Config) (tb *testbed, err error) {
 	tb = &testbed{commits: newCommits()}
@@ -40,20 +42,15 @@ func startTestbed(ctx context.Context, cfg Config) (tb *testbed, err error) {
 	if tb.db, err = createDatabase(ctx, cfg.DatabaseURL, tb.dir, cfg.Logger); err != nil {
 		return nil, err
 	}
-	nodeCfg := config.Config{DatabaseURL: tb.db.url, NATSListen: "off", HTTPAddr: "127.0.0.1:0",
-		DataDir: filepath.Join(tb.dir, "node"), Replicas: 1}
-	tb.node, err = node.Start(ctx, nodeCfg, nil, &node.Options{BatchSize: cfg.Batch, OnCommit: tb.commits.onCommit})
-	if err != nil {
-		return nil, fmt.Errorf("start node: %w", err)
+	if err := tb.startInstances(ctx, cfg); err != nil {
+		return nil, err
 	}
 	return tb, nil
 }
 
-// close stops the node, drops the database and removes the data directory.
+// close stops the nodes, drops the database and removes the data directory.
 func (tb *testbed) close() error {
-	if tb.node != nil {
-		tb.node.Stop()
-	}
+	tb.stopInstances()
 	var err error
 	if tb.db != nil {
 		err = tb.db.drop()

@@ -29,6 +29,13 @@ spine serve would find ($SPINE_DATABASE_URL, 127.0.0.1:5432, or a private
 cluster), and removes both at the end. It exits 1 if the projections do not
 match what was sent.
 
+--instances N starts N nodes on the same database and log and deals sessions
+to them in turn ("scale" in the JSON says what each did: today one instance
+leads the recorder and the others stand by). --cluster puts the log on three
+in-process nats-servers at replicas 3, the raw baseline's stream too.
+--duration D replaces the phases with a soak: --rate chunks/s for D, sessions
+ending after --chunks chunks and replaced, resident memory sampled ("soak").
+
 Flags of ingest:
 `
 
@@ -75,6 +82,9 @@ func ingestFlags() (*flag.FlagSet, func() (bench.Config, ingestOpts)) {
 	events := fs.Float64("events", bench.DefaultEvents, "fraction of chunks that are command events")
 	fs.Bool("json", true, "print JSON (always; accepted for scripts)")
 	cpu := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	instances := fs.Int("instances", 1, "spine nodes sharing the database and the log (one leads each projector: no partitions yet)")
+	cluster := fs.Bool("cluster", false, "run the log on three in-process nats-servers, streams at replicas 3")
+	duration := fs.Duration("duration", 0, "soak instead: offer --rate chunks/s for this long (sessions of --chunks chunks), sampling memory")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), benchUsage)
 		fs.PrintDefaults()
@@ -82,7 +92,7 @@ func ingestFlags() (*flag.FlagSet, func() (bench.Config, ingestOpts)) {
 	return fs, func() (bench.Config, ingestOpts) {
 		cfg := bench.Config{Sessions: *sessions, Chunks: *chunks, Payload: *payload, Rate: *rate,
 			LatencyDuration: time.Duration(*latency * float64(time.Second)), Batch: *batch, Events: *events,
-			DatabaseURL: os.Getenv(config.EnvDatabaseURL)}
+			DatabaseURL: os.Getenv(config.EnvDatabaseURL), Instances: *instances, Cluster: *cluster, Duration: *duration}
 		return cfg, ingestOpts{latency: *latency, events: *events, cpuProfile: *cpu}
 	}
 }

@@ -1,0 +1,141 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync/atomic"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/spinehq/spine/internal/config"
+	"github.com/spinehq/spine/node"
+	"github.com/spinehq/spine/streams"
+)
+
+// ScaleNote says what N instances do today, in every result.
+const ScaleNote = "Every instance runs the recorder, but a projector has one leader at a time " +
+	"(a PostgreSQL advisory lock on its name); the others stand by and take over when it dies. " +
+	"There are no partitions yet, so more instances spread publishing over more NATS connections " +
+	"but do not add projection throughput. All instances run in this one process, on the same cores."
+
+// Scale is how the run's spine was laid out and what each instance did.
+type Scale struct {
+	Instances int    `json:"instances"`
+	NATS      string `json:"nats"`     // "embedded" (one in-process server) or "cluster" (three, routed)
+	Replicas  int    `json:"replicas"` // of spine's streams and the raw baseline's
+	// PublishedByInstance counts the spine path's envelopes published
+	// through each instance's NATS connection (sessions are dealt to the
+	// instances in turn; a session's envelopes all go through one).
+	PublishedByInstance []int64 `json:"publishedByInstance"`
+	// RecorderBatchesByInstance counts the recorder batches each instance
+	// committed while it led.
+	RecorderBatchesByInstance []int64 `json:"recorderBatchesByInstance"`
+	// RecorderLeaders is how many instances committed any recorder batch.
+	RecorderLeaders int    `json:"recorderLeaders"`
+	Note            string `json:"note"`
+}
+
+// instance is one spine node of the testbed and what passed through it.
+type instance struct {
+	node      *node.Node
+	published atomic.Int64
+	batches   atomic.Int64
+}
+
+// startInstances starts the run's log (one embedded server, or a cluster
+// with cfg.Cluster) and cfg.Instances nodes on it, all on the run's
+// database and all reporting commits to tb.commits, whichever leads.
+func (tb *testbed) startInstances(ctx context.Context, cfg Config) error {
+	secret := randomHex(32) // one token secret, as a deployment shares one
+	tb.replicas = 1
+	if cfg.Cluster {
+		c, err := startCluster(ctx, tb.dir)
+		if err != nil {
+			return err
+		}
+		tb.cluster, tb.replicas = c, clusterSize
+	}
+	count := max(cfg.Instances, 1) // other benchmarks pass a Config without defaults
+	for i := range count {
+		nodeCfg := config.Config{DatabaseURL: tb.db.url, NATSListen: "off", HTTPAddr: "127.0.0.1:0",
+			DataDir: filepath.Join(tb.dir, fmt.Sprintf("node%d", i+1)), TokenSecret: secret, Replicas: tb.replicas}
+		switch {
+		case tb.cluster != nil:
+			nodeCfg.NATSURL = tb.cluster.serverURL(i)
+		case i == 0 && count > 1:
+			nodeCfg.NATSListen = "127.0.0.1:0" // the others connect to the first one's server
+		case i > 0:
+			nodeCfg.NATSURL = tb.instances[0].node.NATSURL()
+		}
+		inst := &instance{}
+		onCommit := func(last uint64, msgs []streams.Message) {
+			inst.batches.Add(1)
+			tb.commits.onCommit(last, msgs)
+		}
+		n, err := node.Start(ctx, nodeCfg, nil, &node.Options{BatchSize: cfg.Batch, OnCommit: onCommit})
+		if err != nil {
+			return fmt.Errorf("start node %d: %w", i+1, err)
+		}
+		inst.node = n
+		tb.instances = append(tb.instances, inst)
+	}
+	tb.node = tb.instances[0].node
+	return nil
+}
+
+// stopInstances stops the nodes, the last first (the first may host the
+// others' NATS server), then the cluster.
+func (tb *testbed) stopInstances() {
+	for i := len(tb.instances) - 1; i >= 0; i-- {
+		tb.instances[i].node.Stop()
+	}
+	tb.instances, tb.node = nil, nil
+	tb.cluster.stop()
+}
+
+// scale reports the layout and each instance's share.
+func (tb *testbed) scale() *Scale {
+	s := &Scale{Instances: len(tb.instances), NATS: "embedded", Replicas: tb.replicas, Note: ScaleNote}
+	if tb.cluster != nil {
+		s.NATS = "cluster"
+	}
+	for _, inst := range tb.instances {
+		batches := inst.batches.Load()
+		s.PublishedByInstance = append(s.PublishedByInstance, inst.published.Load())
+		s.RecorderBatchesByInstance = append(s.RecorderBatchesByInstance, batches)
+		if batches > 0 {
+			s.RecorderLeaders++
+		}
+	}
+	return s
+}
+
+// publish sends e through instance i mod N and counts it there.
+func (tb *testbed) publish(i int, e *streams.Envelope) (jetstream.PubAckFuture, error) {
+	inst := tb.instances[i%len(tb.instances)]
+	f, err := inst.node.Publisher.PublishAsync(e, nil)
+	if err == nil {
+		inst.published.Add(1)
+	}
+	return f, err
+}
+
+// router deals sessions to the instances in turn, in the order it first
+// sees them, so all of a session's envelopes go through one connection and
+// keep their order.
+type router struct {
+	tb *testbed
+	of map[string]int
+}
+
+func (tb *testbed) router() *router { return &router{tb: tb, of: map[string]int{}} }
+
+func (r *router) publish(e *streams.Envelope) (jetstream.PubAckFuture, error) {
+	i, ok := r.of[e.SessionID]
+	if !ok {
+		i = len(r.of)
+		r.of[e.SessionID] = i
+	}
+	return r.tb.publish(i, e)
+}

@@ -1,0 +1,120 @@
+package bench_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/spinehq/spine/bench"
+)
+
+// runTiny runs a benchmark that must verify.
+func runTiny(t *testing.T, cfg bench.Config) *bench.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	res, err := bench.Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if !res.Verified {
+		t.Fatalf("not verified: %+v", res.Checks)
+	}
+	return res
+}
+
+// checkScale checks the layout and that every envelope went through some
+// instance and some instance committed it.
+func checkScale(t *testing.T, s *bench.Scale, instances int, nats string, replicas int, messages int64) {
+	t.Helper()
+	if s == nil || s.Instances != instances || s.NATS != nats || s.Replicas != replicas || s.Note == "" {
+		t.Fatalf("scale %+v, want %d instances on %s at R%d", s, instances, nats, replicas)
+	}
+	var published int64
+	for i, n := range s.PublishedByInstance {
+		if n == 0 {
+			t.Errorf("instance %d published nothing: %v", i, s.PublishedByInstance)
+		}
+		published += n
+	}
+	if published != messages {
+		t.Errorf("published %v, sum %d, want %d", s.PublishedByInstance, published, messages)
+	}
+	if s.RecorderLeaders < 1 || len(s.RecorderBatchesByInstance) != instances {
+		t.Errorf("recorder batches %v, leaders %d", s.RecorderBatchesByInstance, s.RecorderLeaders)
+	}
+}
+
+func TestIngestInstances(t *testing.T) {
+	res := runTiny(t, bench.Config{Sessions: 4, Chunks: 20, Instances: 2, LatencyDuration: bench.NoLatency})
+	if res.Spine.Chunks != 80 || res.Raw.Chunks != 80 || res.Checks.ChunkRows+res.Checks.StepRows != 80 {
+		t.Errorf("chunks: spine %d, raw %d, checks %+v", res.Spine.Chunks, res.Raw.Chunks, res.Checks)
+	}
+	checkScale(t, res.Scale, 2, "embedded", 1, int64(res.Spine.Messages))
+}
+
+func TestIngestCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skips the three-node cluster")
+	}
+	res := runTiny(t, bench.Config{Sessions: 3, Chunks: 10, Instances: 3, Cluster: true, LatencyDuration: bench.NoLatency})
+	if res.Spine.Chunks != 30 || res.Raw.Chunks != 30 || res.Checks.RawRows != 30 {
+		t.Errorf("chunks: spine %d, raw %d, checks %+v", res.Spine.Chunks, res.Raw.Chunks, res.Checks)
+	}
+	checkScale(t, res.Scale, 3, "cluster", 3, int64(res.Spine.Messages))
+}
+
+// A soak of 2s at 100 chunks/s over 3 sessions of at most 25 chunks: 200
+// chunks, each slot's 66 or 67 chunks in 3 sessions.
+func TestSoak(t *testing.T) {
+	res := runTiny(t, bench.Config{Sessions: 3, Chunks: 25, Rate: 100, Duration: 2 * time.Second, Instances: 2})
+	s := res.Soak
+	if s == nil {
+		t.Fatal("no soak in the result")
+	}
+	if s.Chunks != 200 || s.Sessions != 9 || s.Messages != 200+2*9 || s.OfferedRate != 100 {
+		t.Errorf("soak counts: %+v", *s)
+	}
+	c := res.Checks
+	if c.SessionsSent != 9 || c.SessionsEnded != 9 || c.ChunkRows+c.StepRows != 200 || c.RawRows != 0 {
+		t.Errorf("verification: %+v", c)
+	}
+	if s.P50Ms <= 0 || s.P90Ms < s.P50Ms || s.P99Ms < s.P90Ms || s.MaxMs < s.P99Ms {
+		t.Errorf("latency percentiles out of order: %+v", *s)
+	}
+	if len(s.Memory) < 3 {
+		t.Fatalf("%d memory samples, want at least 3", len(s.Memory))
+	}
+	for i, m := range s.Memory {
+		if m.RSSBytes <= 0 || m.HeapBytes <= 0 || (i > 0 && (m.T < s.Memory[i-1].T || m.ChunksCommitted < s.Memory[i-1].ChunksCommitted)) {
+			t.Errorf("memory sample %d: %+v (previous %+v)", i, m, s.Memory[max(i-1, 0)])
+		}
+	}
+	if g := s.MemoryGrowth; g.FirstQuartileRSSBytes <= 0 || g.LastQuartileRSSBytes-g.FirstQuartileRSSBytes != g.Bytes {
+		t.Errorf("memory growth %+v", g)
+	}
+	checkScale(t, res.Scale, 2, "embedded", 1, int64(s.Messages))
+	// A soak has no burst phases: their figures are absent, not zero.
+	data, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		t.Fatal(err)
+	}
+	for _, absent := range []string{"spine", "raw", "ratio", "latency"} {
+		if _, ok := fields[absent]; ok {
+			t.Errorf("soak JSON has %q", absent)
+		}
+	}
+}
+
+func TestScaleConfigRejectsNonsense(t *testing.T) {
+	for _, cfg := range []bench.Config{{Instances: -1}, {Instances: bench.MaxInstances + 1}, {Duration: -time.Second}} {
+		if _, err := bench.Run(context.Background(), cfg); err == nil {
+			t.Errorf("Run(%+v) succeeded", cfg)
+		}
+	}
+}
