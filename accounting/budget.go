@@ -7,9 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"math/big"
-	"strconv"
+	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -44,15 +42,23 @@ type Budget struct {
 	Org    string    `json:"org"`
 	Member string    `json:"member"` // who set it
 	// DollarCeiling is the most metered dollars the plan may spend, as a
-	// decimal; subscription and unknown-billed dollars never count.
+	// plain decimal (see MaxDollarDigits), stored exactly as written;
+	// subscription and unknown-billed dollars never count.
 	DollarCeiling *json.Number `json:"dollarCeiling"`
 	// LoopCap is the most calls (sessions) the plan may make, of any billing.
 	LoopCap *int64 `json:"loopCap"`
 }
 
-// maxCeiling keeps a ceiling within what PostgreSQL's numeric and a float
-// reading of it agree on.
-const maxCeiling = 1e12
+// A dollar amount is a plain decimal: at most MaxDollarDigits digits
+// before the point and MaxDollarDecimals after it, no sign, no exponent.
+// PostgreSQL's numeric stores such text exactly; "1e-20000" or "1e400"
+// would be rounded by a float reading and refused or overflowed by numeric.
+const (
+	MaxDollarDigits   = 12
+	MaxDollarDecimals = 6
+)
+
+var dollarsRE = regexp.MustCompile(fmt.Sprintf(`^(0|[1-9][0-9]{0,%d})(\.[0-9]{1,%d})?$`, MaxDollarDigits-1, MaxDollarDecimals))
 
 // Validate checks the event against the contract.
 func (b *Budget) Validate() error {
@@ -83,27 +89,20 @@ func (b *Budget) Validate() error {
 		return streams.Reject(streams.ReasonInvalidField, "loopCap must not be negative")
 	}
 	if b.DollarCeiling != nil {
-		if _, err := parseDollars(string(*b.DollarCeiling)); err != nil {
+		if err := checkDollars(string(*b.DollarCeiling)); err != nil {
 			return streams.Reject(streams.ReasonInvalidField, "dollarCeiling: %v", err)
 		}
 	}
 	return nil
 }
 
-// parseDollars reads a non-negative decimal amount of dollars.
-func parseDollars(s string) (*big.Rat, error) {
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) || !json.Valid([]byte(s)) {
-		return nil, fmt.Errorf("%q is not a number", s)
+// checkDollars accepts a plain decimal amount of dollars within bounds.
+func checkDollars(s string) error {
+	if !dollarsRE.MatchString(s) {
+		return fmt.Errorf("%q must be a plain decimal of at most %d digits before the point and %d after it (e.g. 12.50)",
+			s, MaxDollarDigits, MaxDollarDecimals)
 	}
-	if f < 0 || f > maxCeiling {
-		return nil, fmt.Errorf("%s is outside 0 to %.0f", s, float64(maxCeiling))
-	}
-	r, ok := new(big.Rat).SetString(s)
-	if !ok {
-		return nil, fmt.Errorf("%q is not a decimal", s)
-	}
-	return r, nil
+	return nil
 }
 
 // DecodeBudget parses and validates one plan.budget event. Every failure is

@@ -3,6 +3,7 @@ package accounting_test
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/spinehq/spine/accounting"
@@ -18,6 +19,8 @@ func FuzzDecodeBudget(f *testing.F) {
 		`{"v":1,"type":"plan.budget","id":"b2","at":"2026-11-01T00:00:00Z","planId":"p1","org":"acme","member":"alice","dollarCeiling":null,"loopCap":null}`,
 		`{"v":1,"type":"plan.budget","id":"b3","at":"2026-11-01T00:00:00Z","planId":"p1","org":"acme","member":"alice","dollarCeiling":"1e3"}`,
 		`{"v":1,"type":"plan.budget","id":"b4","at":"2026-11-01T00:00:00Z","planId":"p 1","org":"acme","member":"a","loopCap":-1}`,
+		`{"v":1,"type":"plan.budget","id":"b5","at":"2026-11-01T00:00:00Z","planId":"p1","org":"acme","member":"alice","dollarCeiling":1e-20000}`,
+		`{"v":1,"type":"plan.budget","id":"b6","at":"2026-11-01T00:00:00Z","planId":"p1","org":"acme","member":"alice","dollarCeiling":999999999999.999999}`,
 		`{"v":2}`, `[]`, `{"dollarCeiling":1e400}`, "\xff",
 	} {
 		f.Add([]byte(s))
@@ -29,6 +32,9 @@ func FuzzDecodeBudget(f *testing.F) {
 				t.Fatalf("error %v is not a rejection", err)
 			}
 			return
+		}
+		if d := b.DollarCeiling; d != nil && strings.ContainsAny(d.String(), "eE-+") {
+			t.Fatalf("ceiling %s is not a plain decimal", d)
 		}
 		again, err := json.Marshal(b)
 		if err != nil {

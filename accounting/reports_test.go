@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -254,6 +255,9 @@ func TestBadBudgetIsDeadLettered(t *testing.T) {
 		{accounting.PlanSubject("p1"), `{"v":1,"type":"plan.budget","id":"x1","at":"2026-11-01T00:00:00Z","planId":"p1","org":"acme","member":"a","dollarCeiling":-1}`},
 		{accounting.PlanSubject("p2"), `{"v":1,"type":"plan.budget","id":"x2","at":"2026-11-01T00:00:00Z","planId":"p1","org":"acme","member":"a"}`},
 		{accounting.PlanSubject("p3"), `{not json`},
+		// A float reads this as 0, but numeric cannot hold it: refused
+		// before it reaches PostgreSQL, never "unstorable".
+		{accounting.PlanSubject("p5"), `{"v":1,"type":"plan.budget","id":"x5","at":"2026-11-01T00:00:00Z","planId":"p5","org":"acme","member":"a","dollarCeiling":1e-20000}`},
 	} {
 		ack, err := f.JS.Publish(ctx, c.subject, []byte(c.data))
 		if err != nil {
@@ -261,7 +265,7 @@ func TestBadBudgetIsDeadLettered(t *testing.T) {
 		}
 		f.saw(ack.Sequence)
 	}
-	f.budget(budget("ok", "p4", "3", nil))
+	f.budget(budget("ok", "p4", "3.000001", nil))
 	f.wait()
 	rows, err := f.Pool.Query(ctx, `SELECT reason FROM dead_letters ORDER BY seq`)
 	if err != nil {
@@ -273,12 +277,15 @@ func TestBadBudgetIsDeadLettered(t *testing.T) {
 		_ = rows.Scan(&r)
 		reasons = append(reasons, r)
 	}
-	want := []string{streams.ReasonInvalidField, streams.ReasonSubject, streams.ReasonMalformed}
-	if len(reasons) != 3 || reasons[0] != want[0] || reasons[1] != want[1] || reasons[2] != want[2] {
+	want := []string{streams.ReasonInvalidField, streams.ReasonSubject, streams.ReasonMalformed, streams.ReasonInvalidField}
+	if !slices.Equal(reasons, want) {
 		t.Fatalf("dead letters %v, want %v", reasons, want)
 	}
 	if n := f.count(`SELECT count(*) FROM plan_budgets`); n != 1 {
 		t.Fatalf("%d budgets, want the one good one", n)
+	}
+	if n := f.count(`SELECT count(*) FROM plan_budgets WHERE dollar_ceiling::text = '3.000001'`); n != 1 {
+		t.Fatal("the ceiling is not stored as written")
 	}
 }
 

@@ -140,6 +140,14 @@ func TestCostRoutes(t *testing.T) {
 			t.Errorf("budget %s = %d %s", bad, code, body)
 		}
 	}
+	// Only plain decimals numeric stores exactly: a float reads 1e-20000 as
+	// 0, numeric cannot hold it, and the member would have had a 202.
+	for _, bad := range []string{`1e-20000`, `1e3`, `0.0000001`, `1000000000000`} {
+		code, body := f.do("POST", "/v1/plans/p1/budget", alice, []byte(`{"dollarCeiling": `+bad+`}`))
+		if code != 400 || !bytes.Contains(body, []byte(`"code":"invalid_field"`)) {
+			t.Errorf("budget dollarCeiling %s = %d %s, want 400 invalid_field", bad, code, body)
+		}
+	}
 	if code, body := f.do("POST", "/v1/plans/bad.id/budget", alice, []byte(`{}`)); code != 400 {
 		t.Errorf("bad plan id = %d %s", code, body)
 	}
