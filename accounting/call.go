@@ -45,15 +45,23 @@ type Tokens struct {
 // reasoningTokens is a part of outputTokens (as OpenAI reports it). So
 // input = inputTokens + cacheReadTokens + cacheWriteTokens and output =
 // outputTokens. nil means the app reported no usage.
+//
+// Envelope validation keeps every count within 0 to streams.MaxTokens;
+// Normalise clamps to that range as well, so its sums never overflow int64
+// into a negative count whatever it is handed.
 func Normalise(u *streams.Usage) *Tokens {
 	if u == nil {
 		return nil
 	}
-	t := &Tokens{Input: u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens, Output: u.OutputTokens,
-		CacheRead: u.CacheReadTokens, CacheWrite: u.CacheWriteTokens, Reasoning: u.ReasoningTokens}
+	in, out := clampCount(u.InputTokens), clampCount(u.OutputTokens)
+	cr, cw, rs := clampCount(u.CacheReadTokens), clampCount(u.CacheWriteTokens), clampCount(u.ReasoningTokens)
+	t := &Tokens{Input: in + cr + cw, Output: out, CacheRead: cr, CacheWrite: cw, Reasoning: rs}
 	t.Total = t.Input + t.Output
 	return t
 }
+
+// clampCount keeps a reported token count within 0 to streams.MaxTokens.
+func clampCount(n int64) int64 { return min(max(n, 0), streams.MaxTokens) }
 
 // Call is a router-call row: the seed's v1:router:call, one per session.
 type Call struct {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/spinehq/spine/accounting"
 	"github.com/spinehq/spine/internal/spinetest"
 	"github.com/spinehq/spine/streams"
@@ -21,20 +23,26 @@ var ctx = context.Background()
 type fixture struct {
 	*spinetest.Harness
 	a       *accounting.Accounting
+	reg     *prometheus.Registry // the handler's metrics
 	p       *streams.Projector
 	mu      sync.Mutex
 	want    uint64 // highest sequence published on an accounting subject
+	done    uint64 // highest sequence committed and counted in the metrics
 	commits chan struct{}
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{Harness: spinetest.New(t), commits: make(chan struct{}, 1)}
-	f.a = accounting.New(accounting.Config{})
+	f.reg = prometheus.NewRegistry()
+	f.a = accounting.New(accounting.Config{Registerer: f.reg})
 	p, err := streams.NewProjector(streams.ProjectorConfig{Name: accounting.ProjectorName, Stream: streams.StreamSessions,
 		Filter: accounting.Subjects(), Handler: f.a, Pool: f.Pool, JS: f.JS, MaxWait: 20 * time.Millisecond,
 		Logger: spinetest.Logger(t), OnCommit: func(last uint64, msgs []streams.Message) {
 			f.a.Committed(last, msgs)
+			f.mu.Lock()
+			f.done = max(f.done, last)
+			f.mu.Unlock()
 			select {
 			case f.commits <- struct{}{}:
 			default:
@@ -79,7 +87,8 @@ func (f *fixture) budget(b *accounting.Budget) {
 	f.saw(ack.Sequence)
 }
 
-// wait blocks until the projector has committed everything published.
+// wait blocks until the projector has committed everything published and
+// counted it in the metrics.
 func (f *fixture) wait() {
 	f.T.Helper()
 	f.mu.Lock()
@@ -87,13 +96,49 @@ func (f *fixture) wait() {
 	f.mu.Unlock()
 	deadline := time.NewTimer(spinetest.WaitTimeout)
 	defer deadline.Stop()
-	for f.p.Checkpoint() < want {
+	for f.committed() < want {
 		select {
 		case <-f.commits:
 		case <-deadline.C:
-			f.T.Fatalf("accounting at %d, want %d", f.p.Checkpoint(), want)
+			f.T.Fatalf("accounting at %d, want %d", f.committed(), want)
 		}
 	}
+}
+
+func (f *fixture) committed() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.done
+}
+
+// metric is the value of the handler's counter name with the given labels
+// (a subset of its labels; matching series are added up).
+func (f *fixture) metric(name string, labels map[string]string) float64 {
+	f.T.Helper()
+	families, err := f.reg.Gather()
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	sum := 0.0
+	for _, fam := range families {
+		if fam.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range fam.GetMetric() {
+			have := map[string]string{}
+			for _, l := range m.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			for k, v := range labels {
+				if have[k] != v {
+					continue series
+				}
+			}
+			sum += m.GetCounter().GetValue()
+		}
+	}
+	return sum
 }
 
 // loadFixture reads envelopes from a JSON-lines file under testdata.

@@ -1,6 +1,7 @@
 package accounting
 
 import (
+	"math"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -77,14 +78,23 @@ func (m *metrics) observe(c *Call) {
 	lv := []string{c.App, c.Billing, door, m.model(c.ServedModel)}
 	m.calls.WithLabelValues(lv...).Inc()
 	if c.TotalCost != nil {
-		m.dollars.WithLabelValues(lv...).Add(*c.TotalCost)
+		addTo(m.dollars.WithLabelValues(lv...), *c.TotalCost)
 	} else {
 		m.unpriced.WithLabelValues(lv...).Inc()
 	}
 	if t := c.Tokens; t != nil {
 		for kind, n := range map[string]int64{"input": t.Input, "output": t.Output, "cache_read": t.CacheRead,
 			"cache_write": t.CacheWrite, "reasoning": t.Reasoning} {
-			m.tokens.WithLabelValues(append(lv, kind)...).Add(float64(n))
+			addTo(m.tokens.WithLabelValues(append(lv, kind)...), float64(n))
 		}
+	}
+}
+
+// addTo adds v to a counter unless v is negative, infinite or NaN:
+// Counter.Add panics on a negative value, and validation should have kept
+// every such figure out, so it is skipped rather than crash the process.
+func addTo(c prometheus.Counter, v float64) {
+	if v >= 0 && !math.IsInf(v, 1) {
+		c.Add(v)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -20,7 +21,8 @@ type Cell struct {
 	Calls          int64 `json:"calls"`
 	CallsWithUsage int64 `json:"callsWithUsage"` // calls whose app reported usage
 	CallsWithCost  int64 `json:"callsWithCost"`  // calls whose app reported a cost
-	// Tokens sums the calls that reported usage.
+	// Tokens sums the calls that reported usage; a sum past 2^63-1 (over
+	// nine thousand calls of a quadrillion tokens) saturates there.
 	Tokens Tokens `json:"tokens"`
 	// Dollars sums the reported costs, exactly; null when no call in the
 	// cell reported one (unknown, never 0). When CallsWithCost < Calls the
@@ -47,14 +49,31 @@ func (r *Row) Cell(billing string) *Cell {
 	return &r.Unknown
 }
 
+// addCounts adds token counts, saturating at math.MaxInt64 rather than
+// wrapping to a negative number.
+func addCounts(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// tokenSum sums a token column of the calls that reported usage. The sum
+// of bigints is a numeric, which saturates at the largest bigint rather than
+// failing the report.
+func tokenSum(column string) string {
+	return fmt.Sprintf(`least(coalesce(sum(%s), 0), 9223372036854775807)::bigint`, column)
+}
+
 // aggregate groups the org's router calls matching where (SQL over
 // router_calls, with $1 the org and further arguments from args) by key
 // (an SQL expression) and billing class.
 func aggregate(ctx context.Context, q Querier, key, where string, args ...any) ([]Row, error) {
 	sql := fmt.Sprintf(`SELECT %s AS key, billing, count(*), count(usage), count(total_cost),
-			coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0), coalesce(sum(cache_read_tokens), 0),
-			coalesce(sum(cache_write_tokens), 0), coalesce(sum(reasoning_tokens), 0), sum(total_cost)::text
-		FROM router_calls WHERE org = $1 AND %s GROUP BY 1, 2 ORDER BY 1, 2`, key, where)
+			%s, %s, %s, %s, %s, sum(total_cost)::text
+		FROM router_calls WHERE org = $1 AND %s GROUP BY 1, 2 ORDER BY 1, 2`, key, tokenSum("input_tokens"),
+		tokenSum("output_tokens"), tokenSum("cache_read_tokens"), tokenSum("cache_write_tokens"),
+		tokenSum("reasoning_tokens"), where)
 	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("aggregate router calls: %w", err)
@@ -70,7 +89,7 @@ func aggregate(ctx context.Context, q Querier, key, where string, args ...any) (
 			&t.CacheRead, &t.CacheWrite, &t.Reasoning, &dollars); err != nil {
 			return nil, fmt.Errorf("aggregate router calls: %w", err)
 		}
-		t.Total = t.Input + t.Output
+		t.Total = addCounts(t.Input, t.Output)
 		if dollars != nil {
 			n := json.Number(*dollars)
 			c.Dollars = &n

@@ -1,0 +1,40 @@
+package accounting
+
+import (
+	"math"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// A figure validation should have refused never reaches Counter.Add, which
+// panics on a negative value and would crash the process.
+func TestMetricsSkipImpossibleFigures(t *testing.T) {
+	m := newMetrics(prometheus.NewRegistry(), 0)
+	for _, cost := range []float64{-1, math.Inf(1), math.NaN(), 2.5} {
+		m.observe(&Call{App: "codex", Billing: BillingMetered, TotalCost: &cost,
+			Tokens: &Tokens{Input: -5, Output: math.MinInt64, Reasoning: 7}})
+	}
+	lv := []string{"codex", BillingMetered, labelUnknown, labelUnknown}
+	if got := value(t, m.dollars.WithLabelValues(lv...)); got != 2.5 {
+		t.Errorf("dollars = %g, want 2.5", got)
+	}
+	for kind, want := range map[string]float64{"input": 0, "output": 0, "reasoning": 28} {
+		if got := value(t, m.tokens.WithLabelValues(append(lv, kind)...)); got != want {
+			t.Errorf("%s tokens = %g, want %g", kind, got, want)
+		}
+	}
+	if got := value(t, m.calls.WithLabelValues(lv...)); got != 4 {
+		t.Errorf("calls = %g, want 4", got)
+	}
+}
+
+func value(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
