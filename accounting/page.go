@@ -35,7 +35,7 @@ type classCell struct {
 }
 
 func rowData(r Row, groupBy string, classes []string) tableRow {
-	t := tableRow{Row: r, Label: label(r.Key, groupBy), GroupBy: groupBy}
+	t := tableRow{Row: r, Label: GroupLabel(r.Key, groupBy), GroupBy: groupBy}
 	if groupBy == "total" {
 		t.Label = "total"
 	}
@@ -125,7 +125,7 @@ func chart(p Page) ([]bar, float64) {
 	bars := make([]bar, len(rows))
 	for i, r := range rows {
 		x := plotLeft + float64(i)*slot
-		b := bar{X: x + slot*0.15, W: slot * 0.7, LabelX: x + slot/2, Label: label(r.Key, p.Summary.GroupBy)}
+		b := bar{X: x + slot*0.15, W: slot * 0.7, LabelX: x + slot/2, Label: GroupLabel(r.Key, p.Summary.GroupBy)}
 		y := plotBottom
 		for _, class := range BillingClasses {
 			v := measure(*r.Cell(class), p.Measure)
@@ -142,8 +142,9 @@ func chart(p Page) ([]bar, float64) {
 	return bars, top
 }
 
-// label names a group; an empty key is a value nobody reported.
-func label(key, groupBy string) string {
+// GroupLabel names a report group for people; an empty key is a value
+// nobody reported (no plan, no model).
+func GroupLabel(key, groupBy string) string {
 	if key != "" {
 		return key
 	}

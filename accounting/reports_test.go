@@ -173,13 +173,32 @@ func TestNullCostStaysNull(t *testing.T) {
 	if want := `"metered":{"calls":1,"callsWithUsage":1,"callsWithCost":0,"tokens":{"input":10,"output":10,"cacheRead":0,"cacheWrite":0,"reasoning":0,"total":20},"dollars":null}`; !strings.Contains(string(body), want) {
 		t.Fatalf("JSON %s lacks %s", body, want)
 	}
+	// The plan's one metered call reported no cost: its metered spend is
+	// not reported (null, with a note), never $0, and so neither is what
+	// remains of a ceiling nor whether it is reached.
+	f.budget(budget("bp", "p", "5", nil))
+	f.wait()
 	p, err := accounting.GetPlanSpend(ctx, f.Pool, "acme", "p")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Spend.Metered.Dollars != nil || p.Ceiling.Spent != "0" || p.Ceiling.MeteredCallsWithoutCost != 1 {
-		t.Fatalf("plan spend %+v", p)
+	c := p.Ceiling
+	if p.Spend.Metered.Dollars != nil || c.Spent != nil || c.Remaining != nil || c.Reached != nil ||
+		c.MeteredCallsWithoutCost != 1 || c.Note != "no cost reported for any of the plan's 1 metered call" || num(c.Dollars) != "5" {
+		t.Fatalf("plan ceiling %+v (note %q)", c, c.Note)
 	}
+	body, _ = json.Marshal(c)
+	if want := `{"dollars":5,"spent":null,"remaining":null,"reached":null,"meteredCallsWithoutCost":1,"note":"no cost reported for any of the plan's 1 metered call"}`; string(body) != want {
+		t.Fatalf("ceiling JSON %s\nwant %s", body, want)
+	}
+}
+
+// num is a decimal's text, "null" for nil.
+func num(n *json.Number) string {
+	if n == nil {
+		return "null"
+	}
+	return n.String()
 }
 
 func budget(id, plan string, ceiling string, loopCap *int64) *accounting.Budget {
@@ -210,9 +229,9 @@ func TestPlanCeilingsWithMixedCalls(t *testing.T) {
 		t.Fatalf("p1 tokens %d / %d / %d, calls %d", p.TokenSpent, p.TokenSpentSubscription, p.TokenSpentUnknown, p.Calls)
 	}
 	c := p.Ceiling
-	if c.Dollars == nil || c.Dollars.String() != "1.00" || c.Spent != "1.00" || c.Remaining.String() != "0.00" ||
-		!c.Reached || c.MeteredCallsWithoutCost != 1 {
-		t.Fatalf("p1 ceiling %+v (remaining %v)", c, c.Remaining)
+	if num(c.Dollars) != "1.00" || num(c.Spent) != "1.00" || num(c.Remaining) != "0.00" || c.Reached == nil ||
+		!*c.Reached || c.MeteredCallsWithoutCost != 1 || c.Note != "a lower bound: 1 of the plan's 3 metered calls reported no cost" {
+		t.Fatalf("p1 ceiling %+v (note %q)", c, c.Note)
 	}
 	if l := p.LoopCap; *l.Cap != 5 || l.Calls != 4 || *l.Remaining != 1 || l.Reached {
 		t.Fatalf("p1 loop cap %+v", l)
@@ -224,15 +243,17 @@ func TestPlanCeilingsWithMixedCalls(t *testing.T) {
 	f.budget(budget("b3", "p1", "2.5", ptr(int64(4))))
 	f.wait()
 	p, _ = accounting.GetPlanSpend(ctx, f.Pool, "acme", "p1")
-	if p.Ceiling.Reached || p.Ceiling.Remaining.String() != "1.50" || !p.LoopCap.Reached || *p.LoopCap.Remaining != 0 {
+	if *p.Ceiling.Reached || num(p.Ceiling.Remaining) != "1.50" || !p.LoopCap.Reached || *p.LoopCap.Remaining != 0 {
 		t.Fatalf("p1 after the new budget: ceiling %+v cap %+v", p.Ceiling, p.LoopCap)
 	}
-	// p2 has only unknown-billed calls ($1.5 reported): nothing metered.
+	// p2 has only unknown-billed calls ($1.5 reported): nothing metered, so
+	// its metered spend is a known 0.
 	p2, err := accounting.GetPlanSpend(ctx, f.Pool, "acme", "p2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p2.Ceiling.Dollars != nil || p2.Ceiling.Spent != "0" || p2.LoopCap.Cap != nil || p2.Calls != 2 ||
+	if p2.Ceiling.Dollars != nil || num(p2.Ceiling.Spent) != "0" || p2.Ceiling.Note != "" || p2.Ceiling.Reached != nil ||
+		p2.LoopCap.Cap != nil || p2.Calls != 2 ||
 		p2.Spend.Unknown.Dollars.String() != "1.5" || p2.TokenSpentUnknown != 150 {
 		t.Fatalf("p2 %+v", p2)
 	}
@@ -242,7 +263,7 @@ func TestPlanCeilingsWithMixedCalls(t *testing.T) {
 			t.Fatalf("%s/%s: %v, want ErrNotFound", c.org, c.plan, err)
 		}
 	}
-	if g, _ := accounting.GetPlanSpend(ctx, f.Pool, "globex", "p1"); g.Calls != 1 || g.Ceiling.Spent != "9.99" {
+	if g, _ := accounting.GetPlanSpend(ctx, f.Pool, "globex", "p1"); g.Calls != 1 || num(g.Ceiling.Spent) != "9.99" || g.Ceiling.Note != "" {
 		t.Fatalf("globex p1 %+v", g)
 	}
 }

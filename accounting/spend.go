@@ -32,13 +32,45 @@ type PlanSpend struct {
 // Ceiling is the plan's dollar ceiling against its metered dollars.
 type Ceiling struct {
 	Dollars *json.Number `json:"dollars"` // null: no ceiling
-	Spent   json.Number  `json:"spent"`   // metered dollars reported so far
-	// Remaining is Dollars - Spent; null without a ceiling.
+	// Spent is the metered dollars reported so far: "0" when the plan has
+	// no metered call, null ("not reported") when it has some and none of
+	// them reported a cost, and a lower bound while MeteredCallsWithoutCost
+	// is above 0. It is never 0 for "unknown".
+	Spent *json.Number `json:"spent"`
+	// Remaining is Dollars - Spent; null without a ceiling or when Spent is
+	// not reported.
 	Remaining *json.Number `json:"remaining"`
-	Reached   bool         `json:"reached"` // Spent >= Dollars
-	// MeteredCallsWithoutCost are metered calls whose app reported no cost:
-	// while there are any, Spent is a lower bound.
+	// Reached is Spent >= Dollars; null without a ceiling or when Spent is
+	// not reported. A lower bound can show a ceiling reached, never that it
+	// is not.
+	Reached *bool `json:"reached"`
+	// MeteredCallsWithoutCost are metered calls whose app reported no cost.
 	MeteredCallsWithoutCost int64 `json:"meteredCallsWithoutCost"`
+	// Note says in words why Spent is null or a lower bound; empty when
+	// every metered call reported its cost.
+	Note string `json:"note,omitempty"`
+}
+
+// meteredSpent fills Spent and Note from the plan's metered cell.
+func (c *Ceiling) meteredSpent(m Cell) {
+	c.MeteredCallsWithoutCost = m.Calls - m.CallsWithCost
+	switch {
+	case m.Calls == 0:
+		zero := json.Number("0")
+		c.Spent = &zero
+	case m.CallsWithCost == 0:
+		calls := "calls"
+		if m.Calls == 1 {
+			calls = "call"
+		}
+		c.Note = fmt.Sprintf("no cost reported for any of the plan's %d metered %s", m.Calls, calls)
+	default:
+		c.Spent = m.Dollars
+		if c.MeteredCallsWithoutCost > 0 {
+			c.Note = fmt.Sprintf("a lower bound: %d of the plan's %d metered calls reported no cost",
+				c.MeteredCallsWithoutCost, m.Calls)
+		}
+	}
 }
 
 // LoopCap is the plan's call cap against its calls, of every billing class.
@@ -63,10 +95,7 @@ func GetPlanSpend(ctx context.Context, q Querier, org, planID string) (*PlanSpen
 	m, s, u := p.Spend.Metered, p.Spend.Subscription, p.Spend.Unknown
 	p.TokenSpent, p.TokenSpentSubscription, p.TokenSpentUnknown = m.Tokens.Total, s.Tokens.Total, u.Tokens.Total
 	p.Calls = m.Calls + s.Calls + u.Calls
-	p.Ceiling = Ceiling{Spent: "0", MeteredCallsWithoutCost: m.Calls - m.CallsWithCost}
-	if m.Dollars != nil {
-		p.Ceiling.Spent = *m.Dollars
-	}
+	p.Ceiling.meteredSpent(m)
 	p.LoopCap = LoopCap{Calls: p.Calls}
 	found, err := p.readBudget(ctx, q)
 	if err != nil {
@@ -78,6 +107,16 @@ func GetPlanSpend(ctx context.Context, q Querier, org, planID string) (*PlanSpen
 	return p, nil
 }
 
+// spentArg is Spent as a query argument: NULL when not reported, so the
+// remaining dollars and reached are NULL too.
+func (c *Ceiling) spentArg() *string {
+	if c.Spent == nil {
+		return nil
+	}
+	s := c.Spent.String()
+	return &s
+}
+
 // readBudget fills the ceiling and cap from the plan's budget, computing
 // the remaining dollars in numeric so no float rounding creeps in.
 func (p *PlanSpend) readBudget(ctx context.Context, q Querier) (bool, error) {
@@ -86,7 +125,7 @@ func (p *PlanSpend) readBudget(ctx context.Context, q Querier) (bool, error) {
 	var setAt time.Time
 	err := q.QueryRow(ctx, `SELECT dollar_ceiling::text, (dollar_ceiling - $3::numeric)::text,
 			dollar_ceiling <= $3::numeric, loop_cap, set_by, set_at
-		FROM plan_budgets WHERE org = $1 AND plan_id = $2`, p.Org, p.PlanID, string(p.Ceiling.Spent)).
+		FROM plan_budgets WHERE org = $1 AND plan_id = $2`, p.Org, p.PlanID, p.Ceiling.spentArg()).
 		Scan(&ceiling, &remaining, &reached, &p.LoopCap.Cap, &p.BudgetSetBy, &setAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
@@ -96,8 +135,12 @@ func (p *PlanSpend) readBudget(ctx context.Context, q Querier) (bool, error) {
 	}
 	p.BudgetSetAt = &setAt
 	if ceiling != nil {
-		d, r := json.Number(*ceiling), json.Number(*remaining)
-		p.Ceiling.Dollars, p.Ceiling.Remaining, p.Ceiling.Reached = &d, &r, *reached
+		d := json.Number(*ceiling)
+		p.Ceiling.Dollars, p.Ceiling.Reached = &d, reached
+		if remaining != nil {
+			r := json.Number(*remaining)
+			p.Ceiling.Remaining = &r
+		}
 	}
 	if c := p.LoopCap.Cap; c != nil {
 		r := *c - p.Calls

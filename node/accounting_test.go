@@ -130,7 +130,7 @@ func TestCostRoutes(t *testing.T) {
 	f.waitFor(decode[struct{ Seq uint64 }](t, body).Seq)
 	code, body = f.do("GET", "/v1/plans/p1/spend", alice, nil)
 	p := decode[accounting.PlanSpend](t, body)
-	if code != 200 || !p.Ceiling.Reached || p.Ceiling.Spent != "1.00" || *p.LoopCap.Remaining != 1 ||
+	if code != 200 || p.Ceiling.Reached == nil || !*p.Ceiling.Reached || p.Ceiling.Spent.String() != "1.00" || *p.LoopCap.Remaining != 1 ||
 		p.TokenSpent != 3650 || p.TokenSpentSubscription != 15 || p.BudgetSetBy != "alice" {
 		t.Fatalf("spend = %d %s", code, body)
 	}

@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spinehq/spine/accounting"
@@ -26,16 +28,32 @@ func runCost(ctx context.Context, args []string) error {
 			"       spine cost plan ID [flags]  where a plan stands against its dollar ceiling and loop cap")
 		fs.PrintDefaults()
 	}
-	var plan string
-	if len(args) > 0 && args[0] == "plan" {
-		if len(args) < 2 {
-			fs.Usage()
-			return usageError{"cost plan needs a plan ID"}
-		}
-		plan, args = args[1], args[2:]
-	}
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
 		return err
+	}
+	var plan string
+	switch {
+	case len(pos) == 0:
+	case pos[0] == "plan" && len(pos) == 2:
+		plan = pos[1]
+	case pos[0] == "plan":
+		fs.Usage()
+		return usageError{fmt.Sprintf("cost plan needs exactly one plan ID, got %q", pos[1:])}
+	default:
+		fs.Usage()
+		return usageError{fmt.Sprintf("cost: unexpected arguments %q (want none, or plan ID)", pos)}
+	}
+	if plan != "" {
+		var summaryOnly []string
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "from" || f.Name == "to" || f.Name == "group-by" {
+				summaryOnly = append(summaryOnly, "--"+f.Name)
+			}
+		})
+		if len(summaryOnly) > 0 {
+			return usageError{fmt.Sprintf("cost plan reports the plan's whole life: %s only apply to the summary", strings.Join(summaryOnly, ", "))}
+		}
 	}
 	c, err := newClient(*base, *token)
 	if err != nil {
@@ -76,11 +94,7 @@ func printCostSummary(s *accounting.Summary) {
 	}
 	fmt.Fprintln(tw)
 	for _, r := range append(s.Rows, s.Total) {
-		key := r.Key
-		if key == "" {
-			key = "(none)"
-		}
-		fmt.Fprint(tw, key+"\t")
+		fmt.Fprint(tw, accounting.GroupLabel(r.Key, s.GroupBy)+"\t")
 		for _, b := range accounting.BillingClasses {
 			c := r.Cell(b)
 			fmt.Fprintf(tw, "%d\t%s\t%s\t", c.Calls, tokenCell(c), dollarCell(c))
@@ -133,17 +147,52 @@ func costPlan(ctx context.Context, c *client, plan string, asJSON bool) error {
 	fmt.Fprintf(stdout, "tokens    metered %d, subscription %d, unknown %d\n", p.TokenSpent, p.TokenSpentSubscription, p.TokenSpentUnknown)
 	fmt.Fprintf(stdout, "dollars   metered %s, subscription %s, unknown %s (as reported)\n", dollarCell(&p.Spend.Metered),
 		dollarCell(&p.Spend.Subscription), dollarCell(&p.Spend.Unknown))
-	ceiling := "none"
-	if d := p.Ceiling.Dollars; d != nil {
-		ceiling = fmt.Sprintf("%s metered of %s, %s left, reached: %v", p.Ceiling.Spent, d, p.Ceiling.Remaining, p.Ceiling.Reached)
-		if n := p.Ceiling.MeteredCallsWithoutCost; n > 0 {
-			ceiling += fmt.Sprintf(" (%d metered calls reported no cost: spend is a lower bound)", n)
-		}
-	}
+	fmt.Fprintf(stdout, "ceiling   %s\n", ceilingLine(&p.Ceiling))
 	loop := "none"
 	if l := p.LoopCap; l.Cap != nil {
 		loop = fmt.Sprintf("%d calls of %d, %d left, reached: %v", l.Calls, *l.Cap, *l.Remaining, l.Reached)
 	}
-	fmt.Fprintf(stdout, "ceiling   %s\nloop cap  %s\n", ceiling, loop)
+	fmt.Fprintf(stdout, "loop cap  %s\n", loop)
 	return nil
+}
+
+// ceilingLine says where a plan stands against its dollar ceiling; spend
+// nobody reported is said to be unknown, never $0.
+func ceilingLine(c *accounting.Ceiling) string {
+	if c.Dollars == nil {
+		return "none"
+	}
+	var line string
+	if c.Spent == nil || c.Remaining == nil || c.Reached == nil {
+		line = fmt.Sprintf("not reported of %s metered, left and reached unknown", c.Dollars)
+	} else {
+		line = fmt.Sprintf("%s metered of %s, %s left, reached: %v", c.Spent, c.Dollars, c.Remaining, *c.Reached)
+	}
+	if c.Note != "" {
+		line += " (" + c.Note + ")"
+	}
+	return line
+}
+
+// parseInterspersed parses flags wherever they stand among the positional
+// arguments (spine cost --json plan p1 --url …) and returns the positional
+// ones; everything after "--" is positional.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usageError{err.Error()}
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
 }

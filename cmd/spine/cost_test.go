@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spinehq/spine/accounting"
+	"github.com/spinehq/spine/auth"
+	"github.com/spinehq/spine/internal/config"
+	"github.com/spinehq/spine/internal/pgtest"
+	"github.com/spinehq/spine/internal/spinetest"
+	"github.com/spinehq/spine/node"
+	"github.com/spinehq/spine/streams"
+)
+
+// costNode is a node running only the accounting projector, fed the mixed
+// fixture plus plan p9, whose one metered call reported usage but no cost
+// against a $5 ceiling. SPINE_URL and SPINE_TOKEN (acme/alice) point at it.
+func costNode(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	_, url := pgtest.New(t)
+	n, err := node.Start(ctx, config.Config{DatabaseURL: url, NATSListen: "off", HTTPAddr: "127.0.0.1:0",
+		DataDir: t.TempDir(), TokenSecret: strings.Repeat("ab", 32)}, spinetest.Logger(t), &node.Options{NoProjectors: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Stop)
+	commits := make(chan struct{}, 1)
+	p, err := n.StartProjector(ctx, streams.ProjectorConfig{Name: accounting.ProjectorName, Stream: streams.StreamSessions,
+		Filter: accounting.Subjects(), Handler: accounting.New(accounting.Config{}),
+		OnCommit: func(uint64, []streams.Message) {
+			select {
+			case commits <- struct{}{}:
+			default:
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	envs := readEnvelopes(t, "../../testdata/accounting/mixed.jsonl")
+	start, end := spinetest.Start("cli-9"), spinetest.End("cli-9", "done", "claude-sonnet-4-5", "")
+	start.PlanID, end.Billing = "p9", "metered"
+	end.Usage = &streams.Usage{InputTokens: 40, OutputTokens: 2}
+	var last uint64
+	for _, e := range append(envs, start, end) {
+		ack, err := n.Publisher.Publish(ctx, e, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = ack.Sequence
+	}
+	ceiling := json.Number("5")
+	ack, err := accounting.PublishBudget(ctx, n.JS, &accounting.Budget{V: 1, Type: accounting.TypePlanBudget, ID: "b9",
+		At: spinetest.T0, PlanID: "p9", Org: "acme", Member: "alice", DollarCeiling: &ceiling})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last = ack.Sequence
+	deadline := time.After(spinetest.WaitTimeout)
+	for p.Checkpoint() < last {
+		select {
+		case <-commits:
+		case <-deadline:
+			t.Fatalf("accounting at %d, want %d", p.Checkpoint(), last)
+		}
+	}
+	tok, err := n.Signer.Mint(auth.Claims{Org: "acme", Member: "alice"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(config.EnvURL, "http://"+n.HTTPAddr())
+	t.Setenv(config.EnvToken, tok)
+}
+
+func readEnvelopes(t *testing.T, name string) []*streams.Envelope {
+	t.Helper()
+	file, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	var out []*streams.Envelope
+	sc := bufio.NewScanner(file)
+	for sc.Scan() {
+		e, err := streams.Decode(sc.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// spine cost prints tables that keep silence visible: a cell nobody
+// reported says "not reported", a partly reported one "(n/m)", never $0.
+func TestCostCommand(t *testing.T) {
+	costNode(t)
+	out, err := capture(t, "cost", "--from", "2026-11-01", "--to", "2026-11-30", "--group-by", "plan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `org acme, calls that ended 2026-11-01 00:00 to 2026-12-01 00:00, by plan
+
+       plan  metered calls  tokens    reported $  subscription calls  tokens  reported $  unknown calls        tokens    reported $
+  (no plan)              0       -             -                   1       5           0              1  not reported  not reported
+         p1              3    3650    1.00 (2/3)                   1      15        0.05              0             -             -
+         p2              0       -             -                   0       -           -              2     150 (1/2)     1.5 (1/2)
+         p9              1      42  not reported                   0       -           -              0             -             -
+      total              4    3692    1.00 (2/4)                   2      20        0.05              3     150 (1/3)     1.5 (1/3)
+
+"not reported": no app reported it (unknown, not $0); "(n/m)": n of m calls reported.
+`
+	if out != want {
+		t.Errorf("spine cost:\n%s\nwant:\n%s", out, want)
+	}
+
+	// Flags may follow the subcommand; the plan is never silently dropped.
+	for _, args := range [][]string{{"cost", "--json", "plan", "p9"}, {"cost", "plan", "p9", "--json"}} {
+		out, err := capture(t, args...)
+		var p accounting.PlanSpend
+		if err != nil || json.Unmarshal([]byte(out), &p) != nil || p.PlanID != "p9" || p.Ceiling.Spent != nil {
+			t.Errorf("spine %v = %v\n%s", args, err, out)
+		}
+	}
+	out, err = capture(t, "cost", "plan", "p9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = `plan      p9 (org acme)
+calls     1 (metered 1, subscription 0, unknown 0)
+tokens    metered 42, subscription 0, unknown 0
+dollars   metered not reported, subscription -, unknown - (as reported)
+ceiling   not reported of 5 metered, left and reached unknown (no cost reported for any of the plan's 1 metered call)
+loop cap  none
+`
+	if out != want {
+		t.Errorf("spine cost plan p9:\n%s\nwant:\n%s", out, want)
+	}
+	out, err = capture(t, "cost", "plan", "p1")
+	if err != nil || !strings.Contains(out, "dollars   metered 1.00 (2/3), subscription 0.05, unknown - (as reported)\nceiling   none\n") {
+		t.Errorf("spine cost plan p1 = %v\n%s", err, out)
+	}
+
+	for _, args := range [][]string{{"cost", "p1"}, {"cost", "plan"}, {"cost", "--json", "plan"}, {"cost", "plan", "p1", "p2"},
+		{"cost", "plan", "p1", "--group-by", "app"}, {"cost", "--nope"}} {
+		if _, err := capture(t, args...); exitCode(err) != 2 {
+			t.Errorf("spine %v = %v, want a usage error", args, err)
+		}
+	}
+}
