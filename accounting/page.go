@@ -83,7 +83,7 @@ func WritePage(w io.Writer, p Page) error {
 		"groupBy": {p.Summary.GroupBy}}
 	data := map[string]any{
 		"S": p.Summary, "Measure": p.Measure, "Measures": Measures, "GroupBys": GroupBys,
-		"Classes": BillingClasses, "Bars": bars, "Top": formatMeasure(p.Measure, top),
+		"Classes": BillingClasses, "Bars": bars, "Top": formatMeasure(p.Measure, top), "Note": chartNote(p, bars == nil),
 		"W": chartW, "H": chartH, "PlotTop": plotTop, "PlotBottom": plotBottom, "PlotLeft": plotLeft, "PlotRight": plotRight,
 		"From": p.Summary.From.Format(time.DateOnly), "To": p.Summary.To.Add(-time.Nanosecond).Format(time.DateOnly),
 		"Query": q.Encode(),
@@ -105,6 +105,53 @@ func measure(c Cell, m string) float64 {
 		return f
 	}
 	return float64(c.Tokens.Total)
+}
+
+// chartNote says what the chart leaves out: why it is empty (no calls, or
+// calls that reported nothing for the measure), or how many calls it omits
+// because they reported nothing.
+func chartNote(p Page, empty bool) string {
+	var calls, reported int64
+	for _, b := range BillingClasses {
+		c := p.Summary.Total.Cell(b)
+		calls += c.Calls
+		switch p.Measure {
+		case "dollars":
+			reported += c.CallsWithCost
+		case "tokens":
+			reported += c.CallsWithUsage
+		default:
+			reported += c.Calls
+		}
+	}
+	what := p.Measure
+	if what == "tokens" {
+		what = "usage (tokens)"
+	}
+	switch {
+	case calls == 0:
+		return "No calls in this range."
+	case reported == 0:
+		return fmt.Sprintf("%s %s, none reported %s.", formatInt(calls), plural(calls, "call"), what)
+	case empty:
+		return fmt.Sprintf("%s %s; the %s that reported %s reported %s.", formatInt(calls), plural(calls, "call"),
+			formatInt(reported), what, formatMeasure(p.Measure, 0))
+	case reported < calls:
+		return fmt.Sprintf("%s of %s calls reported %s; the other %s %s not in the chart.", formatInt(reported),
+			formatInt(calls), what, formatInt(calls-reported), plural(calls-reported, "is", "are"))
+	}
+	return ""
+}
+
+// plural is one for n == 1, else many (default: one + "s").
+func plural(n int64, one string, many ...string) string {
+	switch {
+	case n == 1:
+		return one
+	case len(many) > 0:
+		return many[0]
+	}
+	return one + "s"
 }
 
 func chart(p Page) ([]bar, float64) {
