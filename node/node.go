@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -46,7 +48,9 @@ type Node struct {
 	// Library is the node's blob store (nil with NoProjectors until set).
 	Library          *library.PGStore
 	Desktop          *desktop.Service // desktop tasks, runners, remote sessions
+	projMu           sync.Mutex
 	projectors       []*streams.Projector
+	partitions       *partitionManager
 	accounting       *streams.Projector
 	projectorMetrics *streams.Metrics
 	http             *http.Server
@@ -119,7 +123,10 @@ func (n *Node) startPostgres(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("database url: %w", err)
 	}
-	pcfg.MaxConns = max(pcfg.MaxConns, 8)
+	// Every projector holds a connection for its leadership lock (and a
+	// partitioned node one per partition it may lead, plus its presence):
+	// leave room for the API beside them.
+	pcfg.MaxConns = max(pcfg.MaxConns, int32(12+n.cfg.Partitions))
 	n.Pool, err = pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return fmt.Errorf("connect postgres: %w", err)
@@ -203,19 +210,38 @@ func (n *Node) loadSigner(context.Context) error {
 
 func (n *Node) startProjectors(ctx context.Context, opts *Options) error {
 	n.Library = library.NewPGStore(library.NewMetrics(n.Registry))
-	rec := recorder.New(recorder.Config{Logger: n.log, Registerer: n.Registry, Blobs: n.Library, FileCap: n.cfg.FileCap})
-	p, err := n.StartProjector(ctx, streams.ProjectorConfig{Name: "recorder", Stream: streams.StreamSessions,
-		Filter: streams.RecorderSubjects(), Handler: rec, BatchSize: opts.BatchSize, OnCommit: opts.OnCommit})
-	if err != nil {
-		return err
+	if n.cfg.Partitions > 1 {
+		if err := n.startPartitions(ctx, opts); err != nil {
+			return err
+		}
+	} else {
+		rec := recorder.New(recorder.Config{Logger: n.log, Registerer: n.Registry, Blobs: n.Library, FileCap: n.cfg.FileCap})
+		p, err := n.StartProjector(ctx, streams.ProjectorConfig{Name: "recorder", Stream: streams.StreamSessions,
+			Filter: streams.RecorderSubjects(), Handler: rec, BatchSize: opts.BatchSize, OnCommit: opts.OnCommit})
+		if err != nil {
+			return err
+		}
+		n.recorder = p
 	}
-	n.recorder = p
-	_, err = n.StartProjector(ctx, streams.ProjectorConfig{Name: "library", Stream: streams.StreamLibrary,
+	_, err := n.StartProjector(ctx, streams.ProjectorConfig{Name: "library", Stream: streams.StreamLibrary,
 		Handler: library.Projector{}})
 	if err != nil {
 		return err
 	}
 	return n.startAccounting(ctx)
+}
+
+// Projectors are the projectors this node runs now.
+func (n *Node) Projectors() []*streams.Projector {
+	n.projMu.Lock()
+	defer n.projMu.Unlock()
+	return slices.Clone(n.projectors)
+}
+
+func (n *Node) removeProjector(p *streams.Projector) {
+	n.projMu.Lock()
+	defer n.projMu.Unlock()
+	n.projectors = slices.DeleteFunc(n.projectors, func(q *streams.Projector) bool { return q == p })
 }
 
 // StartProjector starts a projector on this node's database and log, with
@@ -240,7 +266,9 @@ func (n *Node) StartProjector(ctx context.Context, cfg streams.ProjectorConfig) 
 	if err := p.Start(ctx); err != nil {
 		return nil, err
 	}
+	n.projMu.Lock()
 	n.projectors = append(n.projectors, p)
+	n.projMu.Unlock()
 	return p, nil
 }
 
@@ -270,7 +298,7 @@ func (n *Node) ready(context.Context) error {
 	if n.NC == nil || !n.NC.IsConnected() {
 		return errors.New("nats: not connected")
 	}
-	for _, p := range n.projectors {
+	for _, p := range n.Projectors() {
 		if err := p.Err(); err != nil {
 			return fmt.Errorf("projector %s stopped: %w", p.Name(), err)
 		}
@@ -307,7 +335,10 @@ func (n *Node) Stop() {
 		_ = n.http.Shutdown(ctx)
 		cancel()
 	}
-	for _, p := range n.projectors {
+	if n.partitions != nil {
+		n.partitions.stop()
+	}
+	for _, p := range n.Projectors() {
 		p.Stop()
 	}
 	for i := len(n.stops) - 1; i >= 0; i-- {

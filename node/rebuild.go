@@ -98,7 +98,7 @@ func replay(ctx context.Context, cfg config.Config, log *slog.Logger, ro Rebuild
 // WaitIdle waits until every projector's consumer has nothing pending and
 // nothing unacknowledged: everything the log held is committed.
 func (n *Node) WaitIdle(ctx context.Context, progress func(string, uint64, uint64)) error {
-	for _, p := range n.projectors {
+	for _, p := range n.Projectors() {
 		for {
 			info, err := n.consumerInfo(ctx, p.Stream(), p.Name())
 			if err != nil {
@@ -139,7 +139,7 @@ func (n *Node) consumerInfo(ctx context.Context, stream, name string) (*jetstrea
 }
 
 func (n *Node) deleteConsumers(ctx context.Context) {
-	for _, p := range n.projectors {
+	for _, p := range n.Projectors() {
 		p.Stop()
 		if err := n.JS.DeleteConsumer(ctx, p.Stream(), p.Name()); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 			n.log.Warn("delete rebuild consumer", "consumer", p.Name(), "err", err)

@@ -117,6 +117,7 @@ func (b *batch) start(m streams.Message, e *streams.Envelope) error {
 		Level: e.Level, AppSessionRef: Redact(e.AppSessionRef), Workspace: Redact(e.Workspace), PlanID: e.PlanID,
 		TaskID: e.TaskID, StepID: e.StepID, ParentRunID: e.ParentRunID, WorkerID: e.WorkerID,
 		Status: StatusRunning, SessionRunID: RunID(e.SessionID), Complete: true,
+		Partition: streams.Partition(e.SessionID, b.r.parts),
 		StartedAt: e.At, UpdatedAt: e.At, isNew: true}
 	if e.Prompt != "" {
 		s.PromptDigest = b.putBlob([]byte(Redact(e.Prompt)))
@@ -235,7 +236,11 @@ func (b *batch) finish(s *Session, at time.Time) {
 // One that came through HTTP ingest ends only its caller's sessions.
 func (b *batch) disconnect(ctx context.Context, m streams.Message, e *streams.Envelope) error {
 	org, member := m.Header.Get(streams.HeaderOrg), m.Header.Get(streams.HeaderMember)
-	live, err := liveOnWorker(ctx, b.tx, e.WorkerID)
+	partition := -1
+	if b.r.parts > 1 {
+		partition = b.r.part
+	}
+	live, err := liveOnWorker(ctx, b.tx, e.WorkerID, partition)
 	if err != nil {
 		return err
 	}
@@ -245,7 +250,8 @@ func (b *batch) disconnect(ctx context.Context, m streams.Message, e *streams.En
 		}
 	}
 	for _, s := range b.sortedSessions() {
-		if s.WorkerID != e.WorkerID || s.Ended() || (org != "" && (s.Org != org || s.Member != member)) {
+		if s.WorkerID != e.WorkerID || s.Ended() || (org != "" && (s.Org != org || s.Member != member)) ||
+			(partition >= 0 && s.Partition != partition) {
 			continue
 		}
 		s.Status = "disconnected"

@@ -22,12 +22,18 @@ type Config struct {
 	FileCap    int
 	Logger     *slog.Logger          // nil: discard
 	Registerer prometheus.Registerer // nil: metrics not registered
+	// Partitions is how many partitions the sessions are split into
+	// (SPINE_PARTITIONS); 0 or 1 means none. Partition is the one this
+	// recorder projects.
+	Partitions, Partition int
 }
 
 // Recorder projects the session stream. It is a streams.Handler.
 type Recorder struct {
 	blobs   library.BlobStore
 	fileCap int
+	parts   int
+	part    int
 	log     *slog.Logger
 	m       *metrics
 }
@@ -37,7 +43,7 @@ var _ streams.Handler = (*Recorder)(nil)
 // New returns a Recorder.
 func New(cfg Config) *Recorder {
 	r := &Recorder{blobs: cfg.Blobs, fileCap: cmp.Or(cfg.FileCap, library.DefaultFileCap), log: cfg.Logger,
-		m: newMetrics(cfg.Registerer)}
+		m: newMetrics(cfg.Registerer), parts: max(cfg.Partitions, 1), part: cfg.Partition}
 	if r.blobs == nil {
 		r.blobs = library.NewPGStore(nil)
 	}
@@ -93,7 +99,7 @@ func decode(m streams.Message) (*streams.Envelope, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := streams.CheckSubject(e, m.Subject); err != nil {
+	if err := streams.CheckSubject(e, streams.OriginalSubject(m.Subject)); err != nil {
 		return nil, err
 	}
 	return e, nil

@@ -47,6 +47,7 @@ type Session struct {
 	StartedAt        time.Time       `json:"startedAt"`
 	EndedAt          *time.Time      `json:"endedAt"`
 	UpdatedAt        time.Time       `json:"updatedAt"`
+	Partition        int             `json:"-"`
 
 	observations int  // observation_count: the run's next observation idx - 1
 	isNew        bool // inserted by this batch
@@ -60,14 +61,14 @@ func (s *Session) Ended() bool { return s.EndedAt != nil }
 const sessionColumns = `id, org, member, app, kind, level, app_session_ref, workspace, plan_id, task_id,
 	step_id, parent_run_id, worker_id, prompt_digest, status, session_run_id, transcript_file_id,
 	recorded_steps, observation_count, dropped_actions, last_seq, exit_code, error, model, effort,
-	usage, total_cost, billing, door, started_at, ended_at, updated_at`
+	usage, total_cost, billing, door, started_at, ended_at, updated_at, partition`
 
 func (s *Session) scanTargets() []any {
 	return []any{&s.ID, &s.Org, &s.Member, &s.App, &s.Kind, &s.Level, &s.AppSessionRef, &s.Workspace,
 		&s.PlanID, &s.TaskID, &s.StepID, &s.ParentRunID, &s.WorkerID, &s.PromptDigest, &s.Status,
 		&s.SessionRunID, &s.TranscriptFileID, &s.RecordedSteps, &s.observations, &s.DroppedActions,
 		&s.LastSeq, &s.ExitCode, &s.Error, &s.Model, &s.Effort, &s.Usage, &s.TotalCost, &s.Billing,
-		&s.Door, &s.StartedAt, &s.EndedAt, &s.UpdatedAt}
+		&s.Door, &s.StartedAt, &s.EndedAt, &s.UpdatedAt, &s.Partition}
 }
 
 func (s *Session) values() []any {
@@ -79,7 +80,7 @@ func (s *Session) values() []any {
 		s.PlanID, s.TaskID, s.StepID, s.ParentRunID, s.WorkerID, s.PromptDigest, s.Status,
 		s.SessionRunID, s.TranscriptFileID, s.RecordedSteps, s.observations, s.DroppedActions,
 		s.LastSeq, s.ExitCode, s.Error, s.Model, s.Effort, usage, s.TotalCost, s.Billing,
-		s.Door, s.StartedAt, s.EndedAt, s.UpdatedAt}
+		s.Door, s.StartedAt, s.EndedAt, s.UpdatedAt, s.Partition}
 }
 
 func scanSessions(rows pgx.Rows) ([]*Session, error) {
@@ -100,9 +101,11 @@ func loadSessions(ctx context.Context, q pgx.Tx, ids []string) ([]*Session, erro
 	return scanSessions(rows)
 }
 
-// liveOnWorker lists the sessions still running on a worker.
-func liveOnWorker(ctx context.Context, q pgx.Tx, workerID string) ([]*Session, error) {
-	rows, err := q.Query(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE worker_id = $1 AND ended_at IS NULL ORDER BY id`, workerID)
+// liveOnWorker lists the sessions of one partition still running on a
+// worker (partition -1: every partition).
+func liveOnWorker(ctx context.Context, q pgx.Tx, workerID string, partition int) ([]*Session, error) {
+	rows, err := q.Query(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE worker_id = $1 AND ended_at IS NULL
+		AND ($2 < 0 OR partition = $2) ORDER BY id`, workerID, partition)
 	if err != nil {
 		return nil, fmt.Errorf("live sessions on worker %s: %w", workerID, err)
 	}
@@ -116,7 +119,7 @@ func writeSessions(ctx context.Context, tx pgx.Tx, sessions []*Session) error {
 		switch {
 		case s.isNew:
 			b.Queue(`INSERT INTO sessions (`+sessionColumns+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,
-				$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29,$30,$31,$32)`, s.values()...)
+				$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29,$30,$31,$32,$33)`, s.values()...)
 		case s.dirty:
 			b.Queue(`UPDATE sessions SET status=$2, transcript_file_id=$3, recorded_steps=$4, observation_count=$5,
 				dropped_actions=$6, last_seq=$7, exit_code=$8, error=$9, model=$10, effort=$11, usage=$12,

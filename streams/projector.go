@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -63,6 +64,10 @@ type ProjectorConfig struct {
 	// BeforeAck, if set, runs after commit and before ack; an error stops
 	// the projector without acking, as a crash there would (tests use it).
 	BeforeAck func(last uint64) error
+	// NoStandby makes a projector that finds another instance leading end
+	// with ErrNotLeader instead of standing by (partition managers decide
+	// themselves which partitions an instance contends for).
+	NoStandby bool
 }
 
 // Projector defaults.
@@ -84,7 +89,12 @@ type Projector struct {
 	err  error
 	mu   sync.Mutex
 	last uint64
+
+	leading atomic.Bool
 }
+
+// Leading reports whether this instance holds the projector's leadership.
+func (p *Projector) Leading() bool { return p.leading.Load() }
 
 // ErrStopped is returned by Wait when the projector was stopped by a test hook.
 var ErrStopped = errors.New("projector stopped")
@@ -141,11 +151,16 @@ func (p *Projector) Start(ctx context.Context) error {
 func (p *Projector) lead(ctx context.Context) error {
 	for ctx.Err() == nil {
 		conn, err := p.acquireLeadership(ctx)
+		if errors.Is(err, ErrNotLeader) {
+			return err
+		}
 		if err != nil {
 			return nil // stopped while waiting
 		}
+		p.leading.Store(true)
 		err = p.consumeAsLeader(ctx, conn)
 		p.releaseLeadership(conn)
+		p.leading.Store(false)
 		if errors.Is(err, ErrStopped) {
 			return err
 		}
@@ -243,6 +258,9 @@ func (p *Projector) acquireLeadership(ctx context.Context) (*pgxpool.Conn, error
 		}
 		if !ok {
 			c.Release()
+			if p.cfg.NoStandby {
+				return permanentError{ErrNotLeader}
+			}
 			if !waiting {
 				p.log.Info("another instance leads this projector; standing by")
 				waiting = true
@@ -260,6 +278,9 @@ func (p *Projector) acquireLeadership(ctx context.Context) (*pgxpool.Conn, error
 }
 
 var errStandby = errors.New("standing by")
+
+// ErrNotLeader ends a NoStandby projector that found another instance leading.
+var ErrNotLeader = errors.New("another instance leads this projector")
 
 func (p *Projector) releaseLeadership(conn *pgxpool.Conn) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -25,6 +25,7 @@ const (
 	EnvPublicURL   = "SPINE_PUBLIC_URL"       // where people reach spine, for links in cards and pages
 	EnvFileCap     = "SPINE_FILE_CAP"         // largest event content stored inline, bytes
 	EnvMaxUpload   = "SPINE_MAX_UPLOAD_BYTES" // largest upload, bytes
+	EnvPartitions  = "SPINE_PARTITIONS"       // recorder partitions (1 = none)
 )
 
 // Defaults.
@@ -37,7 +38,7 @@ const (
 
 // Vars lists every environment variable spine reads.
 var Vars = []string{EnvDatabaseURL, EnvNATSURL, EnvNATSListen, EnvHTTPAddr, EnvDataDir,
-	EnvTokenSecret, EnvReplicas, EnvURL, EnvToken, EnvPublicURL, EnvFileCap, EnvMaxUpload}
+	EnvTokenSecret, EnvReplicas, EnvURL, EnvToken, EnvPublicURL, EnvFileCap, EnvMaxUpload, EnvPartitions}
 
 // Config is spine serve's configuration.
 type Config struct {
@@ -54,6 +55,9 @@ type Config struct {
 	FileCap int
 	// MaxUploadBytes bounds one upload; 0 means 1 GiB.
 	MaxUploadBytes int64
+	// Partitions splits the recorder's work by session id among instances;
+	// 0 or 1 means one recorder projector for all sessions.
+	Partitions int
 }
 
 // FromEnv reads the configuration from the environment.
@@ -81,6 +85,11 @@ func FromEnv() (Config, error) {
 	if v := os.Getenv(EnvMaxUpload); v != "" {
 		if _, err := fmt.Sscanf(v, "%d", &c.MaxUploadBytes); err != nil || c.MaxUploadBytes < 1 {
 			return c, fmt.Errorf("%s=%q: want a positive number of bytes", EnvMaxUpload, v)
+		}
+	}
+	if v := os.Getenv(EnvPartitions); v != "" {
+		if _, err := fmt.Sscanf(v, "%d", &c.Partitions); err != nil || c.Partitions < 1 || c.Partitions > 64 {
+			return c, fmt.Errorf("%s=%q: want 1..64", EnvPartitions, v)
 		}
 	}
 	abs, err := filepath.Abs(c.DataDir)
