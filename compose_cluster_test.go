@@ -93,6 +93,9 @@ func checkClusterSpine(svc string, base, overlay map[string]service) []string {
 	if env[config.EnvReplicas] != "3" {
 		problems = append(problems, fmt.Sprintf("%s: %s=%q on a three-node cluster, want 3", svc, config.EnvReplicas, env[config.EnvReplicas]))
 	}
+	if p := env[config.EnvPartitions]; p == "" || p == "1" {
+		problems = append(problems, fmt.Sprintf("%s: %s=%q: instances share the recorder only when it is partitioned", svc, config.EnvPartitions, p))
+	}
 	if env[config.EnvDatabaseURL] != base["spine"].Env[config.EnvDatabaseURL] {
 		problems = append(problems, svc+": not the same database as spine")
 	}
@@ -100,6 +103,14 @@ func checkClusterSpine(svc string, base, overlay map[string]service) []string {
 		problems = append(problems, svc+": instances must share a required SPINE_TOKEN_SECRET")
 	}
 	return problems
+}
+
+// checkSamePartitions: every instance must split the work the same way.
+func checkSamePartitions(overlay map[string]service) []string {
+	if a, b := overlay["spine"].Env[config.EnvPartitions], overlay["spine-2"].Env[config.EnvPartitions]; a != b {
+		return []string{fmt.Sprintf("spine has %s=%q, spine-2 %q", config.EnvPartitions, a, b)}
+	}
+	return nil
 }
 
 func clusterProblems(t *testing.T, baseText, overlayText string) []string {
@@ -112,7 +123,7 @@ func clusterProblems(t *testing.T, baseText, overlayText string) []string {
 	if err != nil {
 		return []string{"parse: " + err.Error()}
 	}
-	return checkCluster(base, overlay)
+	return append(checkCluster(base, overlay), checkSamePartitions(overlay)...)
 }
 
 func TestComposeClusterAgrees(t *testing.T) {
@@ -138,6 +149,9 @@ func TestComposeClusterChecksCatch(t *testing.T) {
       SPINE_TOKEN_SECRET: ${SPINE_TOKEN_SECRET:?set SPINE_TOKEN_SECRET (openssl rand -hex 32) so both instances share it}
     depends_on`},
 		{"unknown setting", `SPINE_DATA_DIR: /data`, `SPINE_DATADIR: /data`},
+		{"partitions differ", `SPINE_PARTITIONS: "8"
+      SPINE_DATA_DIR`, `SPINE_PARTITIONS: "4"
+      SPINE_DATA_DIR`},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			if strings.Count(overlay, m.from) != 1 {
