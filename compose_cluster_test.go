@@ -139,15 +139,17 @@ func TestComposeClusterChecksCatch(t *testing.T) {
 		{"route to self", `"nats://nats-2:6222,nats://nats-3:6222"`, `"nats://nats:6222,nats://nats-3:6222"`},
 		{"shared server name", `"--name", "nats-3"`, `"--name", "nats-2"`},
 		{"replicas", `SPINE_STREAM_REPLICAS: "3"
+      SPINE_PARTITIONS: "8"
       SPINE_TOKEN_SECRET`, `SPINE_STREAM_REPLICAS: "1"
+      SPINE_PARTITIONS: "8"
       SPINE_TOKEN_SECRET`},
 		{"missing node in url", `SPINE_NATS_URL: nats://nats:4222,nats://nats-2:4222,nats://nats-3:4222
       SPINE_STREAM_REPLICAS: "3"
-      SPINE_TOKEN_SECRET: ${SPINE_TOKEN_SECRET:?set SPINE_TOKEN_SECRET (openssl rand -hex 32) so both instances share it}
-    depends_on`, `SPINE_NATS_URL: nats://nats:4222,nats://nats-2:4222
+      SPINE_PARTITIONS: "8"
+      SPINE_TOKEN_SECRET`, `SPINE_NATS_URL: nats://nats:4222,nats://nats-2:4222
       SPINE_STREAM_REPLICAS: "3"
-      SPINE_TOKEN_SECRET: ${SPINE_TOKEN_SECRET:?set SPINE_TOKEN_SECRET (openssl rand -hex 32) so both instances share it}
-    depends_on`},
+      SPINE_PARTITIONS: "8"
+      SPINE_TOKEN_SECRET`},
 		{"unknown setting", `SPINE_DATA_DIR: /data`, `SPINE_DATADIR: /data`},
 		{"partitions differ", `SPINE_PARTITIONS: "8"
       SPINE_DATA_DIR`, `SPINE_PARTITIONS: "4"
