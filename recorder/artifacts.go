@@ -79,9 +79,9 @@ func (b *batch) endArtifacts(s *Session, e *streams.Envelope) {
 }
 
 // transcriptArtifact records a session's transcript file as an artifact.
-func (b *batch) transcriptArtifact(s *Session, size int) {
+func (b *batch) transcriptArtifact(s *Session, size int64, missing bool) {
 	b.arts = append(b.arts, &artifact{id: "art-" + s.ID + "-transcript", kind: "transcript",
-		name: "transcript.jsonl", digest: s.TranscriptFileID, sessionID: s.ID, size: int64(size),
+		name: "transcript.jsonl", digest: s.TranscriptFileID, sessionID: s.ID, size: size, missing: missing,
 		org: s.Org, member: s.Member, at: *s.EndedAt})
 }
 

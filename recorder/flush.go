@@ -1,13 +1,17 @@
 package recorder
 
 import (
+	"bytes"
 	"context"
+	"encoding/hex"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"lukechampine.com/blake3"
 
 	"github.com/spinehq/spine/library"
 )
@@ -106,14 +110,57 @@ func (b *batch) copyChunks(ctx context.Context) error {
 }
 
 // finalTranscript writes the session's prose as one content-addressed file
-// and records it as the session's transcript artifact.
+// and records it as the session's transcript artifact. A transcript that
+// fits in one piece joins the batch's files; a longer one streams into the
+// Library page by page under a savepoint of its own (a Library failure marks
+// it missing and the session goes on).
 func (b *batch) finalTranscript(ctx context.Context, s *Session) error {
-	data, err := BuildTranscript(ctx, b.tx, s.ID)
+	r := NewTranscriptReader(ctx, b.tx, s.ID)
+	head := make([]byte, library.PieceSize+1)
+	n, err := io.ReadFull(r, head)
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		s.TranscriptFileID = b.putBlob(head[:n])
+		s.needsFinal = false
+		b.transcriptArtifact(s, int64(n), false)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
-	s.TranscriptFileID = b.putBlob(data)
-	s.needsFinal = false
-	b.transcriptArtifact(s, len(data))
+	sp, err := b.tx.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("transcript savepoint: %w", err)
+	}
+	f, putErr := b.r.blobs.Put(ctx, sp, io.MultiReader(bytes.NewReader(head), r))
+	if putErr != nil {
+		if r.err != nil {
+			return r.err // reading the chunks failed: a database failure, retry the batch
+		}
+		if err := sp.Rollback(ctx); err != nil {
+			return fmt.Errorf("transcript write failed (%v) and could not be rolled back: %w", putErr, err)
+		}
+		b.r.m.libraryFailures.Inc()
+		b.r.log.Warn("transcript could not be stored; marked missing", "session", s.ID, "err", putErr)
+		s.needsFinal = false
+		return b.transcriptUnstored(ctx, s)
+	}
+	if err := sp.Commit(ctx); err != nil {
+		return fmt.Errorf("transcript savepoint release: %w", err)
+	}
+	s.TranscriptFileID, s.needsFinal = f.Digest, false
+	b.transcriptArtifact(s, f.Size, false)
+	return nil
+}
+
+// transcriptUnstored still names the transcript by its digest (hashed from
+// the chunks again), with the artifact marked missing.
+func (b *batch) transcriptUnstored(ctx context.Context, s *Session) error {
+	h := blake3.New(32, nil)
+	n, err := io.Copy(h, NewTranscriptReader(ctx, b.tx, s.ID))
+	if err != nil {
+		return err
+	}
+	s.TranscriptFileID = library.DigestPrefix + hex.EncodeToString(h.Sum(nil))
+	b.transcriptArtifact(s, n, true)
 	return nil
 }

@@ -1,10 +1,12 @@
 package recorder_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/spinehq/spine/internal/spinetest"
 	"github.com/spinehq/spine/library"
+	"github.com/spinehq/spine/recorder"
 )
 
 // A Library failure never fails the session: the store refuses every write
@@ -76,5 +78,39 @@ func TestProducedByStampedAtEnd(t *testing.T) {
 	}
 	if n != 4 { // x.txt, report.md, big.bin, transcript
 		t.Fatalf("%d artifacts, want 4", n)
+	}
+}
+
+// A transcript longer than a piece streams into the Library page by page;
+// with the store refusing writes it is marked missing and the session ends.
+func TestLongTranscriptStreams(t *testing.T) {
+	h := running(t)
+	big := strings.Repeat("long prose line for a long session\n", 20000) // ~700 KB per chunk
+	h.Publish(spinetest.Start("s1"), spinetest.Text("s1", 1, big), spinetest.Text("s1", 2, big),
+		spinetest.End("s1", "done", "", ""))
+	h.WaitCaughtUp()
+	s := session(t, h, "s1")
+	want, err := recorder.BuildTranscript(ctx, h.Pool, "s1")
+	if err != nil || len(want) <= library.PieceSize || s.TranscriptFileID != library.Digest(want) {
+		t.Fatalf("transcript %d bytes, id %s: %v", len(want), s.TranscriptFileID, err)
+	}
+	got, err := library.NewPGStore(nil).Get(ctx, h.Pool, s.TranscriptFileID)
+	if err != nil || string(got) != string(want) {
+		t.Fatalf("stored transcript: %d bytes, %v", len(got), err)
+	}
+
+	if _, err := h.Pool.Exec(ctx, `ALTER TABLE library_staging ADD CONSTRAINT refuse_all CHECK (false) NOT VALID`); err != nil {
+		t.Fatal(err)
+	}
+	h.Publish(spinetest.Start("s2"), spinetest.Text("s2", 1, big), spinetest.Text("s2", 2, big+"x"),
+		spinetest.End("s2", "done", "", ""))
+	h.WaitCaughtUp()
+	s2 := session(t, h, "s2")
+	want2, _ := recorder.BuildTranscript(ctx, h.Pool, "s2")
+	if s2.Status != "done" || s2.TranscriptFileID != library.Digest(want2) {
+		t.Fatalf("session = %+v", s2)
+	}
+	if n := count(t, h, `SELECT count(*) FROM artifacts WHERE session_id = 's2' AND kind = 'transcript' AND content_missing`); n != 1 {
+		t.Fatal("the unstored transcript is not marked missing")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -29,27 +30,69 @@ type Queryer interface {
 // object per line, {"seq","stream","at","text"}, in seq order, so each
 // chunk keeps its stream and place.
 func BuildTranscript(ctx context.Context, q Queryer, sessionID string) ([]byte, error) {
-	rows, err := q.Query(ctx, `SELECT seq, stream, text, at FROM session_chunks WHERE session_id = $1 ORDER BY seq`, sessionID)
+	return io.ReadAll(NewTranscriptReader(ctx, q, sessionID))
+}
+
+// transcriptPage is how many chunks a TranscriptReader reads per query.
+const transcriptPage = 500
+
+// TranscriptReader streams a transcript file page by page, so a session of
+// any length is written without holding it in memory. Each page's query is
+// read to its end before any bytes are returned, so the reader can share a
+// connection (the projector's transaction) with whoever consumes it.
+type TranscriptReader struct {
+	ctx       context.Context
+	q         Queryer
+	sessionID string
+	after     int64
+	buf       bytes.Buffer
+	done      bool
+	err       error
+}
+
+// NewTranscriptReader returns a reader of a session's transcript file.
+func NewTranscriptReader(ctx context.Context, q Queryer, sessionID string) *TranscriptReader {
+	return &TranscriptReader{ctx: ctx, q: q, sessionID: sessionID}
+}
+
+func (r *TranscriptReader) Read(p []byte) (int, error) {
+	for r.buf.Len() == 0 && !r.done && r.err == nil {
+		r.err = r.page()
+	}
+	if r.buf.Len() > 0 {
+		return r.buf.Read(p)
+	}
+	if r.err != nil {
+		return 0, r.err
+	}
+	return 0, io.EOF
+}
+
+func (r *TranscriptReader) page() error {
+	rows, err := r.q.Query(r.ctx, `SELECT seq, stream, text, at FROM session_chunks
+		WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, r.sessionID, r.after, transcriptPage)
 	if err != nil {
-		return nil, fmt.Errorf("transcript of %s: %w", sessionID, err)
+		return fmt.Errorf("transcript of %s: %w", r.sessionID, err)
 	}
 	defer rows.Close()
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+	enc := json.NewEncoder(&r.buf)
+	n := 0
 	for rows.Next() {
 		var c Chunk
 		if err := rows.Scan(&c.Seq, &c.Stream, &c.Text, &c.At); err != nil {
-			return nil, fmt.Errorf("transcript of %s: %w", sessionID, err)
+			return fmt.Errorf("transcript of %s: %w", r.sessionID, err)
 		}
 		c.At = c.At.UTC()
 		if err := enc.Encode(c); err != nil {
-			return nil, err
+			return err
 		}
+		r.after, n = c.Seq, n+1
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("transcript of %s: %w", sessionID, err)
+		return fmt.Errorf("transcript of %s: %w", r.sessionID, err)
 	}
-	return buf.Bytes(), nil
+	r.done = n < transcriptPage
+	return nil
 }
 
 // ErrNotFound: no such session, or not the caller's. Both are one answer.
