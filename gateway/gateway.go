@@ -187,6 +187,8 @@ func (g *Gateway) capabilityError(name string, err error) *mcp.CallToolResult {
 		return errorResult(b)
 	case errors.As(err, &inv):
 		return toolError("invalid_arguments", inv.Msg)
+	case errors.Is(err, desktop.ErrTooLarge):
+		return toolError("too_large", err.Error())
 	case errors.Is(err, desktop.ErrBusy):
 		return toolError("busy", "spine did not apply the write in time; retry the same call")
 	}

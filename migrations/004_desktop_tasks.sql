@@ -89,3 +89,12 @@ CREATE TABLE runner_tokens (
     revoked_at  timestamptz
 );
 CREATE INDEX runner_tokens_owner ON runner_tokens (org, member, created_at DESC);
+
+-- Which member a runnerId belongs to: the first to mint a token for it. Not
+-- a projection. Its primary key settles two members minting one id at once.
+CREATE TABLE runner_owners (
+    runner_id   text PRIMARY KEY,
+    org         text NOT NULL,
+    member      text NOT NULL,
+    created_at  timestamptz NOT NULL
+);

@@ -23,10 +23,12 @@ const (
 	CodeNotClaimable   = "not_claimable"
 	CodeNotRegistered  = "runner_not_registered"
 	CodeNeedsRunner    = "needs_desktop_runner"
+	CodeRunnerTaken    = "runner_taken"
 )
 
-// maxDesktopBody bounds a runner's or member's request body.
-const maxDesktopBody = 8 << 20
+// maxDesktopBody bounds a runner's or member's request body: what it
+// carries is published as one message, which the log takes up to 4 MiB.
+const maxDesktopBody = streams.MaxEnvelopeBytes
 
 // desktopRoutes mounts the runner protocol, runner tokens, remote sessions,
 // session pages and the MCP endpoint. Without a desktop service none exist.
@@ -100,7 +102,8 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	if err := dec.Decode(v); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, fmt.Sprintf("body over %d bytes", maxDesktopBody))
+			writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge,
+				fmt.Sprintf("body over %d bytes: it must fit in one message of the log; send less at a time (fewer events per post)", maxDesktopBody))
 			return false
 		}
 		writeError(w, http.StatusBadRequest, CodeBadRequest, "body must be a JSON object: "+jsonProblem(err))
@@ -158,6 +161,10 @@ func (s *Server) desktopError(w http.ResponseWriter, op string, err error) {
 			Message: "stale claim: this fencing token no longer holds the task (it is " + stale.State + "); stop work on it"}})
 	case errors.Is(err, desktop.ErrNotClaimable):
 		writeError(w, http.StatusConflict, CodeNotClaimable, "this runner may not take the task: it is for another machine, of a work kind the runner did not declare, or past its deliverBy")
+	case errors.Is(err, desktop.ErrRunnerTaken):
+		writeError(w, http.StatusConflict, CodeRunnerTaken, "runnerId is in use by another member: give this machine another persisted id")
+	case errors.Is(err, desktop.ErrTooLarge):
+		writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, err.Error())
 	case errors.Is(err, desktop.ErrNotRegistered):
 		writeError(w, http.StatusConflict, CodeNotRegistered, "register first: POST /v1/desktop-runner/register")
 	case errors.As(err, &needs):

@@ -18,6 +18,10 @@ func sanitize(e *Envelope) {
 	scrub(reflect.ValueOf(e).Elem())
 }
 
+// Scrub replaces NUL in every string v points to (json.RawMessage
+// included): other packages' messages get the envelope's rule.
+func Scrub(v any) { scrub(reflect.ValueOf(v)) }
+
 var rawType = reflect.TypeOf(json.RawMessage(nil))
 
 func scrub(v reflect.Value) {

@@ -149,6 +149,13 @@ func (b *browser) read(r io.ReadCloser) {
 // call sends one command (to a page when session is set) and waits for its reply.
 func (b *browser) call(t *testing.T, session, method string, params any, out any) {
 	t.Helper()
+	if err := b.try(session, method, params, out); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// try is call that returns what went wrong.
+func (b *browser) try(session, method string, params any, out any) error {
 	b.mu.Lock()
 	b.nextID++
 	id := b.nextID
@@ -161,22 +168,23 @@ func (b *browser) call(t *testing.T, session, method string, params any, out any
 	}
 	data, _ := json.Marshal(msg)
 	if _, err := b.w.Write(append(data, 0)); err != nil {
-		t.Fatalf("cdp %s: %v", method, err)
+		return fmt.Errorf("cdp %s: %v", method, err)
 	}
 	select {
 	case rep := <-ch:
 		if rep.Error != nil {
-			t.Fatalf("cdp %s: %s", method, rep.Error.Message)
+			return fmt.Errorf("cdp %s: %s", method, rep.Error.Message)
 		}
 		if out != nil {
 			if err := json.Unmarshal(rep.Result, out); err != nil {
-				t.Fatalf("cdp %s reply: %v", method, err)
+				return fmt.Errorf("cdp %s reply: %v", method, err)
 			}
 		}
+		return nil
 	case <-b.done:
-		t.Fatalf("cdp %s: chromium exited", method)
+		return fmt.Errorf("cdp %s: chromium exited", method)
 	case <-time.After(60 * time.Second):
-		t.Fatalf("cdp %s: no reply in 60s", method)
+		return fmt.Errorf("cdp %s: no reply in 60s", method)
 	}
 }
 
@@ -222,13 +230,22 @@ func (p *tab) await(t *testing.T, cond string) {
 	  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', watch); else watch();
 	  setTimeout(() => reject(new Error('timed out waiting for: ` + strings.ReplaceAll(cond, "'", `\'`) + `')), 30000);
 	})`
-	// The first evaluation may race the navigation (about:blank, then the
-	// redirect that sets the cookie): retry until the page is ours.
+	// The first evaluations may race the navigation (about:blank, then the
+	// redirect that sets the cookie), which destroys the context they run
+	// in: retry until the page is ours.
 	for i := 0; ; i++ {
-		if got := p.eval(t, `location.pathname.startsWith('/ui/sessions/') && document.readyState !== 'loading'`); got == "true" || i > 300 {
+		var probe struct {
+			Result struct {
+				Value any `json:"value"`
+			} `json:"result"`
+		}
+		err := p.b.try(p.session, "Runtime.evaluate", map[string]any{"returnByValue": true,
+			"expression": `location.pathname.startsWith('/ui/sessions/') && document.readyState !== 'loading'`}, &probe)
+		if (err == nil && probe.Result.Value == true) || i > 300 {
 			break
 		}
-		p.b.call(t, p.session, "Runtime.evaluate", map[string]any{"expression": `new Promise(r => setTimeout(r, 50))`, "awaitPromise": true}, nil)
+		// A pause inside the page; a navigation may end it early.
+		_ = p.b.try(p.session, "Runtime.evaluate", map[string]any{"expression": `new Promise(r => setTimeout(r, 50))`, "awaitPromise": true}, nil)
 	}
 	if got := p.eval(t, js); got != "true" {
 		t.Fatalf("await %s = %s", cond, got)

@@ -3,6 +3,7 @@ package desktop
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -130,7 +131,9 @@ type EventsReceipt struct {
 }
 
 // PostEvents records ordered events of a held task; events whose seq was
-// already recorded are dropped as duplicates.
+// already recorded are dropped as duplicates. Events the projection could
+// not store (dead-lettered as unstorable) are an *InvalidError: nothing of
+// the post was recorded.
 func (s *Service) PostEvents(ctx context.Context, id RunnerIdentity, taskID string, fence uint64, evs []RunnerEvent) (*EventsReceipt, error) {
 	if err := ValidateEvents(evs); err != nil {
 		return nil, invalid(err.Error())
@@ -147,6 +150,10 @@ func (s *Service) PostEvents(ctx context.Context, id RunnerIdentity, taskID stri
 	s.announceTask(t, m.At)
 	if t, err = s.held(ctx, id, taskID, fence); err != nil {
 		return nil, err
+	}
+	if last := evs[len(evs)-1].Seq; t.LastEventSeq < last {
+		return nil, invalid(fmt.Sprintf("events not recorded: spine could not store this post (a value PostgreSQL refuses, "+
+			"such as a number out of range in usage); the task's last recorded seq is still %d", t.LastEventSeq))
 	}
 	accepted := 0
 	for _, e := range evs {
@@ -209,5 +216,5 @@ func (t *Task) receipt(fence uint64, runnerID string) *Receipt {
 
 // announceTask tells the task's session page that it changed.
 func (s *Service) announceTask(t *Task, at time.Time) {
-	s.announce(Announcement{Kind: "session", SessionID: t.RemoteSessionID, TaskID: t.ID, Org: t.org, Member: t.member, At: at})
+	s.announce(Announcement{Kind: kindSession, SessionID: t.RemoteSessionID, TaskID: t.ID, Org: t.org, Member: t.member, At: at})
 }

@@ -14,14 +14,21 @@ var (
 	ErrAlreadyClaimed = errors.New("already_claimed")
 	// ErrStaleClaim: a heartbeat, events or completion from a claim that no longer holds the task.
 	ErrStaleClaim = errors.New("stale_claim")
-	// ErrNotClaimable: this runner may not take the task (another machine's, or a work kind it did not declare).
+	// ErrNotClaimable: this runner may not take the task (another machine's,
+	// a work kind it did not declare, or past its deliverBy); also register
+	// with a runnerId another member's runner uses.
 	ErrNotClaimable = errors.New("not_claimable")
 	// ErrNotRegistered: the runner must register before it polls or claims.
 	ErrNotRegistered = errors.New("runner_not_registered")
-	// ErrSessionEnded: send to a session whose machine is gone, or cancel with nothing to cancel.
+	// ErrConflict: a message published with an expected sequence lost to
+	// another write on the task's subjects; the service re-reads and retries.
 	ErrConflict = errors.New("conflict")
 	// ErrTokenRevoked: a runner token its member revoked (or never minted here).
 	ErrTokenRevoked = errors.New("runner token revoked")
+	// ErrRunnerTaken: minting a token for a runnerId another member owns.
+	ErrRunnerTaken = errors.New("runner_taken")
+	// ErrTooLarge: a write whose message would not fit in the log (4 MiB).
+	ErrTooLarge = errors.New("message too large")
 	// ErrBusy: the log did not take a write in time; the caller may retry.
 	ErrBusy = errors.New("busy")
 )
@@ -35,7 +42,7 @@ type NeedsRunnerError struct {
 
 func (e *NeedsRunnerError) Error() string { return "needs_desktop_runner: " + e.Action }
 
-// InvalidError is a request that breaks a rule; Field names what to fix.
+// InvalidError is a request that breaks a rule; Msg says what to fix.
 type InvalidError struct{ Msg string }
 
 func (e *InvalidError) Error() string { return e.Msg }

@@ -43,12 +43,13 @@ func (c *clock) Advance(d time.Duration) {
 
 // env is one test's spine: log, database, desktop service and HTTP API.
 type env struct {
-	t      *testing.T
-	h      *spinetest.Harness
-	svc    *desktop.Service
-	signer *auth.Signer
-	clock  *clock
-	base   string
+	t       *testing.T
+	h       *spinetest.Harness
+	svc     *desktop.Service
+	signer  *auth.Signer
+	clock   *clock
+	base    string
+	commits chan struct{} // the projector committed a batch
 }
 
 func newEnv(t *testing.T) *env {
@@ -58,7 +59,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, h: h, signer: signer, clock: &clock{}}
+	e := &env{t: t, h: h, signer: signer, clock: &clock{}, commits: make(chan struct{}, 1)}
 	e.svc = e.service(false)
 	api := server.New(server.Config{Pool: h.Pool, Signer: signer, Desktop: e.svc, Logger: spinetest.Logger(t)})
 	srv := httptest.NewUnstartedServer(api)
@@ -76,8 +77,13 @@ func newEnv(t *testing.T) *env {
 func (e *env) service(noProjector bool) *desktop.Service {
 	e.t.Helper()
 	svc, err := desktop.New(desktop.Config{Pool: e.h.Pool, JS: e.h.JS, NC: e.h.NC, Signer: e.signer, Now: e.clock.Now,
-		SweepInterval: -1, NoProjector: noProjector, Logger: spinetest.Logger(e.t),
-		ProjectorOpts: &streams.ProjectorConfig{MaxWait: 5 * time.Millisecond}})
+		SweepInterval: -1, NoProjector: noProjector, Logger: spinetest.Logger(e.t), StreamKeepAlive: 50 * time.Millisecond,
+		ProjectorOpts: &streams.ProjectorConfig{MaxWait: 5 * time.Millisecond, OnCommit: func(uint64, []streams.Message) {
+			select {
+			case e.commits <- struct{}{}:
+			default:
+			}
+		}}})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -96,13 +102,18 @@ func (e *env) member(org, member string) string {
 	return tok
 }
 
-// do sends a request and returns the status and body.
+// do sends a request and returns the status and body; a []byte body is
+// sent as it is, anything else as JSON.
 func (e *env) do(method, path, token string, body any) (int, []byte) {
 	e.t.Helper()
 	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
+	switch b := body.(type) {
+	case nil:
+	case []byte:
 		rd = bytes.NewReader(b)
+	default:
+		data, _ := json.Marshal(b)
+		rd = bytes.NewReader(data)
 	}
 	req, _ := http.NewRequest(method, e.base+path, rd)
 	if token != "" {
@@ -187,6 +198,7 @@ func (r *fakeRunner) heartbeat(taskID string, fence uint64) desktop.Lease {
 type sse struct {
 	resp   *http.Response
 	events chan [2]string // event, data
+	done   chan struct{}  // the test is over: stop reading
 }
 
 func (r *fakeRunner) events(ctx context.Context) *sse {
@@ -201,9 +213,12 @@ func (r *fakeRunner) events(ctx context.Context) *sse {
 		b, _ := io.ReadAll(resp.Body)
 		r.e.t.Fatalf("events = %d %s", resp.StatusCode, b)
 	}
-	s := &sse{resp: resp, events: make(chan [2]string, 64)}
+	s := &sse{resp: resp, events: make(chan [2]string, 64), done: make(chan struct{})}
 	go s.read()
-	r.e.t.Cleanup(func() { resp.Body.Close() })
+	r.e.t.Cleanup(func() {
+		close(s.done)
+		resp.Body.Close()
+	})
 	return s
 }
 
@@ -217,12 +232,42 @@ func (s *sse) read() {
 		case strings.HasPrefix(line, "event: "):
 			ev = strings.TrimPrefix(line, "event: ")
 		case strings.HasPrefix(line, "data: "):
-			s.events <- [2]string{ev, strings.TrimPrefix(line, "data: ")}
+			s.send(ev, strings.TrimPrefix(line, "data: "))
+		case strings.HasPrefix(line, ":"):
+			s.send(":", line) // a keepalive
 		}
 	}
 }
 
-// next waits for the next event named name.
+func (s *sse) send(event, data string) {
+	select {
+	case s.events <- [2]string{event, data}:
+	case <-s.done:
+	}
+}
+
+// rest reads the stream to its end and returns the events it carried,
+// keepalives left out.
+func (s *sse) rest(t testing.TB, within time.Duration) [][2]string {
+	t.Helper()
+	var out [][2]string
+	deadline := time.After(within)
+	for {
+		select {
+		case ev, ok := <-s.events:
+			if !ok {
+				return out
+			}
+			if ev[0] != ":" {
+				out = append(out, ev)
+			}
+		case <-deadline:
+			t.Fatalf("event stream still open after %s (events so far: %v)", within, out)
+		}
+	}
+}
+
+// next waits for the next event named name (":" for a keepalive).
 func (s *sse) next(t testing.TB, name string, within time.Duration) string {
 	t.Helper()
 	deadline := time.After(within)

@@ -153,6 +153,7 @@ func Decode(subject string, data []byte) (*Message, error) {
 		}
 		return nil, streams.Reject(streams.ReasonMalformed, "%v", err)
 	}
+	streams.Scrub(&m) // PostgreSQL cannot store U+0000: the event is kept, as U+FFFD
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}

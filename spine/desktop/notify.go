@@ -1,9 +1,9 @@
 package desktop
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
-	"strings"
 	"sync"
 	"time"
 
@@ -16,12 +16,14 @@ import (
 // event streams learn of queued work, session pages of changes.
 const subjectAnnounce = "spine.notify."
 
-// Announcement says a task was queued (Kind "work") or a remote session
-// changed (Kind "session"). It is published after the projection applied
-// the change, so a listener that reads at once sees it.
+// Announcement says a task was queued (Kind "work"), a remote session
+// changed (Kind "session") or a runner token was revoked (Kind "revoked").
+// It is published after the change is stored, so a listener that reads at
+// once sees it.
 type Announcement struct {
 	Kind      string    `json:"kind"`
 	TaskID    string    `json:"taskId,omitempty"`
+	TokenID   string    `json:"tokenId,omitempty"` // revoked
 	SessionID string    `json:"sessionId,omitempty"`
 	Org       string    `json:"org"`
 	Member    string    `json:"member"`
@@ -30,9 +32,16 @@ type Announcement struct {
 	At        time.Time `json:"at"`
 }
 
+// Announcement kinds.
+const (
+	kindWork    = "work"
+	kindSession = "session"
+	kindRevoked = "revoked"
+)
+
 func (s *Service) announce(a Announcement) {
 	data, _ := json.Marshal(a)
-	subj := subjectAnnounce + a.Kind + "." + a.SessionID
+	subj := subjectAnnounce + a.Kind + "." + cmp.Or(a.SessionID, a.TokenID)
 	if err := s.cfg.NC.Publish(subj, data); err != nil {
 		s.log.Warn("announce failed; listeners catch up on their next poll", "kind", a.Kind, "err", err)
 	}
@@ -40,6 +49,15 @@ func (s *Service) announce(a Announcement) {
 
 func workKey(org, member string) string { return "work\x00" + org + "\x00" + member }
 func sessionKey(id string) string       { return "session\x00" + id }
+
+// key is who listens to a: a session's pages, or the member's runners'
+// event streams (work, and revocations of their tokens).
+func (a Announcement) key() string {
+	if a.Kind == kindSession {
+		return sessionKey(a.SessionID)
+	}
+	return workKey(a.Org, a.Member)
+}
 
 // hub fans announcements out to this instance's listeners.
 type hub struct {
@@ -71,6 +89,9 @@ func (h *hub) listen(key string) (<-chan Announcement, func()) {
 			delete(h.subs[key], ch)
 			close(ch)
 		}
+		if len(h.subs[key]) == 0 {
+			delete(h.subs, key) // session ids come and go: keep no key nobody listens to
+		}
 	}
 }
 
@@ -79,13 +100,9 @@ func (h *hub) deliver(msg *nats.Msg) {
 	if json.Unmarshal(msg.Data, &a) != nil {
 		return
 	}
-	key := sessionKey(a.SessionID)
-	if strings.HasPrefix(msg.Subject, subjectAnnounce+"work.") {
-		key = workKey(a.Org, a.Member)
-	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for ch := range h.subs[key] {
+	for ch := range h.subs[a.key()] {
 		select {
 		case ch <- a:
 		default: // a slow listener re-reads everything on its next wake-up

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/spinehq/spine/streams"
 )
@@ -24,26 +26,81 @@ const (
 // log order: a heartbeat, events or completion whose fence is not the task's
 // current claim, or that arrives after the task ended, changes nothing but
 // the task's last sequence.
+//
+// Each message is applied under its own savepoint: one the rules refuse,
+// or whose rows PostgreSQL refuses, leaves no row behind (never a task
+// without its session). Every message on a task's subjects, refused or
+// not, moves the task's last_seq, because claims and the sweeper publish
+// expecting the last sequence on those subjects.
 type Projection struct{}
 
 // Apply implements streams.Handler.
 func (Projection) Apply(ctx context.Context, tx pgx.Tx, msgs []streams.Message) ([]error, error) {
 	results := make([]error, len(msgs))
 	for i, raw := range msgs {
-		m, err := Decode(raw.Subject, raw.Data)
+		rej, err := applyOne(ctx, tx, raw)
 		if err != nil {
-			results[i] = err
+			return nil, err
+		}
+		if rej == nil {
 			continue
 		}
-		rej, err := apply(ctx, tx, m, raw.Seq)
-		if err != nil {
-			return nil, fmt.Errorf("apply %s %s: %w", m.Type, m.ID, err)
-		}
-		if rej != nil {
-			results[i] = rej
+		results[i] = rej
+		if err := touchTask(ctx, tx, raw); err != nil {
+			return nil, err
 		}
 	}
 	return results, nil
+}
+
+// errNoTranscript: events for a task whose remote session is not its owner's.
+var errNoTranscript = errors.New("no remote session of the task's owner")
+
+// applyOne applies one message inside a savepoint, or says why not.
+func applyOne(ctx context.Context, tx pgx.Tx, raw streams.Message) (*streams.Rejection, error) {
+	m, err := Decode(raw.Subject, raw.Data)
+	if err != nil {
+		if rej, ok := streams.AsRejection(err); ok {
+			return rej, nil
+		}
+		return streams.Reject(streams.ReasonMalformed, "%v", err), nil
+	}
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("savepoint: %w", err)
+	}
+	defer sp.Rollback(ctx) // a no-op after Commit
+	rej, err := apply(ctx, sp, m, raw.Seq)
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.Is(err, errNoTranscript):
+		return streams.Reject(streams.ReasonUnknownSession, "task %s: %v", m.TaskID, err), nil
+	case streams.IsDataError(err) && errors.As(err, &pgErr):
+		return streams.Reject(streams.ReasonUnstorable, "PostgreSQL refused its rows: SQLSTATE %s: %s", pgErr.Code, pgErr.Message), nil
+	case err != nil:
+		return nil, fmt.Errorf("apply %s %s: %w", m.Type, m.ID, err)
+	case rej != nil:
+		return rej, nil
+	}
+	if err := sp.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("release savepoint: %w", err)
+	}
+	return nil, nil
+}
+
+// touchTask moves last_seq of the task whose subject raw was published on
+// (a refused message counts for Nats-Expected-Last-Subject-Sequence too).
+func touchTask(ctx context.Context, tx pgx.Tx, raw streams.Message) error {
+	rest, ok := strings.CutPrefix(raw.Subject, subjectTask)
+	taskID, _, _ := strings.Cut(rest, ".")
+	if !ok || taskID == "" {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `UPDATE desktop_tasks SET last_seq = greatest(last_seq, $2) WHERE id = $1`, taskID, int64(raw.Seq))
+	if err != nil {
+		return fmt.Errorf("advance last_seq of %s: %w", taskID, err)
+	}
+	return nil
 }
 
 func apply(ctx context.Context, tx pgx.Tx, m *Message, seq uint64) (*streams.Rejection, error) {
@@ -190,7 +247,7 @@ func applyQueued(ctx context.Context, tx pgx.Tx, m *Message, seq uint64) (*strea
 	if rej, err := upsertSession(ctx, tx, m, seq); rej != nil || err != nil {
 		return rej, err
 	}
-	return nil, insertEntries(ctx, tx, spec.RemoteSessionID, m.TaskID, m.At,
+	return nil, insertEntries(ctx, tx, Owner{m.Org, m.Member}, spec.RemoteSessionID, m.TaskID, m.At,
 		[]RunnerEvent{{Seq: 0, Type: "prompt", Text: spec.Instructions}})
 }
 
@@ -229,16 +286,19 @@ func appendEvents(ctx context.Context, tx pgx.Tx, t *Task, m *Message) error {
 		}
 		fresh = append(fresh, e)
 	}
-	return insertEntries(ctx, tx, t.RemoteSessionID, t.ID, m.At, fresh)
+	return insertEntries(ctx, tx, Owner{t.org, t.member}, t.RemoteSessionID, t.ID, m.At, fresh)
 }
 
-func insertEntries(ctx context.Context, tx pgx.Tx, sessionID, taskID string, at time.Time, evs []RunnerEvent) error {
+func insertEntries(ctx context.Context, tx pgx.Tx, owner Owner, sessionID, taskID string, at time.Time, evs []RunnerEvent) error {
 	if len(evs) == 0 {
 		return nil
 	}
 	var pos int64
-	err := tx.QueryRow(ctx, `UPDATE remote_sessions SET events = events + $2 WHERE id = $1 RETURNING events - $2`,
-		sessionID, len(evs)).Scan(&pos)
+	err := tx.QueryRow(ctx, `UPDATE remote_sessions SET events = events + $2 WHERE id = $1 AND org = $3 AND member = $4
+		RETURNING events - $2`, sessionID, len(evs), owner.Org, owner.Member).Scan(&pos)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%w: %s", errNoTranscript, sessionID)
+	}
 	if err != nil {
 		return fmt.Errorf("advance transcript of %s: %w", sessionID, err)
 	}

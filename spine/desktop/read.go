@@ -6,10 +6,15 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/spinehq/spine/streams"
 )
 
 // task reads one of owner's tasks.
 func (s *Service) task(ctx context.Context, owner Owner, id string) (*Task, error) {
+	if !streams.ValidID(id) {
+		return nil, ErrUnknownTask // and PostgreSQL never sees a NUL in a path
+	}
 	t, err := scanTask(s.cfg.Pool.QueryRow(ctx, `SELECT `+taskColumns+` FROM desktop_tasks
 		WHERE id = $1 AND org = $2 AND member = $3`, id, owner.Org, owner.Member))
 	if err != nil && !errors.Is(err, ErrUnknownTask) {
@@ -90,6 +95,9 @@ func (s *Service) SessionURL(id string) string { return s.cfg.BaseURL + "/ui/ses
 // Session reads one of owner's remote sessions, or ErrUnknownSession (also
 // for another member's: the two are one answer).
 func (s *Service) Session(ctx context.Context, owner Owner, id string) (*Session, error) {
+	if !streams.ValidID(id) {
+		return nil, ErrUnknownSession
+	}
 	ss, err := s.scanSession(s.cfg.Pool.QueryRow(ctx, `SELECT `+sessionColumns+sessionFrom+`
 		WHERE s.id = $1 AND s.org = $2 AND s.member = $3`, id, owner.Org, owner.Member))
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -99,9 +99,9 @@ func (s *Service) queue(ctx context.Context, owner Owner, spec *TaskSpec, now ti
 	if _, err := s.publish(ctx, m, publishOpts{}); err != nil {
 		return "", err
 	}
-	s.announce(Announcement{Kind: "work", TaskID: m.TaskID, SessionID: spec.RemoteSessionID, Org: owner.Org,
+	s.announce(Announcement{Kind: kindWork, TaskID: m.TaskID, SessionID: spec.RemoteSessionID, Org: owner.Org,
 		Member: owner.Member, RunnerID: spec.RunnerID, WorkKind: spec.Kind, At: now})
-	s.announce(Announcement{Kind: "session", TaskID: m.TaskID, SessionID: spec.RemoteSessionID, Org: owner.Org,
+	s.announce(Announcement{Kind: kindSession, TaskID: m.TaskID, SessionID: spec.RemoteSessionID, Org: owner.Org,
 		Member: owner.Member, At: now})
 	return m.TaskID, nil
 }
@@ -162,9 +162,6 @@ func (s *Service) sendDeadline(ctx context.Context, owner Owner, sess *Session, 
 }
 
 func (s *Service) sessionForWrite(ctx context.Context, owner Owner, id string) (*Session, error) {
-	if !streams.ValidID(id) {
-		return nil, ErrUnknownSession
-	}
 	return s.Session(ctx, owner, id)
 }
 

@@ -14,6 +14,7 @@ type RunnerIdentity struct {
 	Org, Member string
 	RunnerID    string // the machine the token was minted for
 	TokenID     string
+	ExpiresAt   time.Time
 }
 
 func (id RunnerIdentity) owner() Owner { return Owner{Org: id.Org, Member: id.Member} }
@@ -124,15 +125,4 @@ func (s *Service) Work(ctx context.Context, id RunnerIdentity) ([]Task, error) {
 		}
 	}
 	return out, nil
-}
-
-// WorkAnnouncements returns the announcements of work queued for this
-// runner's member; the caller filters with MayTake and re-reads Work.
-func (s *Service) WorkAnnouncements(id RunnerIdentity) (<-chan Announcement, func()) {
-	return s.hub.listen(workKey(id.Org, id.Member))
-}
-
-// MayTake reports whether an announced task is for this runner.
-func (a Announcement) MayTake(id RunnerIdentity) bool {
-	return a.RunnerID == "" || a.RunnerID == id.RunnerID
 }

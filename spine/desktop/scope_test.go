@@ -82,7 +82,8 @@ func TestTokenAudiences(t *testing.T) {
 	if code, body := e.do("DELETE", "/v1/desktop-runner/tokens/"+toks[0].TokenID, bob, nil); code != 404 {
 		t.Fatalf("bob revoking alice's token = %d %s", code, body)
 	}
-	if code, body := e.do("POST", "/v1/desktop-runner/tokens", bob, map[string]string{"runnerId": "laptop"}); code != 400 {
+	if code, body := e.do("POST", "/v1/desktop-runner/tokens", bob, map[string]string{"runnerId": "laptop"}); code != 409 ||
+		!strings.Contains(string(body), `"code":"runner_taken"`) {
 		t.Fatalf("bob minting for alice's runner id = %d %s", code, body)
 	}
 }

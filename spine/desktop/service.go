@@ -33,6 +33,10 @@ type Config struct {
 	// and passed deadlines; 0 means one second, negative means no loop
 	// (tests call Sweep).
 	SweepInterval time.Duration
+	// StreamKeepAlive is how often a runner's event stream sends a
+	// keepalive, checks its token again and refreshes the runner's
+	// presence; 0 means 15 seconds.
+	StreamKeepAlive time.Duration
 	// BaseURL prefixes links to session pages (cards, fallback text); ""
 	// gives paths.
 	BaseURL string
@@ -75,6 +79,7 @@ func New(cfg Config) (*Service, error) {
 		return nil, errors.New("desktop: Pool, JS, NC and Signer are required")
 	}
 	cfg.SweepInterval = cmp.Or(cfg.SweepInterval, time.Second)
+	cfg.StreamKeepAlive = cmp.Or(cfg.StreamKeepAlive, 15*time.Second)
 	s := &Service{cfg: cfg, log: cfg.Logger, now: cfg.Now, seen: map[string]time.Time{}, hub: newHub()}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -204,6 +209,10 @@ func (s *Service) publish(ctx context.Context, m *Message, opts publishOpts) (ui
 	if err != nil {
 		return 0, err
 	}
+	if len(data) > streams.MaxEnvelopeBytes {
+		return 0, fmt.Errorf("%w: the %s message encodes to %d bytes and the log takes at most %d; send less at a time",
+			ErrTooLarge, m.Type, len(data), streams.MaxEnvelopeBytes)
+	}
 	msg := nats.NewMsg(m.Subject())
 	msg.Data = data
 	msg.Header.Set(jetstream.MsgIDHeader, m.ID)
@@ -224,12 +233,14 @@ func (s *Service) publish(ctx context.Context, m *Message, opts publishOpts) (ui
 	return ack.Sequence, nil
 }
 
-// prepare stamps m's version and id and validates it.
+// prepare stamps m's version and id, replaces U+0000 (which PostgreSQL
+// cannot store) with U+FFFD, and validates it.
 func (m *Message) prepare() error {
 	m.V = 1
 	if m.ID == "" {
 		m.ID = newID("m-")
 	}
+	streams.Scrub(m)
 	return m.Validate()
 }
 

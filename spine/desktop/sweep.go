@@ -13,13 +13,16 @@ import (
 type SweepResult struct {
 	Interrupted int `json:"interrupted"`
 	Expired     int `json:"expired"`
-	Conflicts   int `json:"conflicts"` // another instance (or a late heartbeat) got there first
+	RunnerGone  int `json:"runnerGone"` // expired because their machine left
+	Conflicts   int `json:"conflicts"`  // another instance (or a late heartbeat) got there first
 }
 
 const sweepBatch = 500
 
-// Sweep interrupts tasks whose lease ran out before now and expires queued
-// tasks whose deliverBy passed. Each transition is published with the
+// Sweep interrupts tasks whose lease ran out before now, expires queued
+// tasks whose deliverBy passed, and expires queued tasks without a deliverBy
+// whose machine has not been seen for the presence window (error
+// "runner_gone: …": nothing would ever claim them). Each transition is published with the
 // sequence the sweep read, so of two spine instances sweeping at once only
 // one transition lands, and a heartbeat that arrived meanwhile wins.
 func (s *Service) Sweep(ctx context.Context, now time.Time) (SweepResult, error) {
@@ -42,7 +45,24 @@ func (s *Service) Sweep(ctx context.Context, now time.Time) (SweepResult, error)
 		m := &Message{Type: TypeExpired, At: now, TaskID: t.ID, Reason: reason}
 		s.sweepOne(ctx, t, m, &res.Expired, &res.Conflicts)
 	}
-	return res, nil
+	return res, s.sweepGone(ctx, now, &res)
+}
+
+// sweepGone expires queued tasks meant for a machine that left: no
+// deliverBy means the member asked for now, and now has passed.
+func (s *Service) sweepGone(ctx context.Context, now time.Time, res *SweepResult) error {
+	gone, err := s.dueTasks(ctx, `state = 'queued' AND deliver_by IS NULL AND runner_id <> '' AND NOT EXISTS (
+		SELECT 1 FROM desktop_runners r WHERE r.id = desktop_tasks.runner_id AND r.last_seen > $1)`, now.Add(-PresenceWindow))
+	if err != nil {
+		return err
+	}
+	for _, t := range gone {
+		reason := fmt.Sprintf("runner_gone: its machine (runner %s) was not seen for %s, so nothing will claim it; "+
+			"open the desktop app there and send again, or pass deliverBy to wait", t.RunnerID, PresenceWindow)
+		m := &Message{Type: TypeExpired, At: now, TaskID: t.ID, Reason: reason}
+		s.sweepOne(ctx, t, m, &res.RunnerGone, &res.Conflicts)
+	}
+	return nil
 }
 
 func (s *Service) sweepOne(ctx context.Context, t Task, m *Message, done, conflicts *int) {
@@ -59,9 +79,10 @@ func (s *Service) sweepOne(ctx context.Context, t Task, m *Message, done, confli
 	}
 }
 
-func (s *Service) dueTasks(ctx context.Context, where string, now time.Time) ([]Task, error) {
+// dueTasks lists tasks matching where, whose $1 is at.
+func (s *Service) dueTasks(ctx context.Context, where string, at time.Time) ([]Task, error) {
 	rows, err := s.cfg.Pool.Query(ctx, `SELECT `+taskColumns+` FROM desktop_tasks WHERE `+where+` ORDER BY id LIMIT `+
-		fmt.Sprint(sweepBatch), now)
+		fmt.Sprint(sweepBatch), at)
 	if err != nil {
 		return nil, fmt.Errorf("sweep: %w", err)
 	}

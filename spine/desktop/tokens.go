@@ -35,15 +35,6 @@ func (s *Service) MintRunnerToken(ctx context.Context, owner Owner, runnerID str
 	if !streams.ValidID(runnerID) {
 		return nil, invalid("runnerId is required: the machine's persisted id (letters, digits, - and _; at most 128)")
 	}
-	r, err := s.runner(ctx, owner, runnerID)
-	if err != nil && !errors.Is(err, ErrUnknownRunner) {
-		return nil, err
-	}
-	if r == nil {
-		if taken, err := s.runnerTaken(ctx, runnerID); err != nil || taken {
-			return nil, cmpErr(err, invalid("runnerId is in use by another member"))
-		}
-	}
 	tok, err := s.cfg.Signer.Mint(auth.Claims{Org: owner.Org, Member: owner.Member, Audience: AudienceRunner}, RunnerTokenTTL)
 	if err != nil {
 		return nil, err
@@ -52,26 +43,38 @@ func (s *Service) MintRunnerToken(ctx context.Context, owner Owner, runnerID str
 	if err != nil {
 		return nil, fmt.Errorf("read back minted token: %w", err)
 	}
-	_, err = s.cfg.Pool.Exec(ctx, `INSERT INTO runner_tokens (id, org, member, runner_id, created_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6)`, c.ID, owner.Org, owner.Member, runnerID, c.IssuedAt, c.ExpiresAt)
-	if err != nil {
-		return nil, fmt.Errorf("record runner token: %w", err)
+	if err := s.recordToken(ctx, owner, runnerID, c); err != nil {
+		return nil, err
 	}
 	return &RunnerToken{Token: tok, TokenID: c.ID, RunnerID: runnerID, CreatedAt: c.IssuedAt, ExpiresAt: c.ExpiresAt}, nil
 }
 
-func cmpErr(err, otherwise error) error {
-	if err != nil {
-		return err
-	}
-	return otherwise
-}
-
-func (s *Service) runnerTaken(ctx context.Context, runnerID string) (bool, error) {
-	var n int
-	err := s.cfg.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM desktop_runners WHERE id = $1) +
-		(SELECT count(*) FROM runner_tokens WHERE runner_id = $1)`, runnerID).Scan(&n)
-	return n > 0, err
+// recordToken claims runnerID for owner (the first member to mint for an
+// id owns it; runner_owners' primary key settles a race) and records the
+// token, in one transaction. Another member's id is ErrRunnerTaken.
+func (s *Service) recordToken(ctx context.Context, owner Owner, runnerID string, c auth.Claims) error {
+	return pgx.BeginFunc(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
+		// Two statements: the read must see an owner another transaction
+		// committed while the insert waited for it.
+		_, err := tx.Exec(ctx, `INSERT INTO runner_owners (runner_id, org, member, created_at) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (runner_id) DO NOTHING`, runnerID, owner.Org, owner.Member, c.IssuedAt)
+		var org, member string
+		if err == nil {
+			err = tx.QueryRow(ctx, `SELECT org, member FROM runner_owners WHERE runner_id = $1`, runnerID).Scan(&org, &member)
+		}
+		if err != nil {
+			return fmt.Errorf("claim runner id: %w", err)
+		}
+		if org != owner.Org || member != owner.Member {
+			return ErrRunnerTaken
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO runner_tokens (id, org, member, runner_id, created_at, expires_at)
+			VALUES ($1, $2, $3, $4, $5, $6)`, c.ID, owner.Org, owner.Member, runnerID, c.IssuedAt, c.ExpiresAt)
+		if err != nil {
+			return fmt.Errorf("record runner token: %w", err)
+		}
+		return nil
+	})
 }
 
 // VerifyRunner checks a runner token: signature, audience, lifetime, and
@@ -81,17 +84,35 @@ func (s *Service) VerifyRunner(ctx context.Context, token string) (RunnerIdentit
 	if err != nil {
 		return RunnerIdentity{}, err
 	}
+	id := RunnerIdentity{Org: c.Org, Member: c.Member, TokenID: c.ID, ExpiresAt: c.ExpiresAt}
+	id.RunnerID, err = s.liveToken(ctx, id)
+	return id, err
+}
+
+// CheckRunner checks again that a verified runner token has neither
+// expired nor been revoked: a long-lived request (the event stream) calls
+// it on every keepalive.
+func (s *Service) CheckRunner(ctx context.Context, id RunnerIdentity) error {
+	if !s.now().Before(id.ExpiresAt) {
+		return auth.ErrExpired
+	}
+	_, err := s.liveToken(ctx, id)
+	return err
+}
+
+// liveToken is the runner a recorded, unrevoked token was minted for.
+func (s *Service) liveToken(ctx context.Context, id RunnerIdentity) (string, error) {
 	var runnerID string
 	var revoked *time.Time
-	err = s.cfg.Pool.QueryRow(ctx, `SELECT runner_id, revoked_at FROM runner_tokens WHERE id = $1 AND org = $2 AND member = $3`,
-		c.ID, c.Org, c.Member).Scan(&runnerID, &revoked)
+	err := s.cfg.Pool.QueryRow(ctx, `SELECT runner_id, revoked_at FROM runner_tokens WHERE id = $1 AND org = $2 AND member = $3`,
+		id.TokenID, id.Org, id.Member).Scan(&runnerID, &revoked)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && revoked != nil) {
-		return RunnerIdentity{}, ErrTokenRevoked
+		return "", ErrTokenRevoked
 	}
 	if err != nil {
-		return RunnerIdentity{}, fmt.Errorf("check runner token: %w", err)
+		return "", fmt.Errorf("check runner token: %w", err)
 	}
-	return RunnerIdentity{Org: c.Org, Member: c.Member, RunnerID: runnerID, TokenID: c.ID}, nil
+	return runnerID, nil
 }
 
 // RunnerTokens lists owner's runner tokens (never the token strings).
@@ -118,8 +139,13 @@ func (s *Service) RunnerTokens(ctx context.Context, owner Owner) ([]RunnerToken,
 // ErrUnknownToken: no such runner token of this member.
 var ErrUnknownToken = errors.New("unknown_token")
 
-// RevokeRunnerToken revokes one of owner's runner tokens at once.
+// RevokeRunnerToken revokes one of owner's runner tokens at once: every
+// request after it is refused, and the token's open event streams (on any
+// spine instance) are told and closed.
 func (s *Service) RevokeRunnerToken(ctx context.Context, owner Owner, tokenID string) error {
+	if !streams.ValidID(tokenID) {
+		return ErrUnknownToken
+	}
 	tag, err := s.cfg.Pool.Exec(ctx, `UPDATE runner_tokens SET revoked_at = coalesce(revoked_at, $4)
 		WHERE id = $1 AND org = $2 AND member = $3`, tokenID, owner.Org, owner.Member, s.now())
 	if err != nil {
@@ -128,5 +154,6 @@ func (s *Service) RevokeRunnerToken(ctx context.Context, owner Owner, tokenID st
 	if tag.RowsAffected() == 0 {
 		return ErrUnknownToken
 	}
+	s.announce(Announcement{Kind: kindRevoked, TokenID: tokenID, Org: owner.Org, Member: owner.Member, At: s.now()})
 	return nil
 }

@@ -93,6 +93,8 @@ func ValidateEvents(evs []RunnerEvent) error {
 		switch {
 		case e.Seq < 1:
 			return streams.Reject(streams.ReasonInvalidField, "events[%d].seq must be 1 or more", i)
+		case i > 0 && e.Seq <= evs[i-1].Seq:
+			return streams.Reject(streams.ReasonInvalidField, "events[%d].seq %d must be above events[%d].seq %d: seqs increase within a post", i, e.Seq, i-1, evs[i-1].Seq)
 		case !eventTypes[e.Type]:
 			return streams.Reject(streams.ReasonInvalidField, "events[%d].type %q (want assistant_text, session_id, usage, status, terminal)", i, e.Type)
 		case len(e.Text) > MaxEventTextBytes || !utf8.ValidString(e.Text):
