@@ -3,7 +3,8 @@
 // A token is a JSON Web Token signed with HMAC-SHA256 (HS256) under one
 // server secret. It names who is calling — the organisation and the member —
 // and which door it opens (the audience): member tokens carry audience
-// [AudienceMember]; runner tokens will carry their own. Every read and write
+// [AudienceMember]; desktop runner tokens carry "spine-runner" (package
+// spine/desktop), so neither opens the other's routes. Every read and write
 // in spine is scoped to the {org, member} a verified token names, so Verify
 // is strict: exactly HS256 (never "none"), a constant-time signature check,
 // the expected audience, an unexpired lifetime and both identities present.

@@ -35,6 +35,9 @@
 //
 // Runner tokens (audience spine-runner, 12 h) are minted for one machine by
 // a member route and recorded in runner_tokens, which VerifyRunner checks,
-// so a member can revoke one at once. Prompts are stored (the desktop needs
-// them) and never logged.
+// so a member can revoke one at once; an open event stream (WorkStream)
+// hears of the revocation and ends, and checks its token again on every
+// keepalive besides. A runnerId belongs to the first member to mint for it
+// (runner_owners). Prompts are stored (the desktop needs them) and never
+// logged; U+0000, which PostgreSQL cannot store, becomes U+FFFD.
 package desktop
