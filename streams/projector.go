@@ -364,7 +364,32 @@ func (p *Projector) resetConsumer(ctx context.Context, last uint64) (jetstream.C
 	return cons, nil
 }
 
+// run applies batches as they come. The next batch is fetched while the
+// current one is applied and committed, so the log and the database work
+// at the same time; batches are still applied strictly in order.
 func (p *Projector) run(ctx context.Context, conn *pgxpool.Conn, cons jetstream.Consumer) error {
+	fetchCtx, cancel := context.WithCancel(ctx)
+	batches := make(chan []jetstream.Msg, 1)
+	var wg sync.WaitGroup
+	wg.Go(func() { p.fetch(fetchCtx, cons, batches) })
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case raw := <-batches:
+			if err := p.handle(ctx, conn, raw); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// fetch pulls batches into out until ctx ends.
+func (p *Projector) fetch(ctx context.Context, cons jetstream.Consumer, out chan<- []jetstream.Msg) {
 	for ctx.Err() == nil {
 		batch, err := cons.Fetch(p.cfg.BatchSize, jetstream.FetchMaxWait(p.cfg.MaxWait))
 		if err != nil {
@@ -383,11 +408,12 @@ func (p *Projector) run(ctx context.Context, conn *pgxpool.Conn, cons jetstream.
 			p.m.lag.WithLabelValues(p.cfg.Name).Set(0) // nothing pending
 			continue
 		}
-		if err := p.handle(ctx, conn, raw); err != nil {
-			return err
+		select {
+		case out <- raw:
+		case <-ctx.Done():
+			return // fetched, never applied or acked: redelivered from the checkpoint
 		}
 	}
-	return nil
 }
 
 // handle applies one fetched batch, retrying until it commits or the
