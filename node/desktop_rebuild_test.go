@@ -27,6 +27,33 @@ func TestDesktopRebuildVerifies(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(n.Stop)
+	desktopTraffic(t, n)
+	if err := n.WaitIdle(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	rcfg := cfg
+	rcfg.NATSURL = n.NATSURL()
+	rb, err := node.Rebuild(ctx, rcfg, spinetest.Logger(t), node.RebuildOptions{Verify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tbl := range rb.Differ {
+		t.Errorf("%s: live %s, rebuilt %s", tbl, rb.Live[tbl], rb.Rebuilt[tbl])
+	}
+	for _, tbl := range []string{"desktop_tasks", "desktop_task_events", "desktop_runners", "remote_sessions"} {
+		if strings.HasPrefix(rb.Live[tbl], "0:") || rb.Live[tbl] == "" {
+			t.Errorf("%s is empty: the workload did not exercise it (%s)", tbl, rb.Live[tbl])
+		}
+	}
+	if !rb.Verified || len(rb.Differ) != 0 {
+		t.Fatal("rebuild differs")
+	}
+}
+
+// desktopTraffic drives every desktop transition through n's service.
+func desktopTraffic(t *testing.T, n *node.Node) {
+	ctx := context.Background()
+	var err error
 	svc := n.Desktop
 	alice := desktop.Owner{Org: "acme", Member: "alice"}
 	laptop := runnerOf(t, svc, alice, "laptop", "alice\x00laptop")
@@ -98,25 +125,6 @@ func TestDesktopRebuildVerifies(t *testing.T) {
 		if err != nil || s.State != want {
 			t.Fatalf("session %s = %+v, %v; want %s", sess, s, err, want)
 		}
-	}
-	must(n.WaitIdle(ctx, nil))
-
-	rcfg := cfg
-	rcfg.NATSURL = n.NATSURL()
-	rb, err := node.Rebuild(ctx, rcfg, spinetest.Logger(t), node.RebuildOptions{Verify: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tbl := range rb.Differ {
-		t.Errorf("%s: live %s, rebuilt %s", tbl, rb.Live[tbl], rb.Rebuilt[tbl])
-	}
-	for _, tbl := range []string{"desktop_tasks", "desktop_task_events", "desktop_runners", "remote_sessions"} {
-		if strings.HasPrefix(rb.Live[tbl], "0:") || rb.Live[tbl] == "" {
-			t.Errorf("%s is empty: the workload did not exercise it (%s)", tbl, rb.Live[tbl])
-		}
-	}
-	if !rb.Verified || len(rb.Differ) != 0 {
-		t.Fatal("rebuild differs")
 	}
 }
 

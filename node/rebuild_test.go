@@ -12,8 +12,10 @@ import (
 	"github.com/spinehq/spine/streams"
 )
 
-// A mixed workload, rebuilt from the log into a fresh database, gives
-// projections whose checksums equal the live ones.
+// A mixed workload — sessions with holes and duplicates, library writes,
+// an upload, accounting rows and a plan budget, desktop tasks with a lost
+// lease — rebuilt from the log into a fresh database, gives projections
+// whose checksums equal the live ones.
 func TestRebuildVerifies(t *testing.T) {
 	_, url := pgtest.New(t)
 	cfg := config.Config{DatabaseURL: url, NATSListen: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
@@ -60,6 +62,11 @@ func TestRebuildVerifies(t *testing.T) {
 	f.do("POST", "/v1/ingest", alice, envelopes(t, envs...))
 	f.do("POST", "/v1/library/uploads?name=a.txt", alice, []byte("uploaded bytes"))
 	f.do("POST", "/v1/ingest", alice, envelopes(t, spinetest.Disconnect("w1", "gone")))
+	desktopTraffic(t, n) // desktop tasks with a lost lease, expiries, cancels
+	budget := `{"dollarCeiling":"5.00","loopCap":10}`
+	if code, resp := f.do("POST", "/v1/plans/plan-7/budget", alice, []byte(budget)); code >= 300 {
+		t.Fatalf("budget = %d %s", code, resp)
+	}
 	if err := n.WaitIdle(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +83,8 @@ func TestRebuildVerifies(t *testing.T) {
 		}
 		t.Fatal("rebuild differs")
 	}
-	for _, tbl := range []string{"sessions", "steps", "artifacts", "dead_letters"} {
+	for _, tbl := range []string{"sessions", "steps", "artifacts", "dead_letters", "router_calls", "plan_budgets",
+		"desktop_tasks", "remote_sessions"} {
 		if res.Live[tbl] == "" || res.Live[tbl][:2] == "0:" {
 			t.Errorf("%s is empty: the workload did not exercise it (%s)", tbl, res.Live[tbl])
 		}
