@@ -26,6 +26,7 @@ func runImport(ctx context.Context, args []string) error {
 	format := fs.String("format", "", fmt.Sprintf("force the format of every file: one of %v (default: detect per file)", importer.Formats))
 	billing := fs.String("billing", "", "stamp imported sessions subscription or metered (default: unknown)")
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
+	allSessions := fs.Bool("all-sessions", false, fmt.Sprintf("list every session in the JSON summary (default: the first %d; totals count them all)", importer.MaxSessionsListed))
 	dryRun := fs.Bool("dry-run", false, "read and count everything, publish nothing")
 	urlFlag := fs.String("url", "", "spine HTTP API (default $SPINE_URL or http://127.0.0.1:7070)")
 	token := fs.String("token", "", "bearer token (default $SPINE_TOKEN); imported sessions belong to its member")
@@ -48,7 +49,7 @@ func runImport(ctx context.Context, args []string) error {
 	if err != nil {
 		return usageError{err.Error()}
 	}
-	opts := importer.Options{App: *app, Format: f, Billing: *billing,
+	opts := importer.Options{App: *app, Format: f, Billing: *billing, AllSessions: *allSessions,
 		Owner: streams.Owner{Org: *org, Member: *member}, Progress: importProgress()}
 	switch {
 	case *dryRun:

@@ -15,7 +15,7 @@ import (
 type claudeStream struct {
 	imp *Importer
 	fc  *fileCtx
-	s   *session
+	cur fileSession
 }
 
 type claudeStreamLine struct {
@@ -40,16 +40,19 @@ func (p *claudeStream) record(ctx context.Context, rec record) (string, error) {
 		return "not a stream-json event: " + err.Error(), nil
 	}
 	s := p.sessionFor(l.SessionID)
+	if s == nil {
+		return endedSkip(p.cur.gone), nil
+	}
 	at := parseTime(l.Timestamp)
 	s.touch(at)
 	at = s.when(at, p.fc)
 	switch l.Type {
 	case "system":
-		if l.Subtype == "init" && !s.started {
-			s.workspace = l.CWD
+		if l.Subtype == "init" {
+			s.setWorkspace(l.CWD)
 		}
 		if s.model == "" {
-			s.model = l.Model
+			s.model = s.imp.intern(l.Model)
 		}
 		return "", nil
 	case "assistant":
@@ -71,15 +74,17 @@ func (p *claudeStream) record(ctx context.Context, rec record) (string, error) {
 }
 
 func (p *claudeStream) sessionFor(id string) *session {
-	if id == "" && p.s != nil {
-		return p.s
+	if id == "" && p.cur.known() {
+		return p.cur.get()
 	}
 	if id == "" {
 		id = fileSessionID(p.fc.path)
 	}
-	p.s = p.imp.session(p.fc, id)
-	p.s.kind = "run"
-	return p.s
+	s := p.cur.set(p.imp.session(p.fc, id), id)
+	if s != nil {
+		s.run = true
+	}
+	return s
 }
 
 // result is the end of one query: its usage adds to the session's report,

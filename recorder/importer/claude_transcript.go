@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -49,12 +50,13 @@ func (p *claudeTranscript) record(ctx context.Context, rec record) (string, erro
 		l.SessionID = fileSessionID(p.fc.path)
 	}
 	s := p.imp.session(p.fc, l.SessionID)
-	if p.imp.seenLine(s, l.UUID) {
+	if s == nil {
+		return endedSkip(l.SessionID), nil
+	}
+	if l.Message != nil && mayHaveText(l.Message.Content) && p.imp.seenLine(s, l.UUID) {
 		return "", nil
 	}
-	if l.CWD != "" && !s.started {
-		s.workspace = l.CWD
-	}
+	s.setWorkspace(l.CWD)
 	at := parseTime(l.Timestamp)
 	s.touch(at)
 	at = s.when(at, p.fc)
@@ -71,3 +73,13 @@ func (p *claudeTranscript) record(ctx context.Context, rec record) (string, erro
 }
 
 func (p *claudeTranscript) done(context.Context) error { return nil }
+
+// mayHaveText reports whether message content may hold text: a string, or
+// blocks that mention "text". Only such lines are remembered by uuid (a
+// resumed session's copy would repeat their prose); the rest are safe to
+// read twice: a response's usage is counted once by its key, a tool call
+// once by its id, and a result finds its call only once.
+func mayHaveText(content json.RawMessage) bool {
+	c := bytes.TrimLeft(content, " \t\r\n")
+	return len(c) > 0 && c[0] == '"' || bytes.Contains(c, []byte(`"text"`))
+}

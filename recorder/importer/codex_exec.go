@@ -18,7 +18,7 @@ import (
 type codexExec struct {
 	imp    *Importer
 	fc     *fileCtx
-	s      *session
+	cur    fileSession
 	inTurn bool
 }
 
@@ -58,11 +58,17 @@ func (p *codexExec) record(ctx context.Context, rec record) (string, error) {
 		return "not a codex exec event: " + err.Error(), nil
 	}
 	if l.Type == "thread.started" && l.ThreadID != "" {
-		p.s = p.imp.session(p.fc, l.ThreadID)
-		p.s.kind, p.s.begun = "run", true
+		s := p.cur.set(p.imp.session(p.fc, l.ThreadID), l.ThreadID)
+		if s == nil {
+			return endedSkip(l.ThreadID), nil
+		}
+		s.run, s.begun = true, true
 		return "", nil
 	}
 	s := p.session()
+	if s == nil {
+		return endedSkip(p.cur.gone), nil
+	}
 	at := s.when(time.Time{}, p.fc)
 	switch l.Type {
 	case "turn.started":
@@ -75,7 +81,7 @@ func (p *codexExec) record(ctx context.Context, rec record) (string, error) {
 		}
 		s.addReport(at, u.tokens())
 		s.responses++
-		s.day(at).responses++
+		s.days[s.day(at)].responses++
 		s.addRaw(l.Usage)
 	case "turn.failed":
 		p.inTurn = false
@@ -100,11 +106,15 @@ func (p *codexExec) record(ctx context.Context, rec record) (string, error) {
 }
 
 func (p *codexExec) session() *session {
-	if p.s == nil {
-		p.s = p.imp.session(p.fc, fileSessionID(p.fc.path))
-		p.s.kind = "run"
+	if p.cur.known() {
+		return p.cur.get()
 	}
-	return p.s
+	id := fileSessionID(p.fc.path)
+	s := p.cur.set(p.imp.session(p.fc, id), id)
+	if s != nil {
+		s.run = true
+	}
+	return s
 }
 
 func (p *codexExec) item(ctx context.Context, s *session, it *execItem) error {
@@ -144,8 +154,8 @@ func (p *codexExec) item(ctx context.Context, s *session, it *execItem) error {
 }
 
 func (p *codexExec) done(context.Context) error {
-	if p.inTurn && p.s != nil {
-		p.s.status, p.s.err = "failed", "stream_incomplete: the stream ended inside a turn (no turn.completed)"
+	if s := p.cur.get(); p.inTurn && s != nil {
+		s.status, s.err = "failed", "stream_incomplete: the stream ended inside a turn (no turn.completed)"
 	}
 	return nil
 }

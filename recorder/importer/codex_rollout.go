@@ -19,7 +19,7 @@ import (
 type codexRollout struct {
 	imp *Importer
 	fc  *fileCtx
-	s   *session
+	cur fileSession
 }
 
 type rolloutLine struct {
@@ -58,17 +58,18 @@ func (p *codexRollout) record(ctx context.Context, rec record) (string, error) {
 		return "rollout line without a payload object", nil
 	}
 	if l.Type == "session_meta" && pl.ID != "" {
-		p.s = p.imp.session(p.fc, pl.ID)
-		p.s.begun, p.s.kind = true, "open"
-		if pl.Originator == "codex_exec" {
-			p.s.kind = "run"
+		s := p.cur.set(p.imp.session(p.fc, pl.ID), pl.ID)
+		if s == nil {
+			return endedSkip(pl.ID), nil
 		}
-		if !p.s.started {
-			p.s.workspace = pl.CWD
-		}
-		p.s.touch(parseTime(pl.Timestamp))
+		s.begun, s.run = true, pl.Originator == "codex_exec"
+		s.setWorkspace(pl.CWD)
+		s.touch(parseTime(pl.Timestamp))
 	}
 	s := p.session()
+	if s == nil {
+		return endedSkip(p.cur.gone), nil
+	}
 	at := parseTime(l.Timestamp)
 	s.touch(at)
 	at = s.when(at, p.fc)
@@ -76,7 +77,7 @@ func (p *codexRollout) record(ctx context.Context, rec record) (string, error) {
 	case "session_meta", "compacted":
 		return "", nil
 	case "turn_context":
-		s.model, s.effort = cmpOr(pl.Model, s.model), cmpOr(pl.Effort, s.effort)
+		s.model, s.effort = s.imp.intern(cmpOr(pl.Model, s.model)), s.imp.intern(cmpOr(pl.Effort, s.effort))
 		return "", nil
 	case "response_item":
 		return "", p.item(ctx, s, at, &pl)
@@ -87,10 +88,11 @@ func (p *codexRollout) record(ctx context.Context, rec record) (string, error) {
 }
 
 func (p *codexRollout) session() *session {
-	if p.s == nil {
-		p.s = p.imp.session(p.fc, fileSessionID(p.fc.path))
+	if p.cur.known() {
+		return p.cur.get()
 	}
-	return p.s
+	id := fileSessionID(p.fc.path)
+	return p.cur.set(p.imp.session(p.fc, id), id)
 }
 
 func (p *codexRollout) item(ctx context.Context, s *session, at time.Time, pl *rolloutPayload) error {
@@ -191,13 +193,13 @@ func (p *codexRollout) tokens(s *session, at time.Time, pl *rolloutPayload) stri
 	if s.cumulative != nil {
 		delta.sub(*s.cumulative)
 	}
-	d := s.day(at)
+	d := &s.days[s.day(at)]
 	d.reported.add(delta)
 	d.responses++
 	s.cumulative = &t
 	s.responses++
-	s.model = cmpOr(info.Model, s.model)
-	s.raw, s.rawMore = nil, 0
+	s.model = s.imp.intern(cmpOr(info.Model, s.model))
+	s.raw = nil
 	s.addRaw(pl.Info) // the last report is the session's total
 	return ""
 }

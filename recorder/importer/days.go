@@ -22,25 +22,42 @@ type Day struct {
 // a codex exec turn, a change of a rollout's running total). A session's
 // days use the same basis as its total (see session.total).
 type dayUsage struct {
+	date      int32 // days since 1970-01-01, UTC
 	responses int
 	tokens    Tokens
 	reported  Tokens
 }
 
-// dayOf is the UTC date of a record's time.
-func dayOf(at time.Time) string { return at.UTC().Format(time.DateOnly) }
+// dayKey is one row of Summary.PerDay.
+type dayKey struct {
+	date int32
+	app  string
+}
 
-func (s *session) day(at time.Time) *dayUsage {
+// dayOf is the UTC day of a record's time, in days since 1970-01-01.
+func dayOf(at time.Time) int32 {
+	sec := at.Unix()
+	if sec < 0 {
+		sec -= 86400 - 1 // round towards the earlier day
+	}
+	return int32(sec / 86400)
+}
+
+// dateOf is a day's YYYY-MM-DD.
+func dateOf(day int32) string {
+	return time.Unix(int64(day)*86400, 0).UTC().Format(time.DateOnly)
+}
+
+// day is the index of the session's share of at's day, added on first use.
+func (s *session) day(at time.Time) int32 {
 	d := dayOf(at)
-	if s.days == nil {
-		s.days = map[string]*dayUsage{}
+	for i := range s.days {
+		if s.days[i].date == d {
+			return int32(i)
+		}
 	}
-	u := s.days[d]
-	if u == nil {
-		u = &dayUsage{}
-		s.days[d] = u
-	}
-	return u
+	s.days = append(s.days, dayUsage{date: d})
+	return int32(len(s.days) - 1)
 }
 
 // addReport adds one of the app's own reports to the session's total and
@@ -50,35 +67,36 @@ func (s *session) addReport(at time.Time, t Tokens) {
 		s.report = &Tokens{}
 	}
 	s.report.add(t)
-	s.day(at).reported.add(t)
+	s.days[s.day(at)].reported.add(t)
 }
 
-// perDay sums the sessions' days, per date and app, in date order.
-func perDay(sessions []*session) []Day {
-	type key struct{ date, app string }
-	sums := map[key]*Day{}
-	for _, s := range sessions {
-		byReport := s.report != nil || s.cumulative != nil
-		for date, u := range s.days {
-			k := key{date, s.app}
-			d := sums[k]
-			if d == nil {
-				d = &Day{Date: date, App: s.app}
-				sums[k] = d
-			}
-			d.Responses += u.responses
-			if byReport {
-				d.Tokens.add(u.reported)
-			} else {
-				d.Tokens.add(u.tokens)
-			}
+// addDays adds a closed session's days to the import's, per date and app.
+func (imp *Importer) addDays(s *session) {
+	byReport := s.report != nil || s.cumulative != nil
+	for _, u := range s.days {
+		k := dayKey{u.date, s.app()}
+		d := imp.days[k]
+		if d == nil {
+			d = &Day{App: s.app()}
+			imp.days[k] = d
+		}
+		d.Responses += u.responses
+		if byReport {
+			d.Tokens.add(u.reported)
+		} else {
+			d.Tokens.add(u.tokens)
 		}
 	}
-	days := make([]Day, 0, len(sums))
-	for _, k := range slices.SortedFunc(maps.Keys(sums), func(a, b key) int {
+}
+
+// perDay is Summary.PerDay: the days in date order, then app.
+func (imp *Importer) perDay() []Day {
+	days := make([]Day, 0, len(imp.days))
+	for _, k := range slices.SortedFunc(maps.Keys(imp.days), func(a, b dayKey) int {
 		return cmp.Or(cmp.Compare(a.date, b.date), cmp.Compare(a.app, b.app))
 	}) {
-		if d := sums[k]; d.Responses != 0 || d.Tokens != (Tokens{}) {
+		if d := imp.days[k]; d.Responses != 0 || d.Tokens != (Tokens{}) {
+			d.Date = dateOf(k.date)
 			days = append(days, *d) // a day a snapshot moved away from is left empty
 		}
 	}

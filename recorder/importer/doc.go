@@ -25,6 +25,18 @@
 // total: a response is counted when the total changes, and a session's usage
 // is its last total_token_usage.
 //
+// # Bounded memory
+//
+// Memory grows with sessions and responses, never with bytes, and no text
+// is kept once published. Responses, lines and tool calls are remembered by
+// 8-byte keys (see key for the collision odds); a response's later snapshot
+// replaces its usage while it is among the last recentResponses counted.
+// Transcript and rollout sessions stay open to the end of the import (a
+// later file may continue them); stream-json and exec sessions are ended
+// once more than maxOpenOneFile are open, and a later record of one is
+// skipped and reported. Summary.PerSession lists at most MaxSessionsListed
+// sessions unless Options.AllSessions.
+//
 // # Usage convention
 //
 // inputTokens never includes cached tokens: Claude's input_tokens as

@@ -3,6 +3,7 @@ package importer
 import (
 	"bufio"
 	"cmp"
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -34,6 +35,9 @@ type Options struct {
 	Sink Sink
 	// Progress, when set, is called after each file and every few MB.
 	Progress func(Progress)
+	// AllSessions lists every session in Summary.PerSession; by default
+	// at most MaxSessionsListed are listed (the totals count them all).
+	AllSessions bool
 }
 
 // Progress is how far an import has come.
@@ -44,23 +48,44 @@ type Progress struct {
 }
 
 // Importer imports files into spine. Use Import; an Importer is one run.
+//
+// What it holds grows with sessions and responses, never with bytes: each
+// open session's small state (no text once its start is published), an
+// 8-byte key per response with the usage it was counted with, an 8-byte
+// key per transcript line and tool call, and one key per session ended
+// early (see maxOpenOneFile).
 type Importer struct {
 	opts      Options
 	sink      Sink
 	sum       *Summary
-	sessions  map[string]*session
-	order     []*session
-	responses map[[16]byte]*response
-	lines     map[[16]byte]struct{} // transcript lines seen, by session and uuid
+	sessions  map[string]*session // open sessions by spine id
+	order     []*session          // every session by ordinal; nil once closed
+	oneFile   *list.List          // open sessions of one-file formats, least recently used first
+	ended     map[uint64]struct{} // sessions closed before the end of the import, by key(id)
+	responses map[uint64]int32    // every response counted: the ordinal of the session that counted it
+	recent    map[uint64]response // the usage of the responses counted last (see recentResponses)
+	older     map[uint64]response // the generation before recent
+	lines     map[uint64]struct{} // lines and tool calls seen, by session
+	days      map[dayKey]*Day     // closed sessions' responses and tokens per day and app
+	strs      map[string]string   // models and efforts, one copy each
 	progress  Progress
 }
 
-// response is one counted model response and the usage it was counted with.
+// response is the usage a recent response was counted with and the day
+// it went to, for its later snapshots.
 type response struct {
-	s      *session
 	tokens Tokens
-	day    *dayUsage // where the session counted it
+	day    int32 // index in the counting session's days
 }
+
+// recentResponses bounds a generation of Importer.recent. A response's
+// later snapshot replaces its usage while the response is among the last
+// 32 768 to 65 536 counted or updated; Claude Code writes a response's
+// snapshots on consecutive lines, so only a snapshot left in a file read
+// tens of thousands of responses later would be too late, and then the
+// usage counted first stays. Keeping every response's usage instead would
+// cost 40 more bytes per response for the whole import.
+const recentResponses = 1 << 15
 
 // Import reads every file under paths (directories recursively, in
 // lexical order), publishes one session per app session it finds, and
@@ -75,8 +100,9 @@ func Import(ctx context.Context, paths []string, opts Options) (*Summary, error)
 		return nil, err
 	}
 	imp := &Importer{opts: opts, sink: opts.Sink, sum: &Summary{DryRun: opts.Sink == nil, Skipped: []Skip{},
-		PerSession: []Imported{}, PerDay: []Day{}}, sessions: map[string]*session{}, responses: map[[16]byte]*response{},
-		lines: map[[16]byte]struct{}{}}
+		PerSession: []Imported{}, PerDay: []Day{}}, sessions: map[string]*session{}, oneFile: list.New(),
+		ended: map[uint64]struct{}{}, responses: map[uint64]int32{}, recent: map[uint64]response{}, lines: map[uint64]struct{}{},
+		days: map[dayKey]*Day{}, strs: map[string]string{}}
 	if imp.sink == nil {
 		imp.sink = DiscardSink{}
 	}
@@ -87,7 +113,10 @@ func Import(ctx context.Context, paths []string, opts Options) (*Summary, error)
 		}
 	}
 	for _, s := range imp.order {
-		if err := s.finish(ctx); err != nil {
+		if s == nil {
+			continue
+		}
+		if err := imp.close(ctx, s); err != nil {
 			return imp.sum, err
 		}
 	}
@@ -247,6 +276,9 @@ func (imp *Importer) records(ctx context.Context, fc *fileCtx, rr recordReader, 
 		if skip != "" {
 			imp.sum.skip(fc.path, rec.n, skip)
 		}
+		if err := imp.closeIdle(ctx); err != nil {
+			return err
+		}
 	}
 }
 
@@ -263,22 +295,116 @@ func (imp *Importer) parser(fc *fileCtx) parser {
 	}
 }
 
-// session returns the session of an app session id, creating it on first sight.
+// session returns the session of an app session id, creating it on first
+// sight; nil when that session was closed earlier in the import (see
+// maxOpenOneFile), whose records can no longer be recorded.
 func (imp *Importer) session(fc *fileCtx, appSessionID string) *session {
 	app := fc.format.App()
 	id := SessionID(app, appSessionID)
 	s := imp.sessions[id]
 	if s == nil {
-		s = &session{imp: imp, id: id, appID: appSessionID, app: app, format: fc.format,
-			kind: "open", fallback: fc.mtime}
+		if _, ok := imp.ended[key(id)]; ok {
+			return nil
+		}
+		s = &session{imp: imp, n: int32(len(imp.order)), id: id, appID: appSessionID, format: fc.format,
+			fallback: fc.mtime.UnixMilli()}
 		imp.sessions[id] = s
 		imp.order = append(imp.order, s)
 		imp.progress.Sessions++
+		if s.format.oneFile() {
+			s.lru = imp.oneFile.PushBack(s)
+		}
+	} else if s.lru != nil {
+		imp.oneFile.MoveToBack(s.lru)
 	}
-	if !slices.Contains(s.files, fc.path) {
+	if len(s.files) == 0 || s.files[len(s.files)-1] != fc.path && !slices.Contains(s.files, fc.path) {
 		s.files = append(s.files, fc.path)
 	}
 	return s
+}
+
+// maxOpenOneFile bounds the sessions of stream-json and exec output kept
+// open at once. Such a session lives in one file, or in a few consecutive
+// ones (a run whose events were saved one per file, a resumed run's second
+// log); when more are open, the least recently used one is ended and
+// dropped, so a directory of thousands of CI logs, or one log of
+// thousands of concatenated runs, is imported in bounded memory. A record
+// of a session ended that way is skipped and reported. A variable for tests.
+var maxOpenOneFile = 1024
+
+// oneFile reports whether the format's sessions are ended when idle (see
+// maxOpenOneFile). Transcripts and rollouts are not: a later file may
+// continue any of their sessions, so they stay open to the end.
+func (f Format) oneFile() bool { return f == FormatClaudeStream || f == FormatCodexExec }
+
+// endedSkip is why a record of a session closed early is not imported.
+func endedSkip(appSessionID string) string {
+	return fmt.Sprintf("session %s was already ended: a stream-json or exec session is ended once %d newer ones "+
+		"have been read (import its files together, or on their own)", appSessionID, maxOpenOneFile)
+}
+
+// closeIdle ends the least recently used one-file sessions beyond maxOpenOneFile.
+func (imp *Importer) closeIdle(ctx context.Context) error {
+	for imp.oneFile.Len() > maxOpenOneFile {
+		if err := imp.close(ctx, imp.oneFile.Front().Value.(*session)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// close ends a session, adds it to the summary and drops it.
+func (imp *Importer) close(ctx context.Context, s *session) error {
+	err := s.finish(ctx)
+	imp.tally(s)
+	s.closed = true
+	delete(imp.sessions, s.id)
+	imp.order[s.n] = nil
+	if s.lru != nil {
+		imp.oneFile.Remove(s.lru)
+		s.lru = nil
+		imp.ended[key(s.id)] = struct{}{}
+	}
+	return err
+}
+
+// intern returns one shared copy of a short string seen in many sessions
+// (a model, an effort), up to a bound.
+func (imp *Importer) intern(v string) string {
+	if c, ok := imp.strs[v]; ok {
+		return c
+	}
+	if len(imp.strs) < 4096 {
+		imp.strs[v] = v
+	}
+	return v
+}
+
+// fileSession is the session a file's records belong to when they do not
+// name one: the last one named, or the file's own.
+type fileSession struct {
+	s    *session
+	gone string // the app id of a session ended earlier in the import: its records are skipped
+}
+
+// set makes s (the session of appID, nil when it was ended) the current one.
+func (f *fileSession) set(s *session, appID string) *session {
+	f.s, f.gone = s, ""
+	if s == nil {
+		f.gone = appID
+	}
+	return s
+}
+
+// known reports whether the file has named a session yet.
+func (f *fileSession) known() bool { return f.s != nil || f.gone != "" }
+
+// get is the current session; nil when it was ended (see maxOpenOneFile).
+func (f *fileSession) get() *session {
+	if f.s != nil && f.s.closed {
+		f.s, f.gone = nil, f.s.appID
+	}
+	return f.s
 }
 
 // fileSessionID names a session for sources that carry no id: the file's
@@ -291,26 +417,36 @@ func fileSessionID(path string) string {
 // countResponse counts one Claude response snapshot under its key, keeping
 // the final (last seen) usage. A key another session counted first is a
 // resumed session's copy: not counted again.
-func (imp *Importer) countResponse(s *session, at time.Time, key [16]byte, t Tokens) {
-	r := imp.responses[key]
+func (imp *Importer) countResponse(s *session, at time.Time, k uint64, t Tokens) {
+	sess, ok := imp.responses[k]
 	switch {
-	case r == nil:
-		r = &response{s: s, tokens: t, day: s.day(at)}
-		imp.responses[key] = r
+	case !ok:
+		imp.responses[k] = s.n
 		s.tokens.add(t)
 		s.responses++
-		r.day.responses++
-		r.day.tokens.add(t)
-	case r.s == s:
+	case sess != s.n:
+		imp.sum.RepeatedResponses++
+		return
+	default: // a later snapshot of a response this session counted
+		r, ok := imp.recent[k]
+		if !ok {
+			if r, ok = imp.older[k]; !ok {
+				return // too long after the last one (see recentResponses)
+			}
+		}
 		s.tokens.sub(r.tokens)
 		s.tokens.add(t)
-		r.day.responses--
-		r.day.tokens.sub(r.tokens)
-		r.tokens, r.day = t, s.day(at) // the day of the snapshot whose usage counts
-		r.day.responses++
-		r.day.tokens.add(t)
-	default:
-		imp.sum.RepeatedResponses++
+		d := &s.days[r.day]
+		d.responses--
+		d.tokens.sub(r.tokens)
+	}
+	r := response{tokens: t, day: s.day(at)} // the day of the snapshot whose usage counts
+	d := &s.days[r.day]
+	d.responses++
+	d.tokens.add(t)
+	imp.recent[k] = r
+	if len(imp.recent) >= recentResponses {
+		imp.older, imp.recent = imp.recent, make(map[uint64]response, recentResponses)
 	}
 }
 
@@ -320,7 +456,7 @@ func (imp *Importer) seenLine(s *session, uuid string) bool {
 	if uuid == "" {
 		return false
 	}
-	k := responseKey(s.app, s.id, "line:"+uuid)
+	k := key("line", s.app(), s.id, uuid)
 	if _, ok := imp.lines[k]; ok {
 		return true
 	}
@@ -336,27 +472,36 @@ func (imp *Importer) publish(ctx context.Context, e *streams.Envelope) error {
 	return imp.sink.Publish(ctx, e)
 }
 
-func (imp *Importer) summarise() {
-	var counted []*session
-	defer func() { imp.sum.PerDay = perDay(counted) }()
-	for _, s := range imp.order {
-		if !s.begun {
-			continue
-		}
-		t := s.total()
-		row := Imported{SessionID: s.id, AppSessionID: s.appID, App: s.app, Format: s.format, Files: s.files,
-			Status: cmpOr(s.status, "done"), Model: s.model, Responses: s.responses, Tokens: t,
-			TotalCost: s.cost, Chunks: s.seq, AlreadyRecorded: s.skip}
-		imp.sum.PerSession = append(imp.sum.PerSession, row)
-		if s.skip {
-			imp.sum.AlreadyRecorded++
-			continue
-		}
-		imp.sum.Sessions++
-		counted = append(counted, s)
-		imp.sum.Responses += s.responses
-		imp.sum.Tokens.add(t)
+// tally adds a closed session to the summary: its row (up to
+// MaxSessionsListed unless AllSessions), and, unless spine had it already,
+// its totals and days.
+func (imp *Importer) tally(s *session) {
+	if !s.begun {
+		return
 	}
+	t := s.total()
+	if imp.opts.AllSessions || len(imp.sum.PerSession) < MaxSessionsListed {
+		imp.sum.PerSession = append(imp.sum.PerSession, Imported{n: s.n, SessionID: s.id, AppSessionID: s.appID,
+			App: s.app(), Format: s.format, Files: s.files, Status: cmpOr(s.status, "done"), Model: s.model,
+			Responses: s.responses, Tokens: t, TotalCost: s.cost, Chunks: s.seq, AlreadyRecorded: s.skip})
+	} else {
+		imp.sum.OmittedSessions++
+	}
+	if s.skip {
+		imp.sum.AlreadyRecorded++
+		return
+	}
+	imp.sum.Sessions++
+	imp.sum.Responses += s.responses
+	imp.sum.Tokens.add(t)
+	imp.addDays(s)
+}
+
+// summarise puts the listed sessions in the order they were first seen and
+// the days in date order.
+func (imp *Importer) summarise() {
+	slices.SortFunc(imp.sum.PerSession, func(a, b Imported) int { return cmp.Compare(a.n, b.n) })
+	imp.sum.PerDay = imp.perDay()
 }
 
 func (imp *Importer) step() {

@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"container/list"
 	"context"
 	"encoding/json"
 	"slices"
@@ -21,41 +22,71 @@ const (
 
 // session is one app session being imported: its place in the sequence,
 // its pending tool calls and the usage it reported. It is small: content
-// passes straight through to the sink.
+// passes straight through to the sink, and the prompt and workspace are
+// dropped once the start is published.
 type session struct {
 	imp       *Importer
+	lru       *list.Element // in Importer.oneFile, for one-file formats
+	n         int32         // ordinal in the import: Importer.order's index
+	closed    bool          // ended and dropped (Importer.close)
+	run       bool          // kind "run" (a headless run), else "open"
+	begun     bool          // there is something to record
+	started   bool          // the start is published, or spine had it already
+	skip      bool          // spine recorded and ended it before: publish nothing
+	sawProse  bool
 	id, appID string
-	app       string
 	format    Format
-	kind      string
-	workspace string
+	pre       *preStart // until the start is published
 	files     []string
 
 	startAt, lastAt time.Time
-	fallback        time.Time // the first file's modification time, for sources without times
-	begun           bool      // there is something to record
-	started         bool      // the start is published, or spine had it already
-	skip            bool      // spine recorded and ended it before: publish nothing
-	resumeAfter     int64     // chunks at or below this seq were recorded before
+	fallback        int64 // the first file's modification time (Unix ms), for sources without times
+	resumeAfter     int64 // chunks at or below this seq were recorded before
 	seq             int64
-	prompt          string
 
 	tokens     Tokens  // sum of the final usage of each response
 	report     *Tokens // the app's own session total, when it gave one
 	cumulative *Tokens // Codex rollouts: the last total_token_usage
-	raw        []json.RawMessage
-	rawMore    int
+	raw        *rawReports
 	responses  int
-	days       map[string]*dayUsage // UTC date → this session's share
+	days       []dayUsage // this session's share of each UTC day
 
 	model, effort string
 	cost          *float64
 	status, err   string
 	exitCode      *int
 
-	sawProse     bool
-	pending      map[string]*pendingCall
-	pendingOrder []string
+	calls *calls // waiting for their results; nil when none
+}
+
+// preStart is what only the start carries.
+type preStart struct {
+	prompt, workspace string
+}
+
+// rawReports are the app's usage reports kept verbatim for usage.raw.
+type rawReports struct {
+	list []json.RawMessage
+	more int // reports beyond maxRawReports, left out
+}
+
+// calls are a session's tool calls waiting for their results, oldest first.
+type calls struct {
+	byID  map[string]*pendingCall
+	order []string
+}
+
+// app is the session's app.
+func (s *session) app() string { return s.format.App() }
+
+// setWorkspace sets the start's workspace, until the start is published.
+func (s *session) setWorkspace(w string) {
+	if !s.started && w != "" {
+		if s.pre == nil {
+			s.pre = &preStart{}
+		}
+		s.pre.workspace = w
+	}
 }
 
 // pendingCall is a tool call waiting for its result; build turns the
@@ -102,8 +133,11 @@ func (s *session) userText(ctx context.Context, at time.Time, text string) error
 	if text == "" {
 		return nil
 	}
-	if !s.begun && s.prompt == "" {
-		s.begun, s.prompt = true, text
+	if !s.begun && (s.pre == nil || s.pre.prompt == "") {
+		if s.pre == nil {
+			s.pre = &preStart{}
+		}
+		s.begun, s.pre.prompt = true, text
 		return nil
 	}
 	return s.prose(ctx, at, "stdout", "\n> "+text+"\n")
@@ -154,7 +188,7 @@ func (s *session) chunk(ctx context.Context, at time.Time, e *streams.Envelope) 
 		return nil
 	}
 	e.V, e.Type, e.SessionID, e.Seq, e.At = streams.Version, streams.TypeSessionChunk, s.id, s.seq, at.UTC()
-	e.ID = envelopeID(s.app, s.id, "chunk", s.seq)
+	e.ID = envelopeID(s.app(), s.id, "chunk", s.seq)
 	return s.imp.publish(ctx, e)
 }
 
@@ -169,18 +203,26 @@ func (s *session) start(ctx context.Context) error {
 		return err
 	}
 	s.skip, s.resumeAfter = rec.Ended, rec.LastSeq
+	pre := s.pre
+	s.pre = nil // published, or spine has it: nothing keeps them
 	if rec.Started {
 		return nil
 	}
-	owner := s.imp.opts.Owner
+	if pre == nil {
+		pre = &preStart{}
+	}
+	owner, kind := s.imp.opts.Owner, "open"
+	if s.run {
+		kind = "run"
+	}
 	return s.imp.publish(ctx, &streams.Envelope{V: streams.Version, Type: streams.TypeSessionStart,
-		ID: envelopeID(s.app, s.id, "start", 0), At: s.startTime(), SessionID: s.id, App: s.app, Kind: s.kind,
-		AppSessionRef: s.appID, Workspace: s.workspace, Owner: &owner, Prompt: s.prompt})
+		ID: envelopeID(s.app(), s.id, "start", 0), At: s.startTime(), SessionID: s.id, App: s.app(), Kind: kind,
+		AppSessionRef: s.appID, Workspace: pre.workspace, Owner: &owner, Prompt: pre.prompt})
 }
 
 func (s *session) startTime() time.Time {
 	if s.startAt.IsZero() {
-		return s.fallback.UTC()
+		return time.UnixMilli(s.fallback).UTC()
 	}
 	return s.startAt.UTC()
 }
@@ -191,29 +233,31 @@ func (s *session) call(ctx context.Context, id string, at time.Time, build func(
 	if s.imp.seenLine(s, "call:"+id) {
 		return nil // a snapshot of a call already seen
 	}
-	if len(s.pendingOrder) >= maxPendingCalls {
-		oldest := s.pendingOrder[0]
-		if err := s.result(ctx, oldest, time.Time{}, callResult{}); err != nil {
+	if s.calls != nil && len(s.calls.order) >= maxPendingCalls {
+		if err := s.result(ctx, s.calls.order[0], time.Time{}, callResult{}); err != nil {
 			return err
 		}
 	}
-	if s.pending == nil {
-		s.pending = map[string]*pendingCall{}
+	if s.calls == nil {
+		s.calls = &calls{byID: map[string]*pendingCall{}}
 	}
-	s.pending[id] = &pendingCall{at: at, build: build}
-	s.pendingOrder = append(s.pendingOrder, id)
+	s.calls.byID[id] = &pendingCall{at: at, build: build}
+	s.calls.order = append(s.calls.order, id)
 	return nil
 }
 
 // result completes a pending call and publishes its event. A result for
 // a call never seen is ignored: there is no action to attach it to.
 func (s *session) result(ctx context.Context, id string, at time.Time, r callResult) error {
-	p := s.pending[id]
-	if p == nil {
+	if s.calls == nil || s.calls.byID[id] == nil {
 		return nil
 	}
-	delete(s.pending, id)
-	s.pendingOrder = slices.DeleteFunc(s.pendingOrder, func(x string) bool { return x == id })
+	p := s.calls.byID[id]
+	delete(s.calls.byID, id)
+	s.calls.order = slices.DeleteFunc(s.calls.order, func(x string) bool { return x == id })
+	if len(s.calls.order) == 0 {
+		s.calls = nil // most sessions wait on no call most of the time
+	}
 	if at.IsZero() {
 		at = p.at
 	}
@@ -227,11 +271,14 @@ func (s *session) result(ctx context.Context, id string, at time.Time, r callRes
 
 // addRaw keeps one of the app's usage reports verbatim, up to a bound.
 func (s *session) addRaw(r json.RawMessage) {
-	if len(s.raw) >= maxRawReports {
-		s.rawMore++
+	if s.raw == nil {
+		s.raw = &rawReports{}
+	}
+	if len(s.raw.list) >= maxRawReports {
+		s.raw.more++
 		return
 	}
-	s.raw = append(s.raw, append(json.RawMessage(nil), r...))
+	s.raw.list = append(s.raw.list, append(json.RawMessage(nil), r...))
 }
 
 // total is the session's normalised usage: the app's own total when it
@@ -258,15 +305,15 @@ func (s *session) finish(ctx context.Context) error {
 	if err := s.start(ctx); err != nil {
 		return err
 	}
-	for len(s.pendingOrder) > 0 {
-		if err := s.result(ctx, s.pendingOrder[0], time.Time{}, callResult{}); err != nil {
+	for s.calls != nil {
+		if err := s.result(ctx, s.calls.order[0], time.Time{}, callResult{}); err != nil {
 			return err
 		}
 	}
 	if s.skip {
 		return nil
 	}
-	e := &streams.Envelope{V: streams.Version, Type: streams.TypeSessionEnd, ID: envelopeID(s.app, s.id, "end", 0),
+	e := &streams.Envelope{V: streams.Version, Type: streams.TypeSessionEnd, ID: envelopeID(s.app(), s.id, "end", 0),
 		At: s.endTime(), SessionID: s.id, Status: cmpOr(s.status, "done"), ExitCode: s.exitCode, Error: s.err,
 		Model: s.model, Effort: s.effort, TotalCost: s.cost, Billing: s.imp.opts.Billing}
 	if s.reported() {
@@ -285,12 +332,12 @@ func (s *session) endTime() time.Time {
 
 // rawJSON is usage.raw: {"format", "reports": [the app's reports verbatim]}.
 func (s *session) rawJSON() json.RawMessage {
-	v := map[string]any{"format": s.format, "reports": s.raw}
-	if s.raw == nil {
-		v["reports"] = []json.RawMessage{}
-	}
-	if s.rawMore > 0 {
-		v["reportsOmitted"] = s.rawMore
+	v := map[string]any{"format": s.format, "reports": []json.RawMessage{}}
+	if s.raw != nil {
+		v["reports"] = s.raw.list
+		if s.raw.more > 0 {
+			v["reportsOmitted"] = s.raw.more
+		}
 	}
 	b, _ := json.Marshal(v)
 	return b

@@ -28,16 +28,24 @@ type Summary struct {
 	RepairedLines int `json:"repairedLines"`
 	// Skipped lists lines that were not imported and why (at most
 	// MaxSkipsListed; SkippedTotal counts them all).
-	Skipped      []Skip     `json:"skipped"`
-	SkippedTotal int        `json:"skippedTotal"`
-	Refused      []Refusal  `json:"refused,omitempty"`
-	PerSession   []Imported `json:"perSession"`
+	Skipped      []Skip    `json:"skipped"`
+	SkippedTotal int       `json:"skippedTotal"`
+	Refused      []Refusal `json:"refused,omitempty"`
+	// PerSession lists the sessions, in the order first seen: at most
+	// MaxSessionsListed (those ended first) unless Options.AllSessions;
+	// OmittedSessions counts the others. The totals above count them all.
+	PerSession      []Imported `json:"perSession"`
+	OmittedSessions int        `json:"omittedSessions"`
 	// PerDay splits Responses and Tokens by UTC day and app (see Day).
 	PerDay []Day `json:"perDay"`
 }
 
 // MaxSkipsListed bounds Summary.Skipped, so a file of garbage cannot grow it.
 const MaxSkipsListed = 1000
+
+// MaxSessionsListed bounds Summary.PerSession unless Options.AllSessions,
+// so a summary stays small however many sessions an import holds.
+const MaxSessionsListed = 1000
 
 // Skip is one input line that was not imported.
 type Skip struct {
@@ -81,6 +89,7 @@ func (t Tokens) usage() *streams.Usage {
 
 // Imported is one session of the import.
 type Imported struct {
+	n            int32    // ordinal, for the order of Summary.PerSession
 	SessionID    string   `json:"sessionId"`
 	AppSessionID string   `json:"appSessionId"`
 	App          string   `json:"app"`
