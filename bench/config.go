@@ -64,6 +64,11 @@ type Config struct {
 	// Chunks chunks each ending and being replaced, resident memory sampled
 	// throughout (see Soak).
 	Duration time.Duration
+	// DuplicateWindow, when positive, replaces spine's window on
+	// SPINE_SESSIONS (streams.DuplicateWindow) after start: JetStream keeps
+	// every message id for the window, in memory, so a soak shorter than
+	// the window sees that memory grow. A what-if, not spine as shipped.
+	DuplicateWindow time.Duration
 }
 
 // MaxInstances bounds Config.Instances.
@@ -100,6 +105,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: events %g, want a fraction 0..1", ErrInvalidConfig, c.Events)
 	case c.Instances < 1 || c.Instances > MaxInstances:
 		return fmt.Errorf("%w: instances %d, want 1..%d", ErrInvalidConfig, c.Instances, MaxInstances)
+	case c.DuplicateWindow < 0:
+		return fmt.Errorf("%w: duplicate window %s, want 0 (spine's) or more", ErrInvalidConfig, c.DuplicateWindow)
 	case c.Duration < 0:
 		return fmt.Errorf("%w: duration %s, want 0 (no soak) or more", ErrInvalidConfig, c.Duration)
 	}

@@ -19,6 +19,15 @@
 // projector's OnCommit hook. At the end the projections are counted against
 // what was sent, and a mismatch makes the result unverified.
 //
+// Config.Instances starts several nodes on the same database and log and
+// deals sessions to them in turn; Config.Cluster puts the log on three
+// in-process nats-servers with every stream at replicas 3 (the raw
+// baseline's too). Result.Scale says what each instance did: today a
+// projector has one leader, so extra instances add publishing connections,
+// not projection throughput (ScaleNote). Config.Duration turns the run into
+// a soak: a sustained offered rate with resident memory sampled over time
+// (Result.Soak).
+//
 //	res, err := bench.Run(ctx, bench.Config{Sessions: 20, Chunks: 500})
 //	if err != nil { ... }
 //	fmt.Println(res.Spine.ChunksPerSecond, res.Raw.ChunksPerSecond, res.Ratio)

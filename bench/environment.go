@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/spinehq/spine/streams"
 )
 
 func environment() Environment {
@@ -20,7 +23,8 @@ func environment() Environment {
 func parameters(cfg Config) Parameters {
 	return Parameters{Sessions: cfg.Sessions, Chunks: cfg.Chunks, Payload: cfg.Payload, Rate: cfg.Rate,
 		LatencySeconds: cfg.LatencyDuration.Seconds(), Batch: cfg.Batch, Events: cfg.Events,
-		Instances: cfg.Instances, Cluster: cfg.Cluster, Duration: cfg.Duration.Seconds()}
+		Instances: cfg.Instances, Cluster: cfg.Cluster, Duration: cfg.Duration.Seconds(),
+		DuplicateWindow: cmp.Or(cfg.DuplicateWindow, streams.DuplicateWindow).Seconds()}
 }
 
 // postgres describes the server: its version and the two settings that

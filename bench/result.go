@@ -45,6 +45,8 @@ type Parameters struct {
 	Instances      int     `json:"instances"`
 	Cluster        bool    `json:"cluster"`
 	Duration       float64 `json:"durationSeconds,omitzero"` // a soak's
+	// DuplicateWindow is SPINE_SESSIONS's duplicate window during the run.
+	DuplicateWindow float64 `json:"duplicateWindowSeconds"`
 }
 
 // Postgres says which server the run used and how it commits.

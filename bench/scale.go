@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -14,10 +15,10 @@ import (
 )
 
 // ScaleNote says what N instances do today, in every result.
-const ScaleNote = "Every instance runs the recorder, but a projector has one leader at a time " +
-	"(a PostgreSQL advisory lock on its name); the others stand by and take over when it dies. " +
-	"There are no partitions yet, so more instances spread publishing over more NATS connections " +
-	"but do not add projection throughput. All instances run in this one process, on the same cores."
+const ScaleNote = "The recorder is not partitioned in this run: every instance runs it, but it has one leader " +
+	"at a time (a PostgreSQL advisory lock on its name) and the others stand by to take over when it dies, " +
+	"so more instances spread publishing over more NATS connections but do not add projection throughput. " +
+	"All instances run in this one process, on the same cores."
 
 // Scale is how the run's spine was laid out and what each instance did.
 type Scale struct {
@@ -81,6 +82,27 @@ func (tb *testbed) startInstances(ctx context.Context, cfg Config) error {
 		tb.instances = append(tb.instances, inst)
 	}
 	tb.node = tb.instances[0].node
+	if cfg.DuplicateWindow > 0 {
+		return setDuplicateWindow(ctx, tb.node.JS, streams.StreamSessions, cfg.DuplicateWindow)
+	}
+	return nil
+}
+
+// setDuplicateWindow changes a stream's duplicate window (Config.DuplicateWindow).
+func setDuplicateWindow(ctx context.Context, js jetstream.JetStream, name string, d time.Duration) error {
+	st, err := js.Stream(ctx, name)
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", name, err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", name, err)
+	}
+	c := info.Config
+	c.Duplicates = d
+	if _, err := js.UpdateStream(ctx, c); err != nil {
+		return fmt.Errorf("stream %s: duplicate window %s: %w", name, d, err)
+	}
 	return nil
 }
 

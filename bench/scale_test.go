@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spinehq/spine/bench"
+	"github.com/spinehq/spine/streams"
 )
 
 // runTiny runs a benchmark that must verify.
@@ -52,6 +53,9 @@ func TestIngestInstances(t *testing.T) {
 		t.Errorf("chunks: spine %d, raw %d, checks %+v", res.Spine.Chunks, res.Raw.Chunks, res.Checks)
 	}
 	checkScale(t, res.Scale, 2, "embedded", 1, int64(res.Spine.Messages))
+	if p := res.Parameters; p.DuplicateWindow != streams.DuplicateWindow.Seconds() || p.Duration != 0 {
+		t.Errorf("parameters %+v", p)
+	}
 }
 
 func TestIngestCluster(t *testing.T) {
@@ -68,7 +72,11 @@ func TestIngestCluster(t *testing.T) {
 // A soak of 2s at 100 chunks/s over 3 sessions of at most 25 chunks: 200
 // chunks, each slot's 66 or 67 chunks in 3 sessions.
 func TestSoak(t *testing.T) {
-	res := runTiny(t, bench.Config{Sessions: 3, Chunks: 25, Rate: 100, Duration: 2 * time.Second, Instances: 2})
+	res := runTiny(t, bench.Config{Sessions: 3, Chunks: 25, Rate: 100, Duration: 2 * time.Second, Instances: 2,
+		DuplicateWindow: time.Minute})
+	if p := res.Parameters; p.Duration != 2 || p.DuplicateWindow != 60 || p.Instances != 2 {
+		t.Errorf("parameters %+v", p)
+	}
 	s := res.Soak
 	if s == nil {
 		t.Fatal("no soak in the result")
