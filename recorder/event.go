@@ -47,7 +47,7 @@ func (b *batch) describe(ev *streams.Event) (detail, result map[string]any) {
 	case "file_read", "file_write":
 		detail["path"] = Redact(ev.Path)
 		b.content(ev, detail)
-		for _, k := range []string{"contentDigest", "size", "contentOmitted", "contentMissing", "contentPushed"} {
+		for _, k := range []string{"contentDigest", "size", "contentOmitted", "contentMissing", "contentUnknown", "contentPushed"} {
 			if v, ok := detail[k]; ok {
 				result[k] = v
 			}
@@ -71,6 +71,8 @@ func (b *batch) describe(ev *streams.Event) (detail, result map[string]any) {
 // digest the cockpit pushed separately) and notes it on the step.
 func (b *batch) content(ev *streams.Event, detail map[string]any) {
 	switch {
+	case ev.ContentUnknown: // the source never said: no file, no size
+		detail["contentMissing"], detail["contentUnknown"] = true, true
 	case ev.ContentDigest != "":
 		if _, err := library.ParseDigest(ev.ContentDigest); err != nil {
 			detail["contentMissing"] = true

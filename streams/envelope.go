@@ -102,11 +102,15 @@ type Event struct {
 	Content       string `json:"content,omitempty"`
 	ContentDigest string `json:"contentDigest,omitempty"`
 	Size          *int64 `json:"size,omitempty"`
-	URL           string `json:"url,omitempty"`
-	Status        *int   `json:"status,omitempty"`
-	Server        string `json:"server,omitempty"`
-	Tool          string `json:"tool,omitempty"`
-	CallID        string `json:"callId,omitempty"`
+	// ContentUnknown: a file_read or file_write whose content the source
+	// never carried (an imported edit described only by its path); it
+	// excludes content, contentDigest and size.
+	ContentUnknown bool   `json:"contentUnknown,omitempty"`
+	URL            string `json:"url,omitempty"`
+	Status         *int   `json:"status,omitempty"`
+	Server         string `json:"server,omitempty"`
+	Tool           string `json:"tool,omitempty"`
+	CallID         string `json:"callId,omitempty"`
 }
 
 // Usage is what the app reported about tokens. Raw is its own report, verbatim.

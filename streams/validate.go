@@ -143,6 +143,9 @@ func (ev *Event) validate() error {
 		if ev.ContentDigest != "" && ev.Content != "" {
 			return Reject(ReasonInvalidField, "give content or contentDigest, not both")
 		}
+		if ev.ContentUnknown && (ev.Content != "" || ev.ContentDigest != "" || ev.Size != nil) {
+			return Reject(ReasonInvalidField, "contentUnknown excludes content, contentDigest and size")
+		}
 		if ev.ContentDigest != "" && ev.Size == nil {
 			return Reject(ReasonMissingField, "contentDigest needs size")
 		}

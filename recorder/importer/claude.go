@@ -170,15 +170,16 @@ func claudeTool(name, id string, input json.RawMessage) func(callResult) []*stre
 				OriginalFile *string `json:"originalFile"`
 			}
 			_ = json.Unmarshal(r.structured, &st)
-			content := ""
-			if st.OriginalFile != nil && !r.isError {
-				content = *st.OriginalFile
-				if name == "Edit" {
-					content = applyEdit(content, in.OldString, in.NewString, in.ReplaceAll)
-				}
-				for _, e := range in.Edits {
-					content = applyEdit(content, e.OldString, e.NewString, e.ReplaceAll)
-				}
+			if st.OriginalFile == nil || r.isError {
+				// the edit's result did not keep the file: what it holds now is unknown
+				return one(&streams.Event{Action: "file_write", Path: in.FilePath, ContentUnknown: true})
+			}
+			content := *st.OriginalFile
+			if name == "Edit" {
+				content = applyEdit(content, in.OldString, in.NewString, in.ReplaceAll)
+			}
+			for _, e := range in.Edits {
+				content = applyEdit(content, e.OldString, e.NewString, e.ReplaceAll)
 			}
 			return one(&streams.Event{Action: "file_write", Path: in.FilePath, Content: content})
 		}

@@ -25,15 +25,16 @@ func (u codexUsage) tokens() Tokens {
 }
 
 // patchEvents turns an apply_patch body into file writes: an added file's
-// content is in the patch; an updated file's is not, so it goes without.
-// Deleted files are not writes and record nothing.
+// content is in the patch; an updated file's is not (the patch holds only
+// hunks), so it is marked unknown. Deleted files are not writes and record
+// nothing.
 func patchEvents(patch string) []*streams.Event {
 	var evs []*streams.Event
 	var cur *streams.Event
 	var body []string
 	flush := func() {
 		if cur != nil && cur.Path != "" {
-			if cur.Content == "" && body != nil {
+			if len(body) > 0 {
 				cur.Content = strings.Join(body, "\n") + "\n"
 			}
 			evs = append(evs, cur)
@@ -47,7 +48,7 @@ func patchEvents(patch string) []*streams.Event {
 			cur, body = &streams.Event{Action: "file_write", Path: strings.TrimPrefix(line, "*** Add File: ")}, []string{}
 		case strings.HasPrefix(line, "*** Update File: "):
 			flush()
-			cur = &streams.Event{Action: "file_write", Path: strings.TrimPrefix(line, "*** Update File: ")}
+			cur = &streams.Event{Action: "file_write", Path: strings.TrimPrefix(line, "*** Update File: "), ContentUnknown: true}
 		case strings.HasPrefix(line, "*** "):
 			flush()
 		case cur != nil && body != nil && strings.HasPrefix(line, "+"):

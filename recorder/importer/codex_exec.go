@@ -132,7 +132,8 @@ func (p *codexExec) item(ctx context.Context, s *session, it *execItem) error {
 			if c.Kind == "delete" || c.Path == "" {
 				continue
 			}
-			if err := s.event(ctx, at, &streams.Event{Action: "file_write", Path: c.Path}); err != nil {
+			// exec --json names the file, never its content
+			if err := s.event(ctx, at, &streams.Event{Action: "file_write", Path: c.Path, ContentUnknown: true}); err != nil {
 				return err
 			}
 		}

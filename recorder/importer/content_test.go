@@ -1,0 +1,73 @@
+package importer
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spinehq/spine/streams"
+)
+
+// writes are the file_write events a session published, in order.
+func writes(sink *memSink, sessionID string) []*streams.Event {
+	var evs []*streams.Event
+	for _, c := range sink.of(sessionID, streams.TypeSessionChunk) {
+		if c.Event != nil && c.Event.Action == "file_write" {
+			evs = append(evs, c.Event)
+		}
+	}
+	return evs
+}
+
+// Writes whose content the source never carried say so (contentUnknown)
+// instead of passing for empty files: Codex exec file_change items and
+// apply_patch updates; an added file's content, which the patch holds, is known.
+func TestUnknownContentFromCodex(t *testing.T) {
+	sink := &memSink{}
+	run(t, sink, Options{}, fixtures(t, "codex-exec-json"), fixtures(t, "codex-rollout"))
+	exec := writes(sink, "019a2d7a-8e1c-7111-b1a6-8cec551a55a0")
+	if len(exec) != 1 || !exec[0].ContentUnknown || exec[0].Content != "" || exec[0].Size != nil ||
+		exec[0].Path != "/private/tmp/codex-research-test/hello.txt" {
+		t.Fatalf("exec file_change writes: %+v", exec)
+	}
+	rollout := writes(sink, "019bf4b5-e7b0-75a0-8bf2-05fbf1b13c9b")
+	if len(rollout) != 1 || !rollout[0].ContentUnknown || !strings.HasSuffix(rollout[0].Path, "/JOKE.md") {
+		t.Fatalf("rollout apply_patch writes: %+v", rollout)
+	}
+
+	evs := patchEvents("*** Begin Patch\n*** Add File: a.txt\n+one\n+two\n*** Update File: b.txt\n@@\n-x\n+y\n" +
+		"*** Add File: empty.txt\n*** Delete File: c.txt\n*** End Patch")
+	if len(evs) != 3 || evs[0].Content != "one\ntwo\n" || evs[0].ContentUnknown ||
+		evs[1].Path != "b.txt" || !evs[1].ContentUnknown || evs[1].Content != "" ||
+		evs[2].Path != "empty.txt" || evs[2].Content != "" || evs[2].ContentUnknown {
+		t.Fatalf("patch events: %+v %+v %+v", evs[0], evs[1], evs[2])
+	}
+}
+
+// A Claude Code Edit whose result kept the original file writes the edited
+// content; one without it writes content unknown.
+func TestUnknownContentFromClaudeEdit(t *testing.T) {
+	sink := &memSink{}
+	run(t, sink, Options{}, fixtures(t, "claude-transcripts", "tomjnsn-agentlogs__claudecode_crud.jsonl"))
+	w := writes(sink, "8122657c-fe54-4dc9-89a3-20049e8a84f7")
+	if len(w) != 2 || w[0].ContentUnknown || w[1].ContentUnknown || w[1].Content == "" {
+		t.Fatalf("crud writes: %+v", w)
+	}
+
+	lines := []string{
+		`{"type":"user","sessionId":"e1","uuid":"u1","timestamp":"2026-04-01T10:00:00Z","message":{"role":"user","content":"edit it"}}`,
+		`{"type":"assistant","sessionId":"e1","uuid":"u2","timestamp":"2026-04-01T10:00:01Z","requestId":"r1","message":{"id":"m1","model":"claude-x","role":"assistant","content":[` +
+			`{"type":"tool_use","id":"t1","name":"Edit","input":{"file_path":"/w/a.go","old_string":"x","new_string":"y"}}],"usage":{"input_tokens":1,"output_tokens":1}}}`,
+		`{"type":"user","sessionId":"e1","uuid":"u3","timestamp":"2026-04-01T10:00:02Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"The file /w/a.go has been updated."}]}}`,
+	}
+	path := filepath.Join(t.TempDir(), "e1.jsonl")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sink = &memSink{}
+	run(t, sink, Options{}, path)
+	if w := writes(sink, "e1"); len(w) != 1 || !w[0].ContentUnknown || w[0].Content != "" || w[0].Path != "/w/a.go" {
+		t.Fatalf("edit without originalFile: %+v", w)
+	}
+}
