@@ -122,7 +122,10 @@ func resultText(raw json.RawMessage) string {
 
 // claudeTool maps a Claude Code tool call to the cockpit's actions. Tools
 // that are none of command, file read or write, fetch or MCP call (Task,
-// TodoWrite, Glob, Grep…) are not actions: they record nothing.
+// TodoWrite, Glob, Grep…) are not actions: they record nothing. Nor does a
+// Read, Write, Edit or MultiEdit whose result is an error (is_error): no
+// file was read or changed, and the error text is no file's content (the
+// model's next words, in the transcript, usually say what went wrong).
 func claudeTool(name, id string, input json.RawMessage) func(callResult) []*streams.Event {
 	var in struct {
 		Command    string `json:"command"`
@@ -148,6 +151,9 @@ func claudeTool(name, id string, input json.RawMessage) func(callResult) []*stre
 		}
 	case name == "Read" && in.FilePath != "":
 		return func(r callResult) []*streams.Event {
+			if r.isError {
+				return nil // nothing was read
+			}
 			var st struct {
 				File struct {
 					Content *string `json:"content"`
@@ -161,16 +167,22 @@ func claudeTool(name, id string, input json.RawMessage) func(callResult) []*stre
 			return one(&streams.Event{Action: "file_read", Path: in.FilePath, Content: content})
 		}
 	case name == "Write" && in.FilePath != "":
-		return func(callResult) []*streams.Event {
+		return func(r callResult) []*streams.Event {
+			if r.isError {
+				return nil // the file was not written
+			}
 			return one(&streams.Event{Action: "file_write", Path: in.FilePath, Content: in.Content})
 		}
 	case (name == "Edit" || name == "MultiEdit") && in.FilePath != "":
 		return func(r callResult) []*streams.Event {
+			if r.isError {
+				return nil // the file was not changed
+			}
 			var st struct {
 				OriginalFile *string `json:"originalFile"`
 			}
 			_ = json.Unmarshal(r.structured, &st)
-			if st.OriginalFile == nil || r.isError {
+			if st.OriginalFile == nil {
 				// the edit's result did not keep the file: what it holds now is unknown
 				return one(&streams.Event{Action: "file_write", Path: in.FilePath, ContentUnknown: true})
 			}

@@ -71,3 +71,51 @@ func TestUnknownContentFromClaudeEdit(t *testing.T) {
 		t.Fatalf("edit without originalFile: %+v", w)
 	}
 }
+
+// A Write, Edit or Read whose result is an error records no file event: no
+// file was changed or read, and the error text is no file's content. The
+// session goes on: a later successful Write is recorded.
+func TestFailedFileToolsRecordNothing(t *testing.T) {
+	tool := func(uuid, id, name, input string) string {
+		return `{"type":"assistant","sessionId":"f1","uuid":"` + uuid + `","timestamp":"2026-04-01T10:00:01Z","requestId":"r-` + id +
+			`","message":{"id":"m-` + id + `","model":"claude-x","role":"assistant","content":[{"type":"tool_use","id":"` + id +
+			`","name":"` + name + `","input":` + input + `}],"usage":{"input_tokens":1,"output_tokens":1}}}`
+	}
+	result := func(uuid, id, text string, isError bool) string {
+		e := "false"
+		if isError {
+			e = "true"
+		}
+		return `{"type":"user","sessionId":"f1","uuid":"` + uuid + `","timestamp":"2026-04-01T10:00:02Z","message":{"role":"user","content":[` +
+			`{"type":"tool_result","tool_use_id":"` + id + `","content":"` + text + `","is_error":` + e + `}]}}`
+	}
+	lines := []string{
+		`{"type":"user","sessionId":"f1","uuid":"u0","timestamp":"2026-04-01T10:00:00Z","message":{"role":"user","content":"go"}}`,
+		tool("u1", "t1", "Write", `{"file_path":"/w/a.go","content":"package a\n"}`),
+		result("u2", "t1", "EACCES: permission denied", true),
+		tool("u3", "t2", "Edit", `{"file_path":"/w/b.go","old_string":"x","new_string":"y"}`),
+		result("u4", "t2", "String to replace not found in file.", true),
+		tool("u5", "t3", "Read", `{"file_path":"/w/c.go"}`),
+		result("u6", "t3", "File does not exist.", true),
+		tool("u7", "t4", "Write", `{"file_path":"/w/a.go","content":"package a\n"}`),
+		result("u8", "t4", "File created successfully at: /w/a.go", false),
+	}
+	path := filepath.Join(t.TempDir(), "f1.jsonl")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sink := &memSink{}
+	sum := run(t, sink, Options{}, path)
+	var events []*streams.Event
+	for _, c := range sink.of("f1", streams.TypeSessionChunk) {
+		if c.Event != nil {
+			events = append(events, c.Event)
+		}
+	}
+	if len(events) != 1 || events[0].Action != "file_write" || events[0].Path != "/w/a.go" || events[0].Content != "package a\n" {
+		t.Fatalf("events: %+v", events)
+	}
+	if s := sessionOf(t, sum, "f1"); s.Responses != 4 || s.Status != "done" || sum.SkippedTotal != 0 {
+		t.Fatalf("session %+v, skipped %+v", s, sum.Skipped)
+	}
+}
