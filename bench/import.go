@@ -93,14 +93,18 @@ type ImportRate struct {
 
 // ImportNode is the end-to-end phase.
 type ImportNode struct {
-	Bytes     int64      `json:"bytes"`
-	Sessions  int        `json:"sessions"`
-	Responses int        `json:"responses"`
-	Envelopes int        `json:"envelopes"`
-	Duplicate int        `json:"duplicates"`
-	Refused   int        `json:"refused"`
-	Recorded  int64      `json:"recordedSessions"` // sessions rows in PostgreSQL afterwards
-	Rate      ImportRate `json:"rate"`
+	Bytes     int64 `json:"bytes"`
+	Sessions  int   `json:"sessions"`
+	Responses int   `json:"responses"`
+	Envelopes int   `json:"envelopes"`
+	Duplicate int   `json:"duplicates"`
+	Refused   int   `json:"refused"`
+	Recorded  int64 `json:"recordedSessions"` // sessions rows in PostgreSQL afterwards
+	// PublishedSeconds is the import itself: every envelope published and
+	// acknowledged by JetStream; Rate runs on until the recorder has
+	// committed the last one.
+	PublishedSeconds float64    `json:"publishedSeconds"`
+	Rate             ImportRate `json:"rate"`
 }
 
 func (c ImportConfig) withDefaults() (ImportConfig, error) {
@@ -250,6 +254,7 @@ func nodePass(ctx context.Context, cfg ImportConfig, files []string, res *Import
 	if err != nil {
 		return nil, err
 	}
+	published := time.Since(start)
 	st, err := tb.node.JS.Stream(ctx, streams.StreamSessions)
 	if err != nil {
 		return nil, err
@@ -262,7 +267,7 @@ func nodePass(ctx context.Context, cfg ImportConfig, files []string, res *Import
 		return nil, err
 	}
 	n := &ImportNode{Bytes: size, Sessions: sum.Sessions, Responses: sum.Responses, Envelopes: sum.Envelopes,
-		Duplicate: sum.Duplicates, Refused: len(sum.Refused),
+		Duplicate: sum.Duplicates, Refused: len(sum.Refused), PublishedSeconds: round(published.Seconds()),
 		Rate: rate(time.Since(start), size, int(sum.Lines), sum.Responses)}
 	err = tb.node.Pool.QueryRow(ctx, `SELECT count(*) FROM sessions WHERE ended_at IS NOT NULL`).Scan(&n.Recorded)
 	return n, err

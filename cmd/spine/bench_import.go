@@ -38,6 +38,7 @@ func runBenchImport(ctx context.Context, args []string) error {
 	fixtures := fs.String("fixtures", "", "fixtures directory (default ../shared/fixtures beside the module root)")
 	dir := fs.String("dir", "", "write the corpus here and keep it (default a temporary directory)")
 	fs.Bool("json", true, "print JSON (always; accepted for scripts)")
+	cpu := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), benchImportUsage)
 		fs.PrintDefaults()
@@ -67,7 +68,12 @@ func runBenchImport(ctx context.Context, args []string) error {
 		}
 		cfg.Formats = append(cfg.Formats, pf)
 	}
+	stop, err := startCPUProfile(*cpu)
+	if err != nil {
+		return err
+	}
 	res, err := bench.RunImport(ctx, cfg)
+	stop()
 	if res == nil {
 		return err
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -51,10 +53,15 @@ func (DiscardSink) Flush(context.Context) (SinkStats, error) { return SinkStats{
 // JetStreamSink publishes straight to SPINE_SESSIONS, as a trusted
 // producer, with acks awaited in windows so memory stays bounded.
 type JetStreamSink struct {
+	js      jetstream.JetStream
 	pub     *streams.Publisher
 	stream  jetstream.Stream
 	pending []jetstream.PubAckFuture
 	stats   SinkStats
+	// started holds, by key(session id), every session whose start the
+	// log held when the import asked first (nil until then): a session
+	// not in it needs no lookup, so a fresh import makes none.
+	started map[uint64]struct{}
 }
 
 // asyncWindow bounds publishes awaiting their ack.
@@ -66,12 +73,25 @@ func NewJetStreamSink(ctx context.Context, js jetstream.JetStream) (*JetStreamSi
 	if err != nil {
 		return nil, fmt.Errorf("find stream %s: %w", streams.StreamSessions, err)
 	}
-	return &JetStreamSink{pub: streams.NewPublisher(js), stream: st}, nil
+	return &JetStreamSink{js: js, pub: streams.NewPublisher(js), stream: st}, nil
 }
 
 // Recorded reads the session's last start, chunk and end from the log,
-// the source of truth: what it holds, the recorder has or will have.
+// the source of truth: what it holds, the recorder has or will have. The
+// first call lists the sessions whose start the log holds (see
+// loadStarted); only those are looked up one by one, so a fresh import
+// costs a request per 100 000 recorded sessions rather than one per
+// imported session. A sink is one import's: the list is not read again.
 func (j *JetStreamSink) Recorded(ctx context.Context, sessionID string) (Recorded, error) {
+	if j.started == nil {
+		if err := j.loadStarted(ctx); err != nil {
+			return Recorded{}, err
+		}
+	}
+	if _, ok := j.started[key(sessionID)]; !ok {
+		return Recorded{}, nil
+	}
+	// Listed (or sharing a key with a listed one): the log says exactly.
 	var r Recorded
 	var err error
 	if r.Started, _, err = j.last(ctx, streams.SessionSubject(sessionID, streams.TypeSessionStart)); err != nil {
@@ -93,6 +113,62 @@ func (j *JetStreamSink) Recorded(ctx context.Context, sessionID string) (Recorde
 	_ = json.Unmarshal(data, &c)
 	r.LastSeq = c.Seq
 	return r, nil
+}
+
+// loadStarted lists the subjects of every recorded start, a page of up to
+// 100 000 at a time (STREAM.INFO with a subject filter, as nats.go's
+// Stream.Info does, but keeping an 8-byte key per session rather than
+// every subject of the stream at once).
+func (j *JetStreamSink) loadStarted(ctx context.Context) error {
+	started := map[uint64]struct{}{}
+	filter := streams.SessionSubject("*", streams.TypeSessionStart) // spine.session.*.start
+	prefix, suffix, _ := strings.Cut(filter, "*")
+	api := jsAPIPrefix(j.js.Options()) + "STREAM.INFO." + streams.StreamSessions
+	for offset := 0; ; {
+		req, _ := json.Marshal(map[string]any{"subjects_filter": filter, "offset": offset})
+		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		msg, err := j.js.Conn().RequestWithContext(rctx, api, req)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("list recorded sessions: %w", err)
+		}
+		var resp struct {
+			Total int `json:"total"`
+			State struct {
+				Subjects map[string]uint64 `json:"subjects"`
+			} `json:"state"`
+			Error *struct {
+				Code        int    `json:"code"`
+				Description string `json:"description"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(msg.Data, &resp); err != nil {
+			return fmt.Errorf("list recorded sessions: %w", err)
+		}
+		if resp.Error != nil {
+			return fmt.Errorf("list recorded sessions: %s (%d)", resp.Error.Description, resp.Error.Code)
+		}
+		for subj := range resp.State.Subjects {
+			started[key(strings.TrimSuffix(strings.TrimPrefix(subj, prefix), suffix))] = struct{}{}
+		}
+		offset += len(resp.State.Subjects)
+		if len(resp.State.Subjects) == 0 || offset >= resp.Total {
+			break
+		}
+	}
+	j.started = started
+	return nil
+}
+
+// jsAPIPrefix is the JetStream API prefix js sends its requests under.
+func jsAPIPrefix(o jetstream.JetStreamOptions) string {
+	switch {
+	case o.Domain != "":
+		return "$JS." + o.Domain + ".API."
+	case o.APIPrefix != "":
+		return strings.TrimSuffix(o.APIPrefix, ".") + "."
+	}
+	return jetstream.DefaultAPIPrefix
 }
 
 func (j *JetStreamSink) last(ctx context.Context, subject string) (bool, []byte, error) {
