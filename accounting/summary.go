@@ -10,8 +10,9 @@ import (
 )
 
 // GroupBys are the ways a summary can group calls. Times are UTC; a week
-// starts on Monday and is named by that day.
-var GroupBys = []string{"day", "week", "month", "app", "model", "billing", "member", "plan"}
+// starts on Monday and is named by that day; a session is one call (a
+// session has exactly one router call), keyed by its session id.
+var GroupBys = []string{"day", "week", "month", "app", "model", "billing", "member", "plan", "session"}
 
 // groupKeys are the SQL expressions behind GroupBys.
 var groupKeys = map[string]string{
@@ -23,6 +24,7 @@ var groupKeys = map[string]string{
 	"billing": `billing`,
 	"member":  `member`,
 	"plan":    `plan_id`,
+	"session": `session_id`,
 }
 
 // Summary defaults and bounds.
