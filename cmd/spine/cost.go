@@ -21,7 +21,7 @@ func runCost(ctx context.Context, args []string) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	from := fs.String("from", "", "first day (YYYY-MM-DD) or instant (RFC 3339); default 30 days before --to")
 	to := fs.String("to", "", "last day (inclusive) or instant (exclusive); default now")
-	groupBy := fs.String("group-by", "day", "day, week, month, app, model, billing, member or plan")
+	groupBy := fs.String("group-by", "day", "day, week, month, app, model, billing, member, plan or session")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: spine cost [flags]          your org's router calls: calls, tokens and reported dollars,\n"+
 			"                                   metered, subscription and unknown billing apart\n"+
