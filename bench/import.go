@@ -38,7 +38,13 @@ type ImportConfig struct {
 	Size int64
 	// NodeSize is each format's file imported through a real node; 0 means
 	// DefaultImportNodeSize, NoNode skips the node.
-	NodeSize    int64
+	NodeSize int64
+	// Ccusage is the ccusage binary timed beside spine's reports; ""
+	// finds it (see findCcusage), and without one its figures are null.
+	Ccusage string
+	// ReportRuns is how many times each report is timed; 0 means
+	// DefaultReportRuns.
+	ReportRuns  int
 	DatabaseURL string       // as Config.DatabaseURL
 	Logger      *slog.Logger // nil discards progress
 }
@@ -105,11 +111,15 @@ type ImportNode struct {
 	// committed the last one.
 	PublishedSeconds float64    `json:"publishedSeconds"`
 	Rate             ImportRate `json:"rate"`
+	// Reports are cost reports from the node's projections afterwards,
+	// beside ccusage's on the same files.
+	Reports *ImportReports `json:"reports"`
 }
 
 func (c ImportConfig) withDefaults() (ImportConfig, error) {
 	c.Size = cmp.Or(c.Size, DefaultImportSize)
 	c.NodeSize = cmp.Or(c.NodeSize, DefaultImportNodeSize)
+	c.ReportRuns = cmp.Or(c.ReportRuns, DefaultReportRuns)
 	if len(c.Formats) == 0 {
 		c.Formats = importer.Formats
 	}
@@ -124,8 +134,9 @@ func (c ImportConfig) withDefaults() (ImportConfig, error) {
 		}
 		c.FixturesDir = root + "/../shared/fixtures"
 	}
-	if c.Size < 1 || c.NodeSize < 1 && c.NodeSize != NoNode {
-		return c, fmt.Errorf("bench import: sizes must be positive (size %d, node size %d)", c.Size, c.NodeSize)
+	if c.Size < 1 || c.NodeSize < 1 && c.NodeSize != NoNode || c.ReportRuns < 1 {
+		return c, fmt.Errorf("bench import: sizes and report runs must be positive (size %d, node size %d, runs %d)",
+			c.Size, c.NodeSize, c.ReportRuns)
 	}
 	return c, nil
 }
@@ -269,7 +280,11 @@ func nodePass(ctx context.Context, cfg ImportConfig, files []string, res *Import
 	n := &ImportNode{Bytes: size, Sessions: sum.Sessions, Responses: sum.Responses, Envelopes: sum.Envelopes,
 		Duplicate: sum.Duplicates, Refused: len(sum.Refused), PublishedSeconds: round(published.Seconds()),
 		Rate: rate(time.Since(start), size, int(sum.Lines), sum.Responses)}
-	err = tb.node.Pool.QueryRow(ctx, `SELECT count(*) FROM sessions WHERE ended_at IS NOT NULL`).Scan(&n.Recorded)
+	if err := tb.node.Pool.QueryRow(ctx, `SELECT count(*) FROM sessions WHERE ended_at IS NOT NULL`).Scan(&n.Recorded); err != nil {
+		return nil, err
+	}
+	cfg.Logger.Info("bench import: cost reports", "sessions", n.Recorded)
+	n.Reports, err = reports(ctx, cfg, tb, n.Recorded, files)
 	return n, err
 }
 

@@ -81,7 +81,8 @@ func assertJSONLines(t *testing.T, path string) {
 // The whole benchmark on a tiny corpus, through a real node: every format
 // measured, every session imported recorded and ended.
 func TestRunImport(t *testing.T) {
-	res, err := RunImport(context.Background(), ImportConfig{Size: 256 << 10, NodeSize: 32 << 10})
+	res, err := RunImport(context.Background(), ImportConfig{Size: 256 << 10, NodeSize: 32 << 10, ReportRuns: 1,
+		Ccusage: filepath.Join(t.TempDir(), "no-ccusage")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,5 +97,44 @@ func TestRunImport(t *testing.T) {
 	n := res.Node
 	if n.Refused != 0 || n.Sessions == 0 || n.Recorded != int64(n.Sessions) {
 		t.Fatalf("node: %+v", n)
+	}
+	// The reports answer for every session; a ccusage that cannot run
+	// leaves its figures null and says why.
+	r := n.Reports
+	if r == nil || r.Calls != n.Recorded || r.Session.Rows != int(r.Calls) || r.Day.Rows < 1 || r.Runs != 1 ||
+		r.CcusageReason == "" || r.Session.CcusageMs != nil || r.Day.Ratio != nil || r.CcusageFiles == 0 {
+		t.Fatalf("reports: %+v", r)
+	}
+}
+
+// ccusage reads one file per session: the corpus is split the way Claude
+// Code and Codex keep their files, every byte once.
+func TestSplitSessions(t *testing.T) {
+	wd, _ := os.Getwd()
+	root, _ := moduleRoot(wd)
+	dir := t.TempDir()
+	for _, f := range []importer.Format{importer.FormatClaudeTranscript, importer.FormatCodexRollout} {
+		ct, err := loadTemplate(filepath.Join(root, "..", "shared", "fixtures"), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := corpusName(dir, f, "split")
+		_, _, written, err := ct.writeCorpus(path, 64<<10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, err := importer.Import(context.Background(), []string{path}, importer.Options{Format: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, string(f))
+		files, size, err := splitSessions(path, out, f)
+		if err != nil || size != written || files != sum.Sessions {
+			t.Fatalf("%s: %d files of %d bytes (%v); want %d sessions of %d bytes", f, files, size, err, sum.Sessions, written)
+		}
+		got, _ := filepath.Glob(filepath.Join(out, "*.jsonl"))
+		if len(got) != files {
+			t.Fatalf("%s: %d files on disk, %d said", f, len(got), files)
+		}
 	}
 }

@@ -24,8 +24,15 @@ line), and finally imports a smaller file of each format through a fresh
 node (JetStream, recorder, PostgreSQL; temporary data directory and
 database spine_bench_<random>, removed at the end), timed until the
 recorder has committed everything. Each phase reports its peak resident
-memory (VmHWM, reset before each phase where Linux allows). It prints one
-JSON object; "ratio" is the dry run's MB/s over raw's.
+memory (VmHWM, reset before each phase where Linux allows). After the
+node phase it times a per-session and a per-day cost report from spine's
+projections (GET /v1/cost/summary?groupBy=session|day over HTTP) beside
+the wall time of "ccusage session --json --offline" and "ccusage daily
+--json --offline" on the same Claude transcript and Codex rollout files,
+laid out as Claude Code and Codex keep them; without ccusage its figures
+are null and ccusageReason says why. It prints one JSON object; "ratio"
+is the dry run's MB/s over raw's, and in reports ccusage's wall time over
+spine's latency.
 
 Flags of import:
 `
@@ -39,6 +46,8 @@ func runBenchImport(ctx context.Context, args []string) error {
 	dir := fs.String("dir", "", "write the corpus here and keep it (default a temporary directory)")
 	fs.Bool("json", true, "print JSON (always; accepted for scripts)")
 	cpu := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	ccusage := fs.String("ccusage", "", "ccusage binary timed beside spine's cost reports (default $SPINE_CCUSAGE, bin/ccusage-"+bench.CcusageVersion+" from make ccusage-parity, or ccusage on PATH)")
+	runs := fs.Int("report-runs", bench.DefaultReportRuns, "times each cost report (spine's and ccusage's) is run; medians are printed")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), benchImportUsage)
 		fs.PrintDefaults()
@@ -51,12 +60,12 @@ func runBenchImport(ctx context.Context, args []string) error {
 		return usageError{fmt.Sprintf("bench import takes no arguments, got %q", fs.Args())}
 	}
 	cfg := bench.ImportConfig{FixturesDir: *fixtures, Dir: *dir, Size: *size << 20, NodeSize: *nodeSize << 20,
-		DatabaseURL: os.Getenv(config.EnvDatabaseURL), Logger: benchLogger()}
+		Ccusage: *ccusage, ReportRuns: *runs, DatabaseURL: os.Getenv(config.EnvDatabaseURL), Logger: benchLogger()}
 	if *nodeSize == 0 {
 		cfg.NodeSize = bench.NoNode
 	}
-	if *size <= 0 || *nodeSize < 0 {
-		return usageError{"bench import: --size must be positive and --node-size not negative"}
+	if *size <= 0 || *nodeSize < 0 || *runs <= 0 {
+		return usageError{"bench import: --size and --report-runs must be positive and --node-size not negative"}
 	}
 	for _, f := range strings.Split(*formats, ",") {
 		if f = strings.TrimSpace(f); f == "" {
