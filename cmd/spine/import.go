@@ -151,11 +151,11 @@ type httpSink struct {
 // maxBatchBytes keeps one request well under the server's 32 MiB limit.
 const maxBatchBytes = 16 << 20
 
+// Recorded asks spine's projection. Envelopes still in the batch belong to
+// other sessions (a session is asked about before its first envelope), so
+// the batch is not sent first: an import posts a batch per --batch
+// envelopes, not one per session.
 func (h *httpSink) Recorded(ctx context.Context, sessionID string) (importer.Recorded, error) {
-	// What came before this session must be stored before spine is asked.
-	if err := h.flush(ctx); err != nil {
-		return importer.Recorded{}, err
-	}
 	var s struct {
 		LastSeq int64      `json:"lastSeq"`
 		EndedAt *time.Time `json:"endedAt"`
