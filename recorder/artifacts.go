@@ -113,7 +113,11 @@ func (b *batch) stamp(ctx context.Context, ended []*Session) error {
 	q := &pgx.Batch{}
 	for _, s := range ended {
 		by, _ := json.Marshal(ProducedBy{App: s.App, Model: s.Model, Effort: s.Effort, SessionID: s.ID})
-		q.Queue(`UPDATE artifacts SET produced_by = $2 WHERE session_id = $1 AND kind <> 'upload'`, s.ID, string(by))
+		// session_id <> '' lets a generic plan use the partial index
+		// artifacts_session; without it a prepared statement's generic
+		// plan scans every artifact once per ended session.
+		q.Queue(`UPDATE artifacts SET produced_by = $2 WHERE session_id = $1 AND session_id <> '' AND kind <> 'upload'`,
+			s.ID, string(by))
 	}
 	if err := b.tx.SendBatch(ctx, q).Close(); err != nil {
 		return fmt.Errorf("stamp producedBy on %d sessions: %w", len(ended), err)
