@@ -217,7 +217,8 @@ func (n *Node) startProjectors(ctx context.Context, opts *Options) error {
 	} else {
 		rec := recorder.New(recorder.Config{Logger: n.log, Registerer: n.Registry, Blobs: n.Library, FileCap: n.cfg.FileCap})
 		p, err := n.StartProjector(ctx, streams.ProjectorConfig{Name: "recorder", Stream: streams.StreamSessions,
-			Filter: streams.RecorderSubjects(), Handler: rec, BatchSize: opts.BatchSize, OnCommit: opts.OnCommit})
+			Accept: streams.SubjectMatcher(streams.RecorderSubjects()), Handler: rec, BatchSize: opts.BatchSize,
+			OnCommit: opts.OnCommit})
 		if err != nil {
 			return err
 		}

@@ -71,3 +71,16 @@ func TestPartitionsMatchTheServer(t *testing.T) {
 		t.Fatalf("changing the partition count: %v", err)
 	}
 }
+
+func TestSubjectMatcher(t *testing.T) {
+	m := streams.SubjectMatcher([]string{"spine.session.*.start", "spine.worker.>"})
+	for subj, want := range map[string]bool{
+		"spine.session.s1.start": true, "spine.session.s1.chunk": false, "spine.session.start": false,
+		"spine.worker.w1.disconnect": true, "spine.worker": false, "spine.plan.p.budget": false,
+		"spine.session.s1.start.x": false,
+	} {
+		if got := m(subj); got != want {
+			t.Errorf("%s: %v, want %v", subj, got, want)
+		}
+	}
+}

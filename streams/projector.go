@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -64,6 +65,12 @@ type ProjectorConfig struct {
 	// BeforeAck, if set, runs after commit and before ack; an error stops
 	// the projector without acking, as a crash there would (tests use it).
 	BeforeAck func(last uint64) error
+	// Accept, if set, picks the messages the handler sees; the others are
+	// passed over (the checkpoint still moves past them). A consumer with
+	// no filter and an Accept costs the server far less than one with
+	// several filter subjects, which nats-server matches against every
+	// subject of the stream for each delivery.
+	Accept func(subject string) bool
 	// NoStandby makes a projector that finds another instance leading end
 	// with ErrNotLeader instead of standing by (partition managers decide
 	// themselves which partitions an instance contends for).
@@ -565,12 +572,18 @@ func (p *Projector) apply(ctx context.Context, conn *pgxpool.Conn, msgs []Messag
 	if len(fresh) == 0 {
 		return nil
 	}
-	results, err := p.cfg.Handler.Apply(ctx, tx, fresh)
-	if err != nil {
-		return err
+	mine := fresh
+	if p.cfg.Accept != nil {
+		mine = slices.DeleteFunc(slices.Clone(fresh), func(m Message) bool { return !p.cfg.Accept(m.Subject) })
 	}
-	if err := p.deadLetter(ctx, tx, fresh, results); err != nil {
-		return err
+	if len(mine) > 0 {
+		results, err := p.cfg.Handler.Apply(ctx, tx, mine)
+		if err != nil {
+			return err
+		}
+		if err := p.deadLetter(ctx, tx, mine, results); err != nil {
+			return err
+		}
 	}
 	last := fresh[len(fresh)-1].Seq
 	if _, err := tx.Exec(ctx, `UPDATE projector_checkpoints SET last_seq = $2 WHERE name = $1`, p.cfg.Name, int64(last)); err != nil {

@@ -44,3 +44,33 @@ func CheckSubject(e *Envelope, subject string) error {
 func RecorderSubjects() []string {
 	return []string{subjectSession + ">", subjectMCP + ">", subjectWorker + ">"}
 }
+
+// SubjectMatcher returns a function that reports whether a subject matches
+// any of the filters, with NATS wildcards ('*' one token, '>' the rest).
+func SubjectMatcher(filters []string) func(string) bool {
+	split := make([][]string, len(filters))
+	for i, f := range filters {
+		split[i] = strings.Split(f, ".")
+	}
+	return func(subject string) bool {
+		tokens := strings.Split(subject, ".")
+		for _, f := range split {
+			if matchTokens(f, tokens) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+func matchTokens(filter, tokens []string) bool {
+	for i, f := range filter {
+		if f == ">" {
+			return len(tokens) > i
+		}
+		if i >= len(tokens) || (f != "*" && f != tokens[i]) {
+			return false
+		}
+	}
+	return len(filter) == len(tokens)
+}

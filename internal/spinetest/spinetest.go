@@ -109,7 +109,7 @@ func (h *Harness) StartRecorder(opts *RecorderOpts) *streams.Projector {
 		pool = opts.Pool
 	}
 	p, err := streams.NewProjector(streams.ProjectorConfig{Name: "recorder", Stream: streams.StreamSessions,
-		Filter: streams.RecorderSubjects(), Handler: recorder.New(opts.Config), Pool: pool, JS: h.JS, BatchSize: opts.BatchSize,
+		Accept: streams.SubjectMatcher(streams.RecorderSubjects()), Handler: recorder.New(opts.Config), Pool: pool, JS: h.JS, BatchSize: opts.BatchSize,
 		MaxWait: 20 * time.Millisecond, Logger: Logger(h.T), Redact: recorder.RedactBytes, BeforeAck: opts.BeforeAck,
 		OnCommit: func(uint64, []streams.Message) { h.signal() }})
 	if err != nil {
