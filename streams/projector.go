@@ -524,12 +524,9 @@ func (p *Projector) poison(ctx context.Context, conn *pgxpool.Conn, m Message, c
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback(ctx)
-	var ck int64
-	if _, err := tx.Exec(ctx, `INSERT INTO projector_checkpoints (name, last_seq) VALUES ($1, 0) ON CONFLICT DO NOTHING`, p.cfg.Name); err != nil {
-		return fmt.Errorf("checkpoint row: %w", err)
-	}
-	if err := tx.QueryRow(ctx, `SELECT last_seq FROM projector_checkpoints WHERE name = $1 FOR UPDATE`, p.cfg.Name).Scan(&ck); err != nil {
-		return fmt.Errorf("lock checkpoint: %w", err)
+	ck, err := p.lockCheckpoint(ctx, tx)
+	if err != nil {
+		return err
 	}
 	if m.Seq <= uint64(ck) {
 		return nil
@@ -553,12 +550,9 @@ func (p *Projector) apply(ctx context.Context, conn *pgxpool.Conn, msgs []Messag
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback(ctx)
-	var ck int64
-	if _, err := tx.Exec(ctx, `INSERT INTO projector_checkpoints (name, last_seq) VALUES ($1, 0) ON CONFLICT DO NOTHING`, p.cfg.Name); err != nil {
-		return fmt.Errorf("checkpoint row: %w", err)
-	}
-	if err := tx.QueryRow(ctx, `SELECT last_seq FROM projector_checkpoints WHERE name = $1 FOR UPDATE`, p.cfg.Name).Scan(&ck); err != nil {
-		return fmt.Errorf("lock checkpoint: %w", err)
+	ck, err := p.lockCheckpoint(ctx, tx)
+	if err != nil {
+		return err
 	}
 	fresh := msgs[:0:0]
 	for _, m := range msgs {
@@ -707,4 +701,17 @@ func headerSafe(s string) string {
 		s = s[:1024]
 	}
 	return s
+}
+
+// lockCheckpoint reads the checkpoint inside tx, locking its row so two
+// instances can never apply the same messages at once.
+func (p *Projector) lockCheckpoint(ctx context.Context, tx pgx.Tx) (int64, error) {
+	var ck int64
+	if _, err := tx.Exec(ctx, `INSERT INTO projector_checkpoints (name, last_seq) VALUES ($1, 0) ON CONFLICT DO NOTHING`, p.cfg.Name); err != nil {
+		return 0, fmt.Errorf("checkpoint row: %w", err)
+	}
+	if err := tx.QueryRow(ctx, `SELECT last_seq FROM projector_checkpoints WHERE name = $1 FOR UPDATE`, p.cfg.Name).Scan(&ck); err != nil {
+		return 0, fmt.Errorf("lock checkpoint: %w", err)
+	}
+	return ck, nil
 }
