@@ -7,17 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/spinehq/spine/internal/checksum"
-	"github.com/spinehq/spine/internal/config"
-	"github.com/spinehq/spine/internal/pgtest"
-	"github.com/spinehq/spine/internal/spinetest"
-	"github.com/spinehq/spine/node"
 	"github.com/spinehq/spine/recorder/importer"
-	"github.com/spinehq/spine/streams"
 )
 
 // sharedFixtures is ../shared/fixtures beside the repository root.
@@ -38,42 +30,9 @@ func sharedFixtures(t *testing.T) string {
 // back; a second import changes no projection (same checksum) and
 // publishes nothing.
 func TestImportEndToEnd(t *testing.T) {
-	_, url := pgtest.New(t)
-	commits := make(chan struct{}, 1)
-	n, err := node.Start(context.Background(), config.Config{DatabaseURL: url, NATSListen: "off",
-		HTTPAddr: "127.0.0.1:0", DataDir: t.TempDir(), TokenSecret: strings.Repeat("ab", 32)},
-		spinetest.Logger(t), &node.Options{OnCommit: func(uint64, []streams.Message) {
-			select {
-			case commits <- struct{}{}:
-			default:
-			}
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Stop()
-	tok, _ := n.DevToken()
-	t.Setenv(config.EnvURL, "http://"+n.HTTPAddr())
-	t.Setenv(config.EnvToken, tok)
-	caughtUp := func() {
-		s, _ := n.JS.Stream(context.Background(), streams.StreamSessions)
-		info, _ := s.Info(context.Background())
-		deadline := time.After(spinetest.WaitTimeout)
-		for n.Recorder().Checkpoint() < info.State.LastSeq {
-			select {
-			case <-commits:
-			case <-deadline:
-				t.Fatal("not caught up")
-			}
-		}
-	}
+	n, caughtUp := testNode(t)
 	sums := func() map[string]string {
-		conn, err := pgx.Connect(context.Background(), url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close(context.Background())
-		c, err := checksum.Compute(context.Background(), conn)
+		c, err := checksum.Compute(context.Background(), n.Pool)
 		if err != nil {
 			t.Fatal(err)
 		}

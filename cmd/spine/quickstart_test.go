@@ -10,10 +10,7 @@ import (
 
 	"github.com/spinehq/spine/auth"
 	"github.com/spinehq/spine/internal/config"
-	"github.com/spinehq/spine/internal/pgtest"
 	"github.com/spinehq/spine/internal/spinetest"
-	"github.com/spinehq/spine/node"
-	"github.com/spinehq/spine/streams"
 )
 
 func TestMain(m *testing.M) { spinetest.Main(m) }
@@ -31,35 +28,7 @@ func capture(t *testing.T, args ...string) (string, error) {
 
 // The README's quickstart, step by step, against a real node.
 func TestQuickstart(t *testing.T) {
-	_, url := pgtest.New(t)
-	commits := make(chan struct{}, 1)
-	n, err := node.Start(context.Background(), config.Config{DatabaseURL: url, NATSListen: "off",
-		HTTPAddr: "127.0.0.1:0", DataDir: t.TempDir(), TokenSecret: strings.Repeat("ab", 32)},
-		spinetest.Logger(t), &node.Options{OnCommit: func(uint64, []streams.Message) {
-			select {
-			case commits <- struct{}{}:
-			default:
-			}
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Stop()
-	tok, _ := n.DevToken()
-	t.Setenv(config.EnvURL, "http://"+n.HTTPAddr())
-	t.Setenv(config.EnvToken, tok)
-	caughtUp := func() {
-		s, _ := n.JS.Stream(context.Background(), streams.StreamSessions)
-		info, _ := s.Info(context.Background())
-		deadline := time.After(spinetest.WaitTimeout)
-		for n.Recorder().Checkpoint() < info.State.LastSeq {
-			select {
-			case <-commits:
-			case <-deadline:
-				t.Fatal("not caught up")
-			}
-		}
-	}
+	_, caughtUp := testNode(t)
 
 	out, err := capture(t, "publish", "../../testdata/quickstart/live.jsonl")
 	if err != nil || !strings.Contains(out, "6 sent, 6 accepted, 0 refused") {
@@ -119,31 +88,13 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestTraceCommand(t *testing.T) {
-	_, url := pgtest.New(t)
-	commits := make(chan struct{}, 1)
-	n, err := node.Start(context.Background(), config.Config{DatabaseURL: url, NATSListen: "off",
-		HTTPAddr: "127.0.0.1:0", DataDir: t.TempDir(), TokenSecret: strings.Repeat("ab", 32)},
-		spinetest.Logger(t), &node.Options{OnCommit: func(uint64, []streams.Message) {
-			select {
-			case commits <- struct{}{}:
-			default:
-			}
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Stop()
-	tok, _ := n.DevToken()
-	t.Setenv(config.EnvURL, "http://"+n.HTTPAddr())
-	t.Setenv(config.EnvToken, tok)
+	_, caughtUp := testNode(t)
 	for _, f := range []string{"live.jsonl", "end.jsonl"} {
 		if out, err := capture(t, "publish", "../../testdata/quickstart/"+f); err != nil {
 			t.Fatalf("publish: %v %s", err, out)
 		}
 	}
-	for n.Recorder().Checkpoint() < 10 {
-		<-commits
-	}
+	caughtUp()
 	out, err := capture(t, "trace", "qs-1")
 	if err != nil || !strings.Contains(out, "session qs-1  done  claude-code, model claude-opus-4-5-20251101") ||
 		!strings.Contains(out, "serves step step-3 of run plan-run-42") || !strings.Contains(out, `pushed "NOTES.md"`) {
