@@ -116,16 +116,16 @@ func (b *batch) copyChunks(ctx context.Context) error {
 // it missing and the session goes on).
 func (b *batch) finalTranscript(ctx context.Context, s *Session) error {
 	r := NewTranscriptReader(ctx, b.tx, s.ID)
-	head := make([]byte, library.PieceSize+1)
-	n, err := io.ReadFull(r, head)
-	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		s.TranscriptFileID = b.putBlob(head[:n])
-		s.needsFinal = false
-		b.transcriptArtifact(s, int64(n), false)
-		return nil
-	}
+	// Most transcripts are small: read up to one piece, growing as needed.
+	head, err := io.ReadAll(io.LimitReader(r, library.PieceSize+1))
 	if err != nil {
 		return err
+	}
+	if len(head) <= library.PieceSize {
+		s.TranscriptFileID = b.putBlob(head)
+		s.needsFinal = false
+		b.transcriptArtifact(s, int64(len(head)), false)
+		return nil
 	}
 	sp, err := b.tx.Begin(ctx)
 	if err != nil {
