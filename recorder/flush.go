@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"lukechampine.com/blake3"
@@ -115,7 +117,15 @@ func (b *batch) copyChunks(ctx context.Context) error {
 // Library page by page under a savepoint of its own (a Library failure marks
 // it missing and the session goes on).
 func (b *batch) finalTranscript(ctx context.Context, s *Session) error {
-	r := NewTranscriptReader(ctx, b.tx, s.ID)
+	var r io.Reader
+	var tr *TranscriptReader
+	if s.isNew {
+		// Started in this batch: every chunk it has is in memory.
+		r = bytes.NewReader(b.transcriptFromBatch(s.ID))
+	} else {
+		tr = NewTranscriptReader(ctx, b.tx, s.ID)
+		r = tr
+	}
 	// Most transcripts are small: read up to one piece, growing as needed.
 	head, err := io.ReadAll(io.LimitReader(r, library.PieceSize+1))
 	if err != nil {
@@ -133,8 +143,8 @@ func (b *batch) finalTranscript(ctx context.Context, s *Session) error {
 	}
 	f, putErr := b.r.blobs.Put(ctx, sp, io.MultiReader(bytes.NewReader(head), r))
 	if putErr != nil {
-		if r.err != nil {
-			return r.err // reading the chunks failed: a database failure, retry the batch
+		if tr != nil && tr.err != nil {
+			return tr.err // reading the chunks failed: a database failure, retry the batch
 		}
 		if err := sp.Rollback(ctx); err != nil {
 			return fmt.Errorf("transcript write failed (%v) and could not be rolled back: %w", putErr, err)
@@ -163,4 +173,22 @@ func (b *batch) transcriptUnstored(ctx context.Context, s *Session) error {
 	s.TranscriptFileID = library.DigestPrefix + hex.EncodeToString(h.Sum(nil))
 	b.transcriptArtifact(s, n, true)
 	return nil
+}
+
+// transcriptFromBatch renders the transcript of a session whose chunks are
+// all in this batch, byte for byte as TranscriptReader renders them from
+// the table (times at the microsecond, as PostgreSQL keeps them).
+func (b *batch) transcriptFromBatch(sessionID string) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for _, row := range b.chunks {
+		if row[0].(string) != sessionID {
+			continue
+		}
+		at := row[4].(time.Time)
+		c := Chunk{Seq: row[1].(int64), Stream: row[2].(string), Text: row[3].(string),
+			At: time.UnixMicro(at.UnixMicro()).UTC()}
+		_ = enc.Encode(c)
+	}
+	return buf.Bytes()
 }

@@ -3,10 +3,12 @@ package recorder_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spinehq/spine/internal/spinetest"
 	"github.com/spinehq/spine/library"
 	"github.com/spinehq/spine/recorder"
+	"github.com/spinehq/spine/streams"
 )
 
 // A Library failure never fails the session: the store refuses every write
@@ -112,5 +114,32 @@ func TestLongTranscriptStreams(t *testing.T) {
 	}
 	if n := count(t, h, `SELECT count(*) FROM artifacts WHERE session_id = 's2' AND kind = 'transcript' AND content_missing`); n != 1 {
 		t.Fatal("the unstored transcript is not marked missing")
+	}
+}
+
+// A session that starts and ends in one batch has its transcript built from
+// memory; it must be byte for byte the one built from the table.
+func TestTranscriptSameFromMemoryAndTable(t *testing.T) {
+	h := running(t)
+	chunks := func(id string) []*streams.Envelope {
+		var out []*streams.Envelope
+		for seq := int64(1); seq <= 5; seq++ {
+			c := spinetest.Text(id, seq, "line with nanoseconds\n")
+			c.At = spinetest.T0.Add(time.Duration(seq)*time.Second + 123456789)
+			out = append(out, c)
+		}
+		return append(out, spinetest.End(id, "done", "", ""))
+	}
+	// B: its start is committed before its chunks arrive (the table path).
+	h.Publish(spinetest.Start("b"))
+	h.WaitCaughtUp()
+	h.Publish(chunks("b")...)
+	h.WaitCaughtUp()
+	// A: all in one publish burst, applied in one batch (the memory path).
+	h.Publish(append([]*streams.Envelope{spinetest.Start("a")}, chunks("a")...)...)
+	h.WaitCaughtUp()
+	a, b := session(t, h, "a"), session(t, h, "b")
+	if a.TranscriptFileID == "" || a.TranscriptFileID != b.TranscriptFileID {
+		t.Fatalf("transcripts differ: memory %s, table %s", a.TranscriptFileID, b.TranscriptFileID)
 	}
 }
