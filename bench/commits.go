@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,7 +22,8 @@ type commits struct {
 	last    uint64
 	batches int
 	at      map[uint64]time.Time
-	wake    chan struct{} // closed and replaced on every commit
+	done    map[uint64]bool // partitioned: committed beyond last, not yet contiguous
+	wake    chan struct{}   // closed and replaced on every commit
 	// tap, when set, is given every commit instead of at keeping its
 	// times, so a long soak holds no per-message state here.
 	tap func(at time.Time, msgs []streams.Message)
@@ -55,6 +58,44 @@ func (c *commits) onCommit(last uint64, msgs []streams.Message) {
 	c.batches++
 	close(c.wake)
 	c.wake = make(chan struct{})
+}
+
+// onCommitOrigin is the hook for partitioned projectors: batches come from
+// several partitions in any order, so each message is marked by its origin
+// sequence and last advances only over a contiguous run of committed ones.
+func (c *commits) onCommitOrigin(msgs []streams.Message) {
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done == nil {
+		c.done = map[uint64]bool{}
+	}
+	for _, m := range msgs {
+		seq := originSeq(m.Header.Get("Nats-Stream-Source"))
+		if seq == 0 || seq <= c.last || c.done[seq] {
+			continue // a disconnect every partition sees, or a redelivery
+		}
+		c.done[seq] = true
+		c.at[seq] = now
+	}
+	for c.done[c.last+1] {
+		delete(c.done, c.last+1)
+		c.last++
+	}
+	c.batches++
+	close(c.wake)
+	c.wake = make(chan struct{})
+}
+
+// originSeq reads the origin sequence from a Nats-Stream-Source header
+// ("SPINE_SESSIONS 42 …"); 0 when there is none.
+func originSeq(h string) uint64 {
+	f := strings.Fields(h)
+	if len(f) < 2 {
+		return 0
+	}
+	n, _ := strconv.ParseUint(f[1], 10, 64)
+	return n
 }
 
 // waitFor blocks until seq is committed and returns when that happened.

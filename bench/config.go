@@ -69,6 +69,9 @@ type Config struct {
 	// every message id for the window, in memory, so a soak shorter than
 	// the window sees that memory grow. A what-if, not spine as shipped.
 	DuplicateWindow time.Duration
+	// Partitions splits the recorder's work by session id among the
+	// instances (SPINE_PARTITIONS); 0 or 1 means unpartitioned.
+	Partitions int
 }
 
 // MaxInstances bounds Config.Instances.
@@ -103,6 +106,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: batch %d, want 1 or more", ErrInvalidConfig, c.Batch)
 	case c.Events > 1:
 		return fmt.Errorf("%w: events %g, want a fraction 0..1", ErrInvalidConfig, c.Events)
+	case c.Partitions > 1 && c.Duration > 0:
+		return fmt.Errorf("%w: --partitions with --duration is not supported yet", ErrInvalidConfig)
+	case c.Partitions < 0 || c.Partitions > 64:
+		return fmt.Errorf("%w: partitions %d, want 1..64", ErrInvalidConfig, c.Partitions)
 	case c.Instances < 1 || c.Instances > MaxInstances:
 		return fmt.Errorf("%w: instances %d, want 1..%d", ErrInvalidConfig, c.Instances, MaxInstances)
 	case c.DuplicateWindow < 0:

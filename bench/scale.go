@@ -20,6 +20,11 @@ const ScaleNote = "The recorder is not partitioned in this run: every instance r
 	"so more instances spread publishing over more NATS connections but do not add projection throughput. " +
 	"All instances run in this one process, on the same cores."
 
+// PartitionedNote replaces ScaleNote in a run with --partitions.
+const PartitionedNote = "The recorder is partitioned by session id (SPINE_PARTITIONS): each instance leads a fair " +
+	"share of the partitions (handed over one at a time when an instance joins), so projection is spread over " +
+	"the instances; the other projectors have one leader. All instances run in this one process, on the same cores."
+
 // Scale is how the run's spine was laid out and what each instance did.
 type Scale struct {
 	Instances int    `json:"instances"`
@@ -57,10 +62,12 @@ func (tb *testbed) startInstances(ctx context.Context, cfg Config) error {
 		}
 		tb.cluster, tb.replicas = c, clusterSize
 	}
+	tb.partitions = cfg.Partitions
 	count := max(cfg.Instances, 1) // other benchmarks pass a Config without defaults
 	for i := range count {
 		nodeCfg := config.Config{DatabaseURL: tb.db.url, NATSListen: "off", HTTPAddr: "127.0.0.1:0",
-			DataDir: filepath.Join(tb.dir, fmt.Sprintf("node%d", i+1)), TokenSecret: secret, Replicas: tb.replicas}
+			DataDir: filepath.Join(tb.dir, fmt.Sprintf("node%d", i+1)), TokenSecret: secret, Replicas: tb.replicas,
+			Partitions: cfg.Partitions}
 		switch {
 		case tb.cluster != nil:
 			nodeCfg.NATSURL = tb.cluster.serverURL(i)
@@ -72,6 +79,13 @@ func (tb *testbed) startInstances(ctx context.Context, cfg Config) error {
 		inst := &instance{}
 		onCommit := func(last uint64, msgs []streams.Message) {
 			inst.batches.Add(1)
+			if cfg.Partitions > 1 {
+				// Partitioned projectors read SPINE_SESSIONS_P: count each
+				// message by its SPINE_SESSIONS sequence, which the sourcing
+				// stamps in Nats-Stream-Source.
+				tb.commits.onCommitOrigin(msgs)
+				return
+			}
 			tb.commits.onCommit(last, msgs)
 		}
 		n, err := node.Start(ctx, nodeCfg, nil, &node.Options{BatchSize: cfg.Batch, OnCommit: onCommit})
@@ -119,6 +133,9 @@ func (tb *testbed) stopInstances() {
 // scale reports the layout and each instance's share.
 func (tb *testbed) scale() *Scale {
 	s := &Scale{Instances: len(tb.instances), NATS: "embedded", Replicas: tb.replicas, Note: ScaleNote}
+	if tb.partitions > 1 {
+		s.Note = PartitionedNote
+	}
 	if tb.cluster != nil {
 		s.NATS = "cluster"
 	}

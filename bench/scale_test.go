@@ -126,3 +126,15 @@ func TestScaleConfigRejectsNonsense(t *testing.T) {
 		}
 	}
 }
+
+// Partitioned: the projection is spread over the instances' partitions and
+// every chunk is still recorded once (the run's own verification).
+func TestIngestPartitions(t *testing.T) {
+	res := runTiny(t, bench.Config{Sessions: 6, Chunks: 20, Instances: 2, Partitions: 4, LatencyDuration: bench.NoLatency})
+	if res.Spine.Chunks != 120 || res.Checks.ChunkRows+res.Checks.StepRows != 120 {
+		t.Errorf("chunks: spine %d, checks %+v", res.Spine.Chunks, res.Checks)
+	}
+	if res.Scale == nil || res.Scale.Note != bench.PartitionedNote {
+		t.Errorf("scale = %+v", res.Scale)
+	}
+}

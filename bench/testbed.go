@@ -13,13 +13,14 @@ import (
 // in-process NATS server, or a three-server cluster) and a fresh database,
 // in a data directory of its own.
 type testbed struct {
-	dir       string
-	db        *database
-	node      *node.Node // the first instance: the raw baseline and verification use it
-	instances []*instance
-	cluster   *natsCluster // nil: one embedded server
-	replicas  int
-	commits   *commits
+	dir        string
+	db         *database
+	node       *node.Node // the first instance: the raw baseline and verification use it
+	instances  []*instance
+	cluster    *natsCluster // nil: one embedded server
+	replicas   int
+	commits    *commits
+	partitions int
 }
 
 // startTestbed creates the data directory and database and starts the nodes.

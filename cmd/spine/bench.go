@@ -82,7 +82,8 @@ func ingestFlags() (*flag.FlagSet, func() (bench.Config, ingestOpts)) {
 	events := fs.Float64("events", bench.DefaultEvents, "fraction of chunks that are command events")
 	fs.Bool("json", true, "print JSON (always; accepted for scripts)")
 	cpu := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
-	instances := fs.Int("instances", 1, "spine nodes sharing the database and the log (the recorder is unpartitioned: one leads, the others stand by)")
+	instances := fs.Int("instances", 1, "spine nodes sharing the database and the log")
+	partitions := fs.Int("partitions", 1, "split the recorder by session id into this many partitions shared by the instances (SPINE_PARTITIONS); 1: one recorder leads, the others stand by")
 	cluster := fs.Bool("cluster", false, "run the log on three in-process nats-servers, streams at replicas 3")
 	duration := fs.Duration("duration", 0, "soak instead: offer --rate chunks/s for this long (sessions of --chunks chunks), sampling memory")
 	dupWindow := fs.Duration("duplicate-window", 0, "what-if: set SPINE_SESSIONS's duplicate window (JetStream keeps every message id that long; 0 keeps spine's)")
@@ -94,7 +95,7 @@ func ingestFlags() (*flag.FlagSet, func() (bench.Config, ingestOpts)) {
 		cfg := bench.Config{Sessions: *sessions, Chunks: *chunks, Payload: *payload, Rate: *rate,
 			LatencyDuration: time.Duration(*latency * float64(time.Second)), Batch: *batch, Events: *events,
 			DatabaseURL: os.Getenv(config.EnvDatabaseURL), Instances: *instances, Cluster: *cluster, Duration: *duration,
-			DuplicateWindow: *dupWindow}
+			DuplicateWindow: *dupWindow, Partitions: *partitions}
 		return cfg, ingestOpts{latency: *latency, events: *events, cpuProfile: *cpu}
 	}
 }
