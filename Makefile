@@ -7,7 +7,7 @@ TEST_FLAGS ?= -count=1 -timeout 9m
 .PHONY: help run build test test-race vet fmt fmt-check lint bench fuzz clean dashboards-check cost-page-check ccusage-parity session-page-check mcp-inspector bench-dispatch
 
 help: ## list the targets
-	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-10s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-20s %s\n", $$1, $$2}'
 
 run: build ## run spine serve on embedded defaults (in-process NATS, local or private PostgreSQL)
 	./$(BIN) serve
