@@ -1,7 +1,7 @@
 # spine — run `make help` for the targets.
 GO        ?= go
 BIN       := bin/spine
-CORE      := ./streams/ ./recorder/ ./library/ ./spine/ ./server/
+CORE      := ./streams/ ./recorder/ ./library/ ./spine/ ./spine/desktop/ ./server/ ./accounting/ ./node/
 TEST_FLAGS ?= -count=1 -timeout 9m
 
 .PHONY: help run build test test-race vet fmt fmt-check lint bench fuzz clean dashboards-check cost-page-check ccusage-parity session-page-check mcp-inspector bench-dispatch
