@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -37,7 +36,7 @@ func createDatabase(ctx context.Context, explicitURL, dataDir string, log *slog.
 		return nil, err
 	}
 	db := &database{adminURL: res.URL, name: "spine_bench_" + randomHex(6), source: res.Source, stop: res.Stop}
-	if db.url, err = withDatabase(res.URL, db.name); err != nil {
+	if db.url, err = pgboot.WithDatabase(res.URL, db.name); err != nil {
 		return nil, errors.Join(err, res.Stop())
 	}
 	if err := db.exec(ctx, "CREATE DATABASE "+pgx.Identifier{db.name}.Sanitize()); err != nil {
@@ -66,23 +65,6 @@ func (db *database) exec(ctx context.Context, sql string) error {
 	defer conn.Close(context.Background())
 	_, err = conn.Exec(ctx, sql)
 	return err
-}
-
-// withDatabase returns the postgres URL u pointed at database name.
-func withDatabase(u, name string) (string, error) {
-	parsed, err := url.Parse(u)
-	var urlErr *url.Error
-	if errors.As(err, &urlErr) {
-		err = urlErr.Err // the url.Error would repeat the URL, password and all
-	}
-	if err != nil {
-		return "", fmt.Errorf("parse database URL: %w", err)
-	}
-	if parsed.Scheme != "postgres" && parsed.Scheme != "postgresql" {
-		return "", fmt.Errorf("want a postgres:// URL, got scheme %q", parsed.Scheme)
-	}
-	parsed.Path, parsed.RawPath = "/"+name, ""
-	return parsed.String(), nil
 }
 
 func randomHex(n int) string {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"strings"
 	"time"
 
@@ -185,9 +184,9 @@ func reachableNATS(cfg config.Config) string {
 }
 
 func createDatabase(ctx context.Context, liveURL, name string) (string, error) {
-	u, err := url.Parse(liveURL)
-	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		return "", fmt.Errorf("rebuild needs a postgres:// URL for the live database (set %s)", config.EnvDatabaseURL)
+	rebuiltURL, err := pgboot.WithDatabase(liveURL, name)
+	if err != nil {
+		return "", fmt.Errorf("rebuild needs a postgres:// URL for the live database (set %s): %w", config.EnvDatabaseURL, err)
 	}
 	conn, err := pgx.Connect(ctx, liveURL)
 	if err != nil {
@@ -197,8 +196,7 @@ func createDatabase(ctx context.Context, liveURL, name string) (string, error) {
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
 		return "", fmt.Errorf("rebuild: create database %s: %w", name, err)
 	}
-	u.Path = "/" + name
-	return u.String(), nil
+	return rebuiltURL, nil
 }
 
 func dropDatabase(ctx context.Context, liveURL, name string, log *slog.Logger) {

@@ -68,3 +68,20 @@ func isDuplicateDatabase(err error) bool {
 	return pgErr.Code == sqlstateDuplicateDatabase ||
 		pgErr.Code == sqlstateUniqueViolation && pgErr.ConstraintName == "pg_database_datname_index"
 }
+
+// WithDatabase returns the postgres:// URL u pointed at database name.
+func WithDatabase(u, name string) (string, error) {
+	parsed, err := url.Parse(u)
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		err = urlErr.Err // the url.Error would repeat the URL, password and all
+	}
+	if err != nil {
+		return "", fmt.Errorf("parse database URL: %w", err)
+	}
+	if parsed.Scheme != "postgres" && parsed.Scheme != "postgresql" {
+		return "", fmt.Errorf("want a postgres:// URL, got scheme %q", parsed.Scheme)
+	}
+	parsed.Path, parsed.RawPath = "/"+name, ""
+	return parsed.String(), nil
+}

@@ -2,9 +2,7 @@ package pgtest
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -15,7 +13,7 @@ import (
 // findAdmin returns the URL of a database to run CREATE DATABASE from.
 func findAdmin(ctx context.Context) (string, error) {
 	if u := os.Getenv(EnvAdminURL); u != "" {
-		if _, err := withDatabase(u, "postgres"); err != nil {
+		if _, err := pgboot.WithDatabase(u, "postgres"); err != nil {
 			return "", fmt.Errorf("%s: %w", EnvAdminURL, err)
 		}
 		return u, nil
@@ -71,22 +69,4 @@ func lockFile(path string) (unlock func(), err error) {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
 	return func() { f.Close() }, nil
-}
-
-// withDatabase returns the postgres:// URL u pointed at database name.
-func withDatabase(u, name string) (string, error) {
-	parsed, err := url.Parse(u)
-	var urlErr *url.Error
-	if errors.As(err, &urlErr) {
-		err = urlErr.Err // the url.Error would repeat the URL, password and all
-	}
-	if err != nil {
-		return "", fmt.Errorf("parse database URL: %w", err)
-	}
-	if parsed.Scheme != "postgres" && parsed.Scheme != "postgresql" {
-		return "", fmt.Errorf("want a postgres:// URL, got scheme %q", parsed.Scheme)
-	}
-	parsed.Path = "/" + name
-	parsed.RawPath = ""
-	return parsed.String(), nil
 }

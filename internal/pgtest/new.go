@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/spinehq/spine/internal/pgboot"
 )
 
 // cleanupTimeout bounds dropping a test's database; the test's own context
@@ -28,7 +30,7 @@ func New(t testing.TB) (*pgxpool.Pool, string) {
 	if err := cloneTemplate(t.Context(), name); err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
-	u, err := withDatabase(adminURL, name)
+	u, err := pgboot.WithDatabase(adminURL, name)
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}

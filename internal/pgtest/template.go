@@ -8,6 +8,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/spinehq/spine/internal/pgboot"
 )
 
 // templateLock is the advisory lock key: held exclusively while a template
@@ -76,7 +78,7 @@ func buildTemplate(ctx context.Context, conn *pgx.Conn, admin, name string, migr
 // migrateDatabase runs migrate on its own connection to database name and
 // closes it, as nobody may be connected to a template being cloned.
 func migrateDatabase(ctx context.Context, admin, name string, migrate MigrateFunc) error {
-	u, err := withDatabase(admin, name)
+	u, err := pgboot.WithDatabase(admin, name)
 	if err != nil {
 		return err
 	}
