@@ -1,9 +1,7 @@
 package accounting_test
 
 import (
-	"bufio"
 	"context"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -139,29 +137,6 @@ func (f *fixture) metric(name string, labels map[string]string) float64 {
 		}
 	}
 	return sum
-}
-
-// loadFixture reads envelopes from a JSON-lines file under testdata.
-func loadFixture(t *testing.T, name string) []*streams.Envelope {
-	t.Helper()
-	file, err := os.Open("../testdata/accounting/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer file.Close()
-	var out []*streams.Envelope
-	sc := bufio.NewScanner(file)
-	for sc.Scan() {
-		e, err := streams.Decode(sc.Bytes())
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		out = append(out, e)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 type callRow struct {

@@ -73,7 +73,7 @@ func checkRow(t *testing.T, what string, got accounting.Row, metered, subscripti
 // globex's session and the end with no start are in no acme report.
 func TestSummaryOfTheMixedFixture(t *testing.T) {
 	f := newFixture(t)
-	f.publish(loadFixture(t, "mixed.jsonl")...)
+	f.publish(spinetest.ReadEnvelopes(t, "../testdata/accounting/mixed.jsonl")...)
 	f.wait()
 	none := cell{}
 	all := url.Values{"from": {"2026-11-01"}, "to": {"2026-11-30"}}
@@ -217,7 +217,7 @@ func budget(id, plan string, ceiling string, loopCap *int64) *accounting.Budget 
 // call counts against the cap.
 func TestPlanCeilingsWithMixedCalls(t *testing.T) {
 	f := newFixture(t)
-	f.publish(loadFixture(t, "mixed.jsonl")...)
+	f.publish(spinetest.ReadEnvelopes(t, "../testdata/accounting/mixed.jsonl")...)
 	f.budget(budget("b1", "p1", "1.00", ptr(int64(5))))
 	f.budget(budget("b2", "p2", "", nil))
 	f.wait()

@@ -5,13 +5,14 @@ import (
 	"testing"
 
 	"github.com/spinehq/spine/accounting"
+	"github.com/spinehq/spine/internal/spinetest"
 )
 
 // groupBy=session is a row per session (router_calls holds one call per
 // session), keyed by session id, in id order; its rows add up to the total.
 func TestSummaryBySession(t *testing.T) {
 	f := newFixture(t)
-	f.publish(loadFixture(t, "mixed.jsonl")...)
+	f.publish(spinetest.ReadEnvelopes(t, "../testdata/accounting/mixed.jsonl")...)
 	f.wait()
 	s := summary(t, f, "acme", url.Values{"from": {"2026-11-01"}, "to": {"2026-11-30"}, "groupBy": {"session"}})
 	var keys []string

@@ -1,11 +1,9 @@
 package node_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"net/http"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -69,18 +67,8 @@ func (f *costFixture) waitFor(seq uint64) {
 // accounting to apply it.
 func (f *costFixture) publishFile(name string) {
 	f.t.Helper()
-	file, err := os.Open(name)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	defer file.Close()
 	var last uint64
-	sc := bufio.NewScanner(file)
-	for sc.Scan() {
-		e, err := streams.Decode(sc.Bytes())
-		if err != nil {
-			f.t.Fatal(err)
-		}
+	for _, e := range spinetest.ReadEnvelopes(f.t, name) {
 		ack, err := f.n.Publisher.Publish(context.Background(), e, nil)
 		if err != nil {
 			f.t.Fatal(err)

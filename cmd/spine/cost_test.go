@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -43,7 +41,7 @@ func costNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	envs := readEnvelopes(t, "../../testdata/accounting/mixed.jsonl")
+	envs := spinetest.ReadEnvelopes(t, "../../testdata/accounting/mixed.jsonl")
 	start, end := spinetest.Start("cli-9"), spinetest.End("cli-9", "done", "claude-sonnet-4-5", "")
 	start.PlanID, end.Billing = "p9", "metered"
 	end.Usage = &streams.Usage{InputTokens: 40, OutputTokens: 2}
@@ -76,25 +74,6 @@ func costNode(t *testing.T) {
 	}
 	t.Setenv(config.EnvURL, "http://"+n.HTTPAddr())
 	t.Setenv(config.EnvToken, tok)
-}
-
-func readEnvelopes(t *testing.T, name string) []*streams.Envelope {
-	t.Helper()
-	file, err := os.Open(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer file.Close()
-	var out []*streams.Envelope
-	sc := bufio.NewScanner(file)
-	for sc.Scan() {
-		e, err := streams.Decode(sc.Bytes())
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, e)
-	}
-	return out
 }
 
 // spine cost prints tables that keep silence visible: a cell nobody

@@ -1,7 +1,10 @@
 package spinetest
 
 import (
+	"bufio"
 	"fmt"
+	"os"
+	"testing"
 	"time"
 
 	"github.com/spinehq/spine/streams"
@@ -71,4 +74,29 @@ func MCP(session, callID, tool string) *streams.Envelope {
 func Disconnect(worker, reason string) *streams.Envelope {
 	return &streams.Envelope{V: 1, Type: streams.TypeWorkerDisconnect, ID: "disc-" + worker, At: at(90000),
 		WorkerID: worker, Reason: reason}
+}
+
+// ReadEnvelopes decodes a JSON-lines file of envelopes, failing the test on
+// any line that is not one.
+func ReadEnvelopes(t testing.TB, path string) []*streams.Envelope {
+	t.Helper()
+	file, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	var out []*streams.Envelope
+	sc := bufio.NewScanner(file)
+	sc.Buffer(make([]byte, 64<<10), streams.MaxEnvelopeBytes+1024)
+	for sc.Scan() {
+		e, err := streams.Decode(sc.Bytes())
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		out = append(out, e)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return out
 }
