@@ -108,12 +108,7 @@ type batch struct {
 }
 
 func (b *batch) preload(ctx context.Context, envs []*streams.Envelope) error {
-	var ids []string
-	for _, e := range envs {
-		if e != nil && e.SessionID != "" && !slices.Contains(ids, e.SessionID) {
-			ids = append(ids, e.SessionID)
-		}
-	}
+	ids := streams.SessionIDs(envs)
 	if len(ids) == 0 {
 		return nil
 	}

@@ -191,3 +191,18 @@ func (e *Envelope) Marshal() ([]byte, error) {
 	}
 	return b, nil
 }
+
+// SessionIDs lists the distinct session ids of envs in first-seen order,
+// skipping nil envelopes and envelopes without one (projectors preload the
+// sessions a batch names with it).
+func SessionIDs(envs []*Envelope) []string {
+	var ids []string
+	seen := map[string]bool{}
+	for _, e := range envs {
+		if e != nil && e.SessionID != "" && !seen[e.SessionID] {
+			seen[e.SessionID] = true
+			ids = append(ids, e.SessionID)
+		}
+	}
+	return ids
+}
