@@ -5,11 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/spinehq/spine/internal/pgboot"
 )
@@ -36,11 +33,8 @@ func createDatabase(ctx context.Context, explicitURL, dataDir string, log *slog.
 		return nil, err
 	}
 	db := &database{adminURL: res.URL, name: "spine_bench_" + randomHex(6), source: res.Source, stop: res.Stop}
-	if db.url, err = pgboot.WithDatabase(res.URL, db.name); err != nil {
+	if db.url, err = pgboot.CreateDatabase(ctx, res.URL, db.name); err != nil {
 		return nil, errors.Join(err, res.Stop())
-	}
-	if err := db.exec(ctx, "CREATE DATABASE "+pgx.Identifier{db.name}.Sanitize()); err != nil {
-		return nil, errors.Join(fmt.Errorf("create database %s: %w", db.name, err), res.Stop())
 	}
 	return db, nil
 }
@@ -50,21 +44,7 @@ func createDatabase(ctx context.Context, explicitURL, dataDir string, log *slog.
 func (db *database) drop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), dropTimeout)
 	defer cancel()
-	err := db.exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{db.name}.Sanitize()+" WITH (FORCE)")
-	if err != nil {
-		err = fmt.Errorf("drop database %s: %w", db.name, err)
-	}
-	return errors.Join(err, db.stop())
-}
-
-func (db *database) exec(ctx context.Context, sql string) error {
-	conn, err := pgx.Connect(ctx, db.adminURL)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.Background())
-	_, err = conn.Exec(ctx, sql)
-	return err
+	return errors.Join(pgboot.DropDatabase(ctx, db.adminURL, db.name), db.stop())
 }
 
 func randomHex(n int) string {

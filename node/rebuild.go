@@ -184,28 +184,15 @@ func reachableNATS(cfg config.Config) string {
 }
 
 func createDatabase(ctx context.Context, liveURL, name string) (string, error) {
-	rebuiltURL, err := pgboot.WithDatabase(liveURL, name)
+	u, err := pgboot.CreateDatabase(ctx, liveURL, name)
 	if err != nil {
-		return "", fmt.Errorf("rebuild needs a postgres:// URL for the live database (set %s): %w", config.EnvDatabaseURL, err)
+		return "", fmt.Errorf("rebuild (the live database must be a postgres:// URL, %s): %w", config.EnvDatabaseURL, err)
 	}
-	conn, err := pgx.Connect(ctx, liveURL)
-	if err != nil {
-		return "", fmt.Errorf("rebuild: %w", err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		return "", fmt.Errorf("rebuild: create database %s: %w", name, err)
-	}
-	return rebuiltURL, nil
+	return u, nil
 }
 
 func dropDatabase(ctx context.Context, liveURL, name string, log *slog.Logger) {
-	conn, err := pgx.Connect(ctx, liveURL)
-	if err == nil {
-		defer conn.Close(ctx)
-		_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
-	}
-	if err != nil {
+	if err := pgboot.DropDatabase(ctx, liveURL, name); err != nil {
 		log.Warn("drop rebuild database", "database", name, "err", err)
 	}
 }

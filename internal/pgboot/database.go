@@ -85,3 +85,34 @@ func WithDatabase(u, name string) (string, error) {
 	parsed.Path, parsed.RawPath = "/"+name, ""
 	return parsed.String(), nil
 }
+
+// CreateDatabase creates database name on the server adminURL reaches and
+// returns a URL to it.
+func CreateDatabase(ctx context.Context, adminURL, name string) (string, error) {
+	u, err := WithDatabase(adminURL, name)
+	if err != nil {
+		return "", err
+	}
+	if err := adminExec(ctx, adminURL, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return "", fmt.Errorf("create database %s: %w", name, err)
+	}
+	return u, nil
+}
+
+// DropDatabase drops database name, disconnecting anyone still on it.
+func DropDatabase(ctx context.Context, adminURL, name string) error {
+	if err := adminExec(ctx, adminURL, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+		return fmt.Errorf("drop database %s: %w", name, err)
+	}
+	return nil
+}
+
+func adminExec(ctx context.Context, adminURL, sql string) error {
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	_, err = conn.Exec(ctx, sql)
+	return err
+}
