@@ -223,12 +223,11 @@ func (p *Projector) checkSameLog(ctx context.Context, last uint64) error {
 // Preflight checks, before Start, that the database's checkpoint belongs to
 // this log, so a mismatch is an error at startup rather than a silent skip.
 func (p *Projector) Preflight(ctx context.Context) error {
-	var last int64
-	err := p.cfg.Pool.QueryRow(ctx, `SELECT last_seq FROM projector_checkpoints WHERE name = $1`, p.cfg.Name).Scan(&last)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("read checkpoint %s: %w", p.cfg.Name, err)
+	last, err := p.readCheckpoint(ctx, p.cfg.Pool)
+	if err != nil {
+		return err
 	}
-	return p.checkSameLog(ctx, uint64(last))
+	return p.checkSameLog(ctx, last)
 }
 
 // Err is why the projector stopped on its own (nil while it runs).
@@ -334,9 +333,12 @@ func (p *Projector) setLast(seq uint64) {
 	p.m.checkpoint.WithLabelValues(p.cfg.Name).Set(float64(seq))
 }
 
-func (p *Projector) readCheckpoint(ctx context.Context, conn *pgxpool.Conn) (uint64, error) {
+// readCheckpoint reads the committed checkpoint (0 before the first batch).
+func (p *Projector) readCheckpoint(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) (uint64, error) {
 	var last int64
-	err := conn.QueryRow(ctx, `SELECT last_seq FROM projector_checkpoints WHERE name = $1`, p.cfg.Name).Scan(&last)
+	err := q.QueryRow(ctx, `SELECT last_seq FROM projector_checkpoints WHERE name = $1`, p.cfg.Name).Scan(&last)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return 0, fmt.Errorf("read checkpoint %s: %w", p.cfg.Name, err)
 	}
