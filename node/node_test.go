@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -66,17 +65,7 @@ func (f *fixture) token(org, member string) string {
 
 func (f *fixture) do(method, path, token string, body []byte) (int, []byte) {
 	f.t.Helper()
-	req, _ := http.NewRequest(method, f.base+path, bytes.NewReader(body))
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, data
+	return spinetest.Do(f.t, method, f.base+path, token, bytes.NewReader(body))
 }
 
 // waitCaughtUp waits until every projector has applied everything.

@@ -115,17 +115,7 @@ func (e *env) do(method, path, token string, body any) (int, []byte) {
 		data, _ := json.Marshal(b)
 		rd = bytes.NewReader(data)
 	}
-	req, _ := http.NewRequest(method, e.base+path, rd)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, data
+	return spinetest.Do(e.t, method, e.base+path, token, rd)
 }
 
 // must sends a request that must answer want.
