@@ -100,20 +100,8 @@ func TraceID(ctx context.Context, q Querier, owner Owner, id string) (*Trace, er
 
 // TraceDigest lists the caller's artifacts that reference digest.
 func TraceDigest(ctx context.Context, q Querier, owner Owner, digest string) (*Trace, error) {
-	rows, err := q.Query(ctx, `SELECT a.id, a.kind, a.name, a.size, a.content_type, a.content_missing,
-			a.content_omitted, a.created_at, a.org, a.member, a.produced_by,
-			s.id, s.status, s.app, s.model, s.effort, s.billing, s.session_run_id, r.parent_run_id, r.parent_step_id,
-			s.total_cost::text, st.id, st.idx, st.action, st.at
-		FROM artifacts a
-		LEFT JOIN sessions s ON s.id = a.session_id AND a.session_id <> ''
-		LEFT JOIN runs r ON r.id = s.session_run_id
-		LEFT JOIN steps st ON st.id = a.step_id AND a.step_id <> ''
-		WHERE a.digest = $1 AND a.org = $2 AND a.member = $3
-		ORDER BY a.created_at, a.id`, digest, owner.Org, owner.Member)
-	if err != nil {
-		return nil, fmt.Errorf("trace %s: %w", digest, err)
-	}
-	arts, err := pgx.CollectRows(rows, scanTraced)
+	arts, err := tracedArtifacts(ctx, q, `a.digest = $1 AND a.org = $2 AND a.member = $3 ORDER BY a.created_at, a.id`,
+		digest, owner.Org, owner.Member)
 	if err != nil {
 		return nil, fmt.Errorf("trace %s: %w", digest, err)
 	}
@@ -125,7 +113,29 @@ func TraceDigest(ctx context.Context, q Querier, owner Owner, digest string) (*T
 	if err != nil {
 		return nil, fmt.Errorf("trace %s: %w", digest, err)
 	}
-	return t, attachRouterCalls(ctx, q, t)
+	return t, nil
+}
+
+// tracedArtifacts reads artifacts with their session, run and step, and
+// each session's router-call row; where is the rest of the statement.
+func tracedArtifacts(ctx context.Context, q Querier, where string, args ...any) ([]TracedArtifact, error) {
+	rows, err := q.Query(ctx, `SELECT a.id, a.kind, a.name, a.size, a.content_type, a.content_missing,
+			a.content_omitted, a.created_at, a.org, a.member, a.produced_by,
+			s.id, s.status, s.app, s.model, s.effort, s.billing, s.session_run_id, r.parent_run_id, r.parent_step_id,
+			s.total_cost::text, st.id, st.idx, st.action, st.at
+		FROM artifacts a
+		LEFT JOIN sessions s ON s.id = a.session_id AND a.session_id <> ''
+		LEFT JOIN runs r ON r.id = s.session_run_id
+		LEFT JOIN steps st ON st.id = a.step_id AND a.step_id <> ''
+		WHERE `+where, args...)
+	if err != nil {
+		return nil, err
+	}
+	arts, err := pgx.CollectRows(rows, scanTraced)
+	if err != nil {
+		return nil, err
+	}
+	return arts, attachRouterCalls(ctx, q, arts)
 }
 
 func scanTraced(r pgx.CollectableRow) (TracedArtifact, error) {
@@ -164,24 +174,37 @@ func deref(s *string) string {
 	return *s
 }
 
-func attachRouterCalls(ctx context.Context, q Querier, t *Trace) error {
-	for i := range t.Artifacts {
-		s := t.Artifacts[i].Session
+// attachRouterCalls gives each artifact its session's router-call row,
+// reading each session's row once.
+func attachRouterCalls(ctx context.Context, q Querier, arts []TracedArtifact) error {
+	type call struct {
+		row     []byte
+		billing string
+	}
+	calls := map[string]*call{}
+	for i := range arts {
+		s := arts[i].Session
 		if s == nil {
 			continue
 		}
-		var row []byte
-		err := q.QueryRow(ctx, routerCallQuery, s.ID, t.Artifacts[i].Org).Scan(&row)
-		if errors.Is(err, pgx.ErrNoRows) {
-			continue
+		c, ok := calls[s.ID]
+		if !ok {
+			var row []byte
+			err := q.QueryRow(ctx, routerCallQuery, s.ID, arts[i].Org).Scan(&row)
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("router call of %s: %w", s.ID, err)
+			}
+			if row != nil {
+				c = &call{row: row}
+				var b struct{ Billing string }
+				if json.Unmarshal(row, &b) == nil {
+					c.billing = b.Billing
+				}
+			}
+			calls[s.ID] = c
 		}
-		if err != nil {
-			return fmt.Errorf("router call of %s: %w", s.ID, err)
-		}
-		t.Artifacts[i].RouterCall = row
-		var call struct{ Billing string }
-		if json.Unmarshal(row, &call) == nil {
-			s.Billing = call.Billing
+		if c != nil {
+			arts[i].RouterCall, s.Billing = c.row, c.billing
 		}
 	}
 	return nil
@@ -234,30 +257,14 @@ func TraceSession(ctx context.Context, q Querier, owner Owner, id string) (*Sess
 	if err != nil {
 		return nil, fmt.Errorf("trace session %s: %w", id, err)
 	}
-	digests, err := sessionDigests(ctx, q, owner, id)
-	if err != nil {
-		return nil, err
-	}
-	for _, d := range digests {
-		dt, err := TraceDigest(ctx, q, owner, d)
-		if err != nil {
-			return nil, err
-		}
-		for _, a := range dt.Artifacts {
-			if a.Session != nil && a.Session.ID == id {
-				t.Artifacts = append(t.Artifacts, a)
-				t.RouterCall, s.Billing = a.RouterCall, a.Session.Billing
-			}
-		}
-	}
-	return t, nil
-}
-
-func sessionDigests(ctx context.Context, q Querier, owner Owner, id string) ([]string, error) {
-	rows, err := q.Query(ctx, `SELECT DISTINCT digest FROM artifacts WHERE session_id = $1 AND org = $2 AND member = $3
-		ORDER BY digest`, id, owner.Org, owner.Member)
+	arts, err := tracedArtifacts(ctx, q, `a.session_id = $1 AND a.org = $2 AND a.member = $3
+		ORDER BY a.digest, a.created_at, a.id`, id, owner.Org, owner.Member)
 	if err != nil {
 		return nil, fmt.Errorf("trace session %s: %w", id, err)
 	}
-	return pgx.CollectRows(rows, pgx.RowTo[string])
+	for _, a := range arts {
+		t.Artifacts = append(t.Artifacts, a)
+		t.RouterCall, s.Billing = a.RouterCall, a.Session.Billing
+	}
+	return t, nil
 }
