@@ -36,9 +36,11 @@ func scanSessions(rows pgx.Rows) ([]*session, error) {
 	})
 }
 
-// loadSessions reads the sessions with the given ids.
+// loadSessions reads the sessions with the given ids, planned for them
+// (execMode).
 func loadSessions(ctx context.Context, tx pgx.Tx, ids []string) ([]*session, error) {
-	rows, err := tx.Query(ctx, `SELECT `+sessionColumns+` FROM accounting_sessions WHERE session_id = ANY($1)`, ids)
+	rows, err := tx.Query(ctx, `SELECT `+sessionColumns+` FROM accounting_sessions WHERE session_id = ANY($1::text[])`,
+		execMode, ids)
 	if err != nil {
 		return nil, fmt.Errorf("load accounting sessions: %w", err)
 	}
@@ -48,7 +50,7 @@ func loadSessions(ctx context.Context, tx pgx.Tx, ids []string) ([]*session, err
 // liveOnWorker reads the sessions still running on a worker.
 func liveOnWorker(ctx context.Context, tx pgx.Tx, worker string) ([]*session, error) {
 	rows, err := tx.Query(ctx, `SELECT `+sessionColumns+` FROM accounting_sessions
-		WHERE worker_id = $1 AND ended_at IS NULL ORDER BY session_id`, worker)
+		WHERE worker_id = $1 AND ended_at IS NULL ORDER BY session_id`, execMode, worker)
 	if err != nil {
 		return nil, fmt.Errorf("live sessions on worker %s: %w", worker, err)
 	}

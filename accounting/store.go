@@ -1,42 +1,167 @@
 package accounting
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
 
-// flush writes the batch's sessions, router calls and budgets in one round
-// trip.
+// Every statement of a batch runs with pgx.QueryExecModeExec: an unnamed
+// statement that PostgreSQL plans with the batch's own values. A cached
+// prepared statement soon gets a generic plan, and one made while the tables
+// were nearly empty scans them for each id of an `= ANY($1)`, so a batch
+// cost grew with the table.
+const execMode = pgx.QueryExecModeExec
+
+// flush writes the batch's sessions, router calls and budgets: one
+// statement per kind, each over arrays of the batch's rows.
 func (b *batch) flush(ctx context.Context) error {
-	q := &pgx.Batch{}
+	var started, ended []*session
 	for _, s := range b.sorted() {
 		if s.isNew {
-			q.Queue(`INSERT INTO accounting_sessions (`+sessionColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-				s.ID, s.Org, s.Member, s.App, s.PlanID, s.WorkerID, s.StartedAt, s.EndedAt)
+			started = append(started, s)
 		}
 	}
 	for _, c := range b.calls {
-		if !b.sessions[c.SessionID].isNew {
-			q.Queue(`UPDATE accounting_sessions SET ended_at = $2 WHERE session_id = $1`, c.SessionID, c.At)
+		if s := b.sessions[c.SessionID]; !s.isNew {
+			ended = append(ended, s) // a session of an earlier batch
 		}
-		queueCall(q, c)
 	}
-	for _, bu := range b.budgets {
-		q.Queue(`INSERT INTO plan_budgets (org, plan_id, dollar_ceiling, loop_cap, set_by, set_at)
-			VALUES ($1, $2, $3::numeric, $4, $5, $6)
-			ON CONFLICT (org, plan_id) DO UPDATE SET dollar_ceiling = EXCLUDED.dollar_ceiling,
-				loop_cap = EXCLUDED.loop_cap, set_by = EXCLUDED.set_by, set_at = EXCLUDED.set_at`,
-			bu.Org, bu.PlanID, numberArg(bu), bu.LoopCap, bu.Member, bu.At)
+	if err := insertSessions(ctx, b.tx, started); err != nil {
+		return err
 	}
-	if q.Len() == 0 {
+	if err := endSessions(ctx, b.tx, ended); err != nil {
+		return err
+	}
+	if err := insertCalls(ctx, b.tx, b.calls); err != nil {
+		return err
+	}
+	return upsertBudgets(ctx, b.tx, b.budgets)
+}
+
+// insertSessions writes the sessions that started in the batch (ended_at
+// set when they also ended in it).
+func insertSessions(ctx context.Context, tx pgx.Tx, ss []*session) error {
+	if len(ss) == 0 {
 		return nil
 	}
-	if err := b.tx.SendBatch(ctx, q).Close(); err != nil {
-		return fmt.Errorf("write accounting batch: %w", err)
+	n := len(ss)
+	id, org, member, app, plan, worker := make([]string, n), make([]string, n), make([]string, n),
+		make([]string, n), make([]string, n), make([]string, n)
+	startedAt, endedAt := make([]time.Time, n), make([]*time.Time, n)
+	for i, s := range ss {
+		id[i], org[i], member[i], app[i], plan[i], worker[i] = s.ID, s.Org, s.Member, s.App, s.PlanID, s.WorkerID
+		startedAt[i], endedAt[i] = s.StartedAt, s.EndedAt
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO accounting_sessions (`+sessionColumns+`)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+			$7::timestamptz[], $8::timestamptz[])`,
+		execMode, id, org, member, app, plan, worker, startedAt, endedAt)
+	if err != nil {
+		return fmt.Errorf("insert accounting sessions: %w", err)
+	}
+	return nil
+}
+
+// endSessions marks the sessions of earlier batches that ended in this one.
+func endSessions(ctx context.Context, tx pgx.Tx, ss []*session) error {
+	if len(ss) == 0 {
+		return nil
+	}
+	id, at := make([]string, len(ss)), make([]time.Time, len(ss))
+	for i, s := range ss {
+		id[i], at[i] = s.ID, *s.EndedAt
+	}
+	// The = ANY names the rows to the planner, which reads them from the
+	// primary key; joined with the unnest alone it hashes the batch and
+	// scans the whole table.
+	_, err := tx.Exec(ctx, `UPDATE accounting_sessions a SET ended_at = u.at
+		FROM unnest($1::text[], $2::timestamptz[]) u(id, at)
+		WHERE a.session_id = u.id AND a.session_id = ANY($1::text[])`, execMode, id, at)
+	if err != nil {
+		return fmt.Errorf("end accounting sessions: %w", err)
+	}
+	return nil
+}
+
+// insertCalls writes the batch's router-call rows.
+func insertCalls(ctx context.Context, tx pgx.Tx, calls []*Call) error {
+	if len(calls) == 0 {
+		return nil
+	}
+	n := len(calls)
+	text := func() []string { return make([]string, n) }
+	id, org, member, app, plan, surface, door, status := text(), text(), text(), text(), text(), text(), text(), text()
+	billing, signal, model, effort := text(), text(), text(), text()
+	usage, cost := make([]*string, n), make([]*string, n)
+	count := func() []*int64 { return make([]*int64, n) }
+	in, out, cr, cw, rs := count(), count(), count(), count(), count()
+	startedAt, at := make([]time.Time, n), make([]time.Time, n)
+	for i, c := range calls {
+		id[i], org[i], member[i], app[i], plan[i] = c.SessionID, c.Org, c.Member, c.App, c.PlanID
+		surface[i], door[i], status[i], billing[i], signal[i] = c.ExecutionSurface, c.Door, c.Status, c.Billing, c.BillingSignal
+		model[i], effort[i] = c.ServedModel, c.ServedEffort
+		if t := c.Tokens; t != nil {
+			in[i], out[i], cr[i], cw[i], rs[i] = &t.Input, &t.Output, &t.CacheRead, &t.CacheWrite, &t.Reasoning
+		}
+		if c.Usage != nil {
+			u := jsonbText(c.Usage)
+			usage[i] = &u
+		}
+		cost[i] = costArg(c.TotalCost)
+		startedAt[i], at[i] = c.StartedAt, c.At
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO router_calls (session_id, org, member, app, plan_id, execution_surface, door,
+			status, billing, billing_signal, served_model, served_effort, usage, input_tokens, output_tokens,
+			cache_read_tokens, cache_write_tokens, reasoning_tokens, total_cost, started_at, at)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+			$8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::jsonb[], $14::bigint[], $15::bigint[],
+			$16::bigint[], $17::bigint[], $18::bigint[], $19::numeric[], $20::timestamptz[], $21::timestamptz[])`,
+		execMode, id, org, member, app, plan, surface, door, status, billing, signal, model, effort, usage,
+		in, out, cr, cw, rs, cost, startedAt, at)
+	if err != nil {
+		return fmt.Errorf("insert router calls: %w", err)
+	}
+	return nil
+}
+
+// upsertBudgets sets each plan's budget to its latest event in the batch
+// (as applying them one by one would), plans in key order so concurrent
+// writers lock rows in one order.
+func upsertBudgets(ctx context.Context, tx pgx.Tx, budgets []*Budget) error {
+	if len(budgets) == 0 {
+		return nil
+	}
+	latest := map[[2]string]*Budget{}
+	for _, bu := range budgets {
+		latest[[2]string{bu.Org, bu.PlanID}] = bu
+	}
+	keys := make([][2]string, 0, len(latest))
+	for k := range latest {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(x, y [2]string) int { return cmp.Or(cmp.Compare(x[0], y[0]), cmp.Compare(x[1], y[1])) })
+	n := len(keys)
+	org, plan, setBy := make([]string, n), make([]string, n), make([]string, n)
+	ceiling, loop, setAt := make([]*string, n), make([]*int64, n), make([]time.Time, n)
+	for i, k := range keys {
+		bu := latest[k]
+		org[i], plan[i], setBy[i] = bu.Org, bu.PlanID, bu.Member
+		ceiling[i], loop[i], setAt[i] = numberArg(bu), bu.LoopCap, bu.At
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO plan_budgets (org, plan_id, dollar_ceiling, loop_cap, set_by, set_at)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::numeric[], $4::bigint[], $5::text[], $6::timestamptz[])
+		ON CONFLICT (org, plan_id) DO UPDATE SET dollar_ceiling = EXCLUDED.dollar_ceiling,
+			loop_cap = EXCLUDED.loop_cap, set_by = EXCLUDED.set_by, set_at = EXCLUDED.set_at`,
+		execMode, org, plan, ceiling, loop, setBy, setAt)
+	if err != nil {
+		return fmt.Errorf("write plan budgets: %w", err)
 	}
 	return nil
 }
@@ -47,23 +172,6 @@ func numberArg(b *Budget) *string {
 	}
 	s := string(*b.DollarCeiling)
 	return &s
-}
-
-func queueCall(q *pgx.Batch, c *Call) {
-	var in, out, cr, cw, rs *int64
-	if t := c.Tokens; t != nil {
-		in, out, cr, cw, rs = &t.Input, &t.Output, &t.CacheRead, &t.CacheWrite, &t.Reasoning
-	}
-	var usage any
-	if c.Usage != nil {
-		usage = jsonbText(c.Usage)
-	}
-	q.Queue(`INSERT INTO router_calls (session_id, org, member, app, plan_id, execution_surface, door, status,
-			billing, billing_signal, served_model, served_effort, usage, input_tokens, output_tokens,
-			cache_read_tokens, cache_write_tokens, reasoning_tokens, total_cost, started_at, at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::jsonb, $14, $15, $16, $17, $18, $19::numeric, $20, $21)`,
-		c.SessionID, c.Org, c.Member, c.App, c.PlanID, c.ExecutionSurface, c.Door, c.Status, c.Billing,
-		c.BillingSignal, c.ServedModel, c.ServedEffort, usage, in, out, cr, cw, rs, costArg(c.TotalCost), c.StartedAt, c.At)
 }
 
 // costArg is a reported cost as the shortest decimal that reads back as the
