@@ -41,22 +41,38 @@ func (s *PGStore) PutMany(ctx context.Context, q Querier, blobs []Blob) error {
 	if err != nil {
 		return err
 	}
-	b := &pgx.Batch{}
+	// One statement per table, whatever the number of files: the batch's
+	// files and pieces travel as arrays.
+	var f struct {
+		digest       []string
+		size, pieces []int64
+	}
+	var p struct {
+		digest, encoding []string
+		idx, size        []int32
+		hash, data       [][]byte
+	}
 	for _, bl := range fresh {
 		pieces := s.c.split(bl.Content)
-		b.Queue(`INSERT INTO library_files (digest, size, pieces, piece_size) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
-			bl.Digest, len(bl.Content), len(pieces), PieceSize)
-		for _, p := range pieces {
-			b.Queue(`INSERT INTO library_pieces (digest, idx, size, encoding, hash, data) VALUES ($1, $2, $3, $4, $5, $6)
-				ON CONFLICT DO NOTHING`, bl.Digest, p.idx, p.size, p.encoding, p.hash, p.data)
+		f.digest, f.size, f.pieces = append(f.digest, bl.Digest), append(f.size, int64(len(bl.Content))), append(f.pieces, int64(len(pieces)))
+		for _, pc := range pieces {
+			p.digest, p.idx, p.size = append(p.digest, bl.Digest), append(p.idx, int32(pc.idx)), append(p.size, int32(pc.size))
+			p.encoding, p.hash, p.data = append(p.encoding, pc.encoding), append(p.hash, pc.hash), append(p.data, pc.data)
 		}
 		s.m.bytes.WithLabelValues("put").Add(float64(len(bl.Content)))
 	}
 	s.m.files.WithLabelValues("stored").Add(float64(len(fresh)))
 	s.m.files.WithLabelValues("deduplicated").Add(float64(len(blobs) - len(fresh)))
-	if b.Len() == 0 {
+	if len(fresh) == 0 {
 		return nil
 	}
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO library_files (digest, size, pieces, piece_size)
+		SELECT d, s, n, $4 FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS u(d, s, n)
+		ON CONFLICT DO NOTHING`, f.digest, f.size, f.pieces, PieceSize)
+	b.Queue(`INSERT INTO library_pieces (digest, idx, size, encoding, hash, data)
+		SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::bytea[], $6::bytea[])
+		ON CONFLICT DO NOTHING`, p.digest, p.idx, p.size, p.encoding, p.hash, p.data)
 	if err := q.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("put %d files: %w", len(fresh), err)
 	}

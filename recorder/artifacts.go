@@ -85,17 +85,23 @@ func (b *batch) transcriptArtifact(s *Session, size int64, missing bool) {
 		org: s.Org, member: s.Member, at: *s.EndedAt})
 }
 
-// copyArtifacts writes the batch's artifacts.
+// copyArtifacts writes the batch's artifacts. Those of a session that
+// ended in this batch carry its producedBy stamp as they are written.
 func (b *batch) copyArtifacts(ctx context.Context, missing map[string]bool) error {
 	if len(b.arts) == 0 {
 		return nil
 	}
 	_, err := b.tx.CopyFrom(ctx, pgx.Identifier{"artifacts"}, []string{"id", "kind", "name", "digest", "size",
-		"content_missing", "content_omitted", "by_reference", "org", "member", "session_id", "step_id", "created_at"},
+		"content_missing", "content_omitted", "by_reference", "org", "member", "session_id", "step_id", "created_at",
+		"produced_by"},
 		pgx.CopyFromSlice(len(b.arts), func(i int) ([]any, error) {
 			a := b.arts[i]
+			var by any
+			if s := b.sessions[a.sessionID]; s != nil && s.Ended() {
+				by = producedBy(s)
+			}
 			return []any{a.id, a.kind, a.name, a.digest, a.size, a.missing || missing[a.digest], a.omitted,
-				a.byReference, a.org, a.member, a.sessionID, a.stepID, a.at}, nil
+				a.byReference, a.org, a.member, a.sessionID, a.stepID, a.at, by}, nil
 		}))
 	if err != nil {
 		return fmt.Errorf("copy %d artifacts: %w", len(b.arts), err)
@@ -103,24 +109,33 @@ func (b *batch) copyArtifacts(ctx context.Context, missing map[string]bool) erro
 	return nil
 }
 
-// stamp writes producedBy on every artifact an ended session pushed. Only
-// the recorder calls it, from the session's end record; no HTTP route can
-// reach it, and uploads never pass through it.
+func producedBy(s *Session) string {
+	by, _ := json.Marshal(ProducedBy{App: s.App, Model: s.Model, Effort: s.Effort, SessionID: s.ID})
+	return string(by)
+}
+
+// stamp writes producedBy on every artifact an ended session pushed in
+// earlier batches (copyArtifacts stamped this batch's), in one statement.
+// Only the recorder calls it, from the session's end record; no HTTP route
+// can reach it, and uploads never pass through it.
 func (b *batch) stamp(ctx context.Context, ended []*Session) error {
-	if len(ended) == 0 {
+	var ids, bys []string
+	for _, s := range ended {
+		if !s.isNew { // a session started in this batch has no earlier artifacts
+			ids, bys = append(ids, s.ID), append(bys, producedBy(s))
+		}
+	}
+	if len(ids) == 0 {
 		return nil
 	}
-	q := &pgx.Batch{}
-	for _, s := range ended {
-		by, _ := json.Marshal(ProducedBy{App: s.App, Model: s.Model, Effort: s.Effort, SessionID: s.ID})
-		// session_id <> '' lets a generic plan use the partial index
-		// artifacts_session; without it a prepared statement's generic
-		// plan scans every artifact once per ended session.
-		q.Queue(`UPDATE artifacts SET produced_by = $2 WHERE session_id = $1 AND session_id <> '' AND kind <> 'upload'`,
-			s.ID, string(by))
-	}
-	if err := b.tx.SendBatch(ctx, q).Close(); err != nil {
-		return fmt.Errorf("stamp producedBy on %d sessions: %w", len(ended), err)
+	// Unprepared, so it is planned with the batch's ids and probes the
+	// partial index artifacts_session (session_id <> '' lets it qualify).
+	_, err := b.tx.Exec(ctx, `UPDATE artifacts a SET produced_by = u.by::jsonb
+		FROM unnest($1::text[], $2::text[]) AS u(session_id, by)
+		WHERE a.session_id = u.session_id AND a.session_id <> '' AND a.kind <> 'upload' AND a.produced_by IS NULL`,
+		pgx.QueryExecModeExec, ids, bys)
+	if err != nil {
+		return fmt.Errorf("stamp producedBy on %d sessions: %w", len(ids), err)
 	}
 	return nil
 }

@@ -26,14 +26,23 @@ func (b *batch) flush(ctx context.Context) error {
 	}
 	sessions := b.sortedSessions()
 	var ended []*Session
+	var earlier []string // ended here, started in an earlier batch
 	for _, s := range sessions {
-		if !s.needsFinal {
-			continue
+		if s.needsFinal {
+			ended = append(ended, s)
+			if !s.isNew {
+				earlier = append(earlier, s.ID)
+			}
 		}
-		if err := b.finalTranscript(ctx, s); err != nil {
+	}
+	small, err := loadTranscripts(ctx, b.tx, earlier)
+	if err != nil {
+		return err
+	}
+	for _, s := range ended {
+		if err := b.finalTranscript(ctx, s, small[s.ID]); err != nil {
 			return err
 		}
-		ended = append(ended, s)
 	}
 	missing, err := b.storeBlobs(ctx)
 	if err != nil {
@@ -115,14 +124,18 @@ func (b *batch) copyChunks(ctx context.Context) error {
 // and records it as the session's transcript artifact. A transcript that
 // fits in one piece joins the batch's files; a longer one streams into the
 // Library page by page under a savepoint of its own (a Library failure marks
-// it missing and the session goes on).
-func (b *batch) finalTranscript(ctx context.Context, s *Session) error {
+// it missing and the session goes on). loaded is the whole transcript when
+// loadTranscripts read it, nil otherwise.
+func (b *batch) finalTranscript(ctx context.Context, s *Session, loaded []byte) error {
 	var r io.Reader
 	var tr *TranscriptReader
-	if s.isNew {
+	switch {
+	case s.isNew:
 		// Started in this batch: every chunk it has is in memory.
 		r = bytes.NewReader(b.transcriptFromBatch(s.ID))
-	} else {
+	case loaded != nil:
+		r = bytes.NewReader(loaded)
+	default:
 		tr = NewTranscriptReader(ctx, b.tx, s.ID)
 		r = tr
 	}
@@ -160,6 +173,77 @@ func (b *batch) finalTranscript(ctx context.Context, s *Session) error {
 	s.TranscriptFileID, s.needsFinal = f.Digest, false
 	b.transcriptArtifact(s, f.Size, false)
 	return nil
+}
+
+// Bounds of loadTranscripts: one transcript is loaded whole only while it
+// fits in a Library piece, and the batch holds at most maxLoadedBytes of
+// them; the others stream page by page (TranscriptReader).
+const maxLoadedBytes = 32 << 20
+
+// loadTranscripts renders, with one query, the transcripts of sessions
+// that started in earlier batches, byte for byte as TranscriptReader
+// does. A session missing from the result (too long, or past the batch's
+// bound) is left to the reader.
+func loadTranscripts(ctx context.Context, tx pgx.Tx, ids []string) (map[string][]byte, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	// Unprepared: planned with these ids (see loadSessions).
+	rows, err := tx.Query(ctx, `SELECT session_id, seq, stream, text, at FROM session_chunks
+		WHERE session_id = ANY($1) ORDER BY session_id, seq`, pgx.QueryExecModeExec, ids)
+	if err != nil {
+		return nil, fmt.Errorf("transcripts of %d sessions: %w", len(ids), err)
+	}
+	defer rows.Close()
+	out := make(map[string][]byte, len(ids))
+	for _, id := range ids {
+		out[id] = []byte{} // a session without prose has an empty transcript
+	}
+	var (
+		cur   string
+		buf   bytes.Buffer
+		total int
+		skip  bool // cur is left to the reader
+	)
+	enc := json.NewEncoder(&buf)
+	done := func() {
+		if cur != "" && !skip {
+			out[cur] = bytes.Clone(buf.Bytes())
+			total += buf.Len()
+		}
+		buf.Reset()
+	}
+	for rows.Next() {
+		var id string
+		var c Chunk
+		if err := rows.Scan(&id, &c.Seq, &c.Stream, &c.Text, &c.At); err != nil {
+			return nil, fmt.Errorf("transcripts of %d sessions: %w", len(ids), err)
+		}
+		if id != cur {
+			done()
+			cur, skip = id, total >= maxLoadedBytes
+			if skip {
+				delete(out, cur)
+			}
+		}
+		if skip {
+			continue
+		}
+		c.At = c.At.UTC()
+		if err := enc.Encode(c); err != nil {
+			return nil, err
+		}
+		if buf.Len() > library.PieceSize || total+buf.Len() > maxLoadedBytes {
+			skip = true
+			buf.Reset()
+			delete(out, cur)
+		}
+	}
+	done()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("transcripts of %d sessions: %w", len(ids), err)
+	}
+	return out, nil
 }
 
 // transcriptUnstored still names the transcript by its digest (hashed from

@@ -143,3 +143,39 @@ func TestTranscriptSameFromMemoryAndTable(t *testing.T) {
 		t.Fatalf("transcripts differ: memory %s, table %s", a.TranscriptFileID, b.TranscriptFileID)
 	}
 }
+
+// Sessions that started in an earlier batch and end together have their
+// transcripts read in one query, except one too long for a piece, which
+// streams; empty, short and long must each be byte for byte the table's.
+func TestTranscriptsOfEarlierSessionsEndingTogether(t *testing.T) {
+	h := running(t)
+	ids := []string{"empty", "short", "long"}
+	for _, id := range ids {
+		h.Publish(spinetest.Start(id))
+	}
+	h.WaitCaughtUp()
+	big := strings.Repeat("long prose line for a long session\n", 20000)
+	h.Publish(spinetest.Text("short", 1, "one line\n"), spinetest.Text("short", 2, "two <lines> & more\n"),
+		spinetest.Text("long", 1, big), spinetest.Text("long", 2, big))
+	h.WaitCaughtUp()
+	var ends []*streams.Envelope
+	for _, id := range ids {
+		ends = append(ends, spinetest.End(id, "done", "", ""))
+	}
+	h.Publish(ends...)
+	h.WaitCaughtUp()
+	for _, id := range ids {
+		s := session(t, h, id)
+		want, err := recorder.BuildTranscript(ctx, h.Pool, id)
+		if err != nil || s.TranscriptFileID != library.Digest(want) {
+			t.Fatalf("%s: transcript id %s, want digest of %d bytes (%v)", id, s.TranscriptFileID, len(want), err)
+		}
+		got, err := library.NewPGStore(nil).Get(ctx, h.Pool, s.TranscriptFileID)
+		if err != nil || string(got) != string(want) {
+			t.Fatalf("%s: stored transcript %d bytes, want %d: %v", id, len(got), len(want), err)
+		}
+	}
+	if n := count(t, h, `SELECT count(*) FROM artifacts WHERE kind = 'transcript' AND produced_by->>'sessionId' = session_id`); n != 3 {
+		t.Fatalf("%d stamped transcript artifacts, want 3", n)
+	}
+}

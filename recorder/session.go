@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -58,10 +60,13 @@ type Session struct {
 // Ended reports whether the session has ended.
 func (s *Session) Ended() bool { return s.EndedAt != nil }
 
-const sessionColumns = `id, org, member, app, kind, level, app_session_ref, workspace, plan_id, task_id,
-	step_id, parent_run_id, worker_id, prompt_digest, status, session_run_id, transcript_file_id,
-	recorded_steps, observation_count, dropped_actions, last_seq, exit_code, error, model, effort,
-	usage, total_cost, billing, door, started_at, ended_at, updated_at, partition`
+// sessionColumnList is every column of sessions, in values() order.
+const sessionColumnList = "id, org, member, app, kind, level, app_session_ref, workspace, plan_id, task_id, " +
+	"step_id, parent_run_id, worker_id, prompt_digest, status, session_run_id, transcript_file_id, " +
+	"recorded_steps, observation_count, dropped_actions, last_seq, exit_code, error, model, effort, " +
+	"usage, total_cost, billing, door, started_at, ended_at, updated_at, partition"
+
+const sessionColumns = sessionColumnList
 
 func (s *Session) scanTargets() []any {
 	return []any{&s.ID, &s.Org, &s.Member, &s.App, &s.Kind, &s.Level, &s.AppSessionRef, &s.Workspace,
@@ -92,9 +97,12 @@ func scanSessions(rows pgx.Rows) ([]*Session, error) {
 	})
 }
 
-// loadSessions reads the rows of the given sessions.
+// loadSessions reads the rows of the given sessions. It runs unprepared
+// (pgx.QueryExecModeExec), so PostgreSQL plans it with this batch's ids: a
+// cached generic plan made while the table was young seq-scans it with an
+// un-hashed = ANY, once per batch, over every session ever recorded.
 func loadSessions(ctx context.Context, q pgx.Tx, ids []string) ([]*Session, error) {
-	rows, err := q.Query(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = ANY($1)`, ids)
+	rows, err := q.Query(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = ANY($1)`, pgx.QueryExecModeExec, ids)
 	if err != nil {
 		return nil, fmt.Errorf("load %d sessions: %w", len(ids), err)
 	}
@@ -112,36 +120,77 @@ func liveOnWorker(ctx context.Context, q pgx.Tx, workerID string, partition int)
 	return scanSessions(rows)
 }
 
-// writeSessions inserts new sessions and updates changed ones in one round trip.
+// writeSessions copies the batch's new sessions and updates its changed
+// ones with one statement, whatever the batch's size.
 func writeSessions(ctx context.Context, tx pgx.Tx, sessions []*Session) error {
-	b := &pgx.Batch{}
+	var fresh [][]any
+	var u sessionUpdates
 	for _, s := range sessions {
 		switch {
 		case s.isNew:
-			b.Queue(`INSERT INTO sessions (`+sessionColumns+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,
-				$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29,$30,$31,$32,$33)`, s.values()...)
+			fresh = append(fresh, s.values())
 		case s.dirty:
-			b.Queue(`UPDATE sessions SET status=$2, transcript_file_id=$3, recorded_steps=$4, observation_count=$5,
-				dropped_actions=$6, last_seq=$7, exit_code=$8, error=$9, model=$10, effort=$11, usage=$12,
-				total_cost=$13, billing=$14, door=$15, ended_at=$16, updated_at=$17 WHERE id=$1`,
-				s.ID, s.Status, s.TranscriptFileID, s.RecordedSteps, s.observations, s.DroppedActions,
-				s.LastSeq, s.ExitCode, s.Error, s.Model, s.Effort, nullJSON(s.Usage), s.TotalCost,
-				s.Billing, s.Door, s.EndedAt, s.UpdatedAt)
+			u.add(s)
 		}
 		s.isNew, s.dirty = false, false
 	}
-	if b.Len() == 0 {
+	if len(fresh) > 0 {
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"sessions"}, strings.Split(sessionColumnList, ", "),
+			pgx.CopyFromRows(fresh)); err != nil {
+			return fmt.Errorf("copy %d sessions: %w", len(fresh), err)
+		}
+	}
+	if len(u.id) == 0 {
 		return nil
 	}
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("write %d sessions: %w", b.Len(), err)
+	// Unprepared: planned with the batch's ids (see loadSessions).
+	_, err := tx.Exec(ctx, `UPDATE sessions s SET status = u.status, transcript_file_id = u.transcript,
+			recorded_steps = u.steps, observation_count = u.observations, dropped_actions = u.dropped,
+			last_seq = u.last_seq, exit_code = u.exit_code, error = u.error, model = u.model, effort = u.effort,
+			usage = u.usage::jsonb, total_cost = u.cost::numeric, billing = u.billing, door = u.door, ended_at = u.ended_at,
+			updated_at = u.updated_at
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::int[], $7::bigint[], $8::int[],
+			$9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[],
+			$16::timestamptz[], $17::timestamptz[])
+			AS u(id, status, transcript, steps, observations, dropped, last_seq, exit_code, error, model, effort,
+				usage, cost, billing, door, ended_at, updated_at)
+		WHERE s.id = u.id`, pgx.QueryExecModeExec,
+		u.id, u.status, u.transcript, u.steps, u.observations, u.dropped, u.lastSeq, u.exitCode, u.err, u.model,
+		u.effort, u.usage, u.cost, u.billing, u.door, u.endedAt, u.updatedAt)
+	if err != nil {
+		return fmt.Errorf("update %d sessions: %w", len(u.id), err)
 	}
 	return nil
 }
 
-func nullJSON(b json.RawMessage) any {
-	if len(b) == 0 {
-		return nil
+// sessionUpdates are changed sessions as columns, one array per column.
+// usage and cost travel as text: usage is cast to jsonb, cost to numeric
+// from the shortest decimal that reads back as the reported float.
+type sessionUpdates struct {
+	id, status, transcript, err, model, effort, billing, door []string
+	steps, observations, dropped                              []int
+	lastSeq                                                   []int64
+	exitCode                                                  []*int
+	usage, cost                                               []*string
+	endedAt                                                   []*time.Time
+	updatedAt                                                 []time.Time
+}
+
+func (u *sessionUpdates) add(s *Session) {
+	u.id, u.status, u.transcript = append(u.id, s.ID), append(u.status, s.Status), append(u.transcript, s.TranscriptFileID)
+	u.steps, u.observations = append(u.steps, s.RecordedSteps), append(u.observations, s.observations)
+	u.dropped, u.lastSeq, u.exitCode = append(u.dropped, s.DroppedActions), append(u.lastSeq, s.LastSeq), append(u.exitCode, s.ExitCode)
+	u.err, u.model, u.effort = append(u.err, s.Error), append(u.model, s.Model), append(u.effort, s.Effort)
+	var usage, cost *string
+	if len(s.Usage) > 0 {
+		t := string(s.Usage)
+		usage = &t
 	}
-	return string(b)
+	if s.TotalCost != nil {
+		t := strconv.FormatFloat(*s.TotalCost, 'f', -1, 64)
+		cost = &t
+	}
+	u.usage, u.cost = append(u.usage, usage), append(u.cost, cost)
+	u.billing, u.door = append(u.billing, s.Billing), append(u.door, s.Door)
+	u.endedAt, u.updatedAt = append(u.endedAt, s.EndedAt), append(u.updatedAt, s.UpdatedAt)
 }
