@@ -69,7 +69,15 @@ type Importer struct {
 	days      map[dayKey]*Day     // closed sessions' responses and tokens per day and app
 	strs      map[string]string   // models and efforts, one copy each
 	progress  Progress
+	heldBytes int // of every open session's held envelopes
 }
+
+// Bounds on the envelopes one-file sessions hold back (see hold);
+// variables for tests.
+var (
+	maxHeldPerSession = 1 << 20
+	maxHeld           = 32 << 20
+)
 
 // response is the usage a recent response was counted with and the day
 // it went to, for its later snapshots.
@@ -355,7 +363,7 @@ func (imp *Importer) closeIdle(ctx context.Context) error {
 
 // close ends a session, adds it to the summary and drops it.
 func (imp *Importer) close(ctx context.Context, s *session) error {
-	err := s.finish(ctx)
+	err := errors.Join(s.finish(ctx), imp.release(ctx, s, false))
 	imp.tally(s)
 	s.closed = true
 	delete(imp.sessions, s.id)
@@ -464,12 +472,73 @@ func (imp *Importer) seenLine(s *session, uuid string) bool {
 	return false
 }
 
-func (imp *Importer) publish(ctx context.Context, e *streams.Envelope) error {
+func (imp *Importer) publish(ctx context.Context, s *session, e *streams.Envelope) error {
 	if err := e.Validate(); err != nil {
 		return fmt.Errorf("import built an invalid envelope %s: %w", e.ID, err)
 	}
 	imp.sum.Envelopes++
+	if s.format.oneFile() && !s.streaming {
+		return imp.hold(ctx, s, e)
+	}
 	return imp.sink.Publish(ctx, e)
+}
+
+// hold keeps a one-file session's envelope back until the session is
+// closed, so its start, chunks and end reach the log together and the
+// recorder writes the session once, in one batch, instead of inserting it
+// in one and reading it back to finish it in another (such a session is
+// closed only once maxOpenOneFile newer ones are open). A session holding
+// more than maxHeldPerSession bytes, or the least recently used ones while
+// all hold more than maxHeld, are released and publish as they go.
+func (imp *Importer) hold(ctx context.Context, s *session, e *streams.Envelope) error {
+	n := envelopeSize(e)
+	s.held, s.heldBytes, imp.heldBytes = append(s.held, e), s.heldBytes+n, imp.heldBytes+n
+	if s.heldBytes > maxHeldPerSession {
+		return imp.release(ctx, s, true)
+	}
+	for imp.heldBytes > maxHeld {
+		oldest := imp.oneFile.Front()
+		for oldest != nil && len(oldest.Value.(*session).held) == 0 {
+			oldest = oldest.Next()
+		}
+		if oldest == nil {
+			break
+		}
+		if err := imp.release(ctx, oldest.Value.(*session), true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// release publishes a session's held envelopes; streaming, it publishes
+// the rest as they come.
+func (imp *Importer) release(ctx context.Context, s *session, streaming bool) error {
+	held := s.held
+	s.held, s.streaming = nil, s.streaming || streaming
+	imp.heldBytes -= s.heldBytes
+	s.heldBytes = 0
+	for _, e := range held {
+		if err := imp.sink.Publish(ctx, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// envelopeSize is about what an envelope takes in memory.
+func envelopeSize(e *streams.Envelope) int {
+	n := 256 + len(e.Text) + len(e.Prompt) + len(e.Workspace) + len(e.Error)
+	if ev := e.Event; ev != nil {
+		n += 256 + len(ev.Command) + len(ev.Output) + len(ev.Path) + len(ev.Content) + len(ev.URL)
+	}
+	if e.Usage != nil {
+		n += 256 + len(e.Usage.Raw)
+	}
+	for _, a := range e.Artifacts {
+		n += 128 + len(a.Name) + len(a.Content)
+	}
+	return n
 }
 
 // tally adds a closed session to the summary: its row (up to

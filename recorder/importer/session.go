@@ -57,6 +57,12 @@ type session struct {
 	exitCode      *int
 
 	calls *calls // waiting for their results; nil when none
+
+	// held are a one-file session's envelopes kept back until it is closed
+	// (see Importer.hold); streaming once they were released early.
+	held      []*streams.Envelope
+	heldBytes int
+	streaming bool
 }
 
 // preStart is what only the start carries.
@@ -189,7 +195,7 @@ func (s *session) chunk(ctx context.Context, at time.Time, e *streams.Envelope) 
 	}
 	e.V, e.Type, e.SessionID, e.Seq, e.At = streams.Version, streams.TypeSessionChunk, s.id, s.seq, at.UTC()
 	e.ID = envelopeID(s.app(), s.id, "chunk", s.seq)
-	return s.imp.publish(ctx, e)
+	return s.imp.publish(ctx, s, e)
 }
 
 // start publishes the session's start once, unless spine already has it.
@@ -215,7 +221,7 @@ func (s *session) start(ctx context.Context) error {
 	if s.run {
 		kind = "run"
 	}
-	return s.imp.publish(ctx, &streams.Envelope{V: streams.Version, Type: streams.TypeSessionStart,
+	return s.imp.publish(ctx, s, &streams.Envelope{V: streams.Version, Type: streams.TypeSessionStart,
 		ID: envelopeID(s.app(), s.id, "start", 0), At: s.startTime(), SessionID: s.id, App: s.app(), Kind: kind,
 		AppSessionRef: s.appID, Workspace: pre.workspace, Owner: &owner, Prompt: pre.prompt})
 }
@@ -320,7 +326,7 @@ func (s *session) finish(ctx context.Context) error {
 		e.Usage = s.total().usage()
 		e.Usage.Raw = s.rawJSON()
 	}
-	return s.imp.publish(ctx, e)
+	return s.imp.publish(ctx, s, e)
 }
 
 func (s *session) endTime() time.Time {
