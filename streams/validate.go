@@ -1,9 +1,7 @@
 package streams
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -195,27 +193,43 @@ const (
 )
 
 // checkRawNumbers refuses a raw usage report holding a number PostgreSQL's
-// jsonb cannot store (1e200000 parses as JSON but not as numeric).
+// jsonb cannot store (1e200000 parses as JSON but not as numeric). Valid
+// JSON is scanned in one pass for its numbers; only invalid JSON goes
+// through the decoder, for its error.
 func checkRawNumbers(raw json.RawMessage) error {
 	if len(raw) == 0 {
 		return nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return Reject(ReasonInvalidField, "usage.raw is not JSON: %v", err)
-		}
-		if n, ok := tok.(json.Number); ok {
+	if !json.Valid(raw) {
+		var v any
+		err := json.Unmarshal(raw, &v)
+		return Reject(ReasonInvalidField, "usage.raw is not JSON: %v", err)
+	}
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; {
+		case c == '"': // skip the string, escapes and all
+			for i++; i < len(raw) && raw[i] != '"'; i++ {
+				if raw[i] == '\\' {
+					i++
+				}
+			}
+		case c == '-' || c >= '0' && c <= '9':
+			j := i + 1
+			for j < len(raw) && isNumberByte(raw[j]) {
+				j++
+			}
+			n := raw[i:j]
 			if f, err := strconv.ParseFloat(string(n), 64); err != nil || math.IsInf(f, 0) {
 				return Reject(ReasonInvalidField, "usage.raw holds a number out of range: %.40s", string(n))
 			}
+			i = j - 1
 		}
 	}
+	return nil
+}
+
+func isNumberByte(c byte) bool {
+	return c >= '0' && c <= '9' || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-'
 }
 
 func (e *Envelope) validateMCP() error {
