@@ -2,7 +2,7 @@ package importer
 
 import (
 	"context"
-	"encoding/json"
+	json "github.com/segmentio/encoding/json"
 	"regexp"
 	"strconv"
 	"strings"

@@ -2,8 +2,8 @@ package importer
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	json "github.com/segmentio/encoding/json"
 	"time"
 )
 

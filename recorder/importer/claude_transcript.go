@@ -3,8 +3,8 @@ package importer
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
+	json "github.com/segmentio/encoding/json"
 	"slices"
 )
 

@@ -1,7 +1,7 @@
 package importer
 
 import (
-	"encoding/json"
+	json "github.com/segmentio/encoding/json"
 	"strings"
 
 	"github.com/spinehq/spine/streams"

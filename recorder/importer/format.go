@@ -3,8 +3,8 @@ package importer
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"fmt"
+	json "github.com/segmentio/encoding/json"
 	"slices"
 	"strings"
 )

@@ -3,7 +3,7 @@ package importer
 import (
 	"container/list"
 	"context"
-	"encoding/json"
+	json "github.com/segmentio/encoding/json"
 	"slices"
 	"time"
 	"unicode/utf8"
