@@ -270,3 +270,44 @@ func TestStopDrainsAndRestartResumes(t *testing.T) {
 		t.Fatalf("%d chunks up to %d, want %d", chunks, last, n)
 	}
 }
+
+// GET /v1/sessions pages through the caller's own sessions by id, with how
+// far each is recorded; another member's never appear.
+func TestListSessionsPagesTheCallersOwn(t *testing.T) {
+	f := newFixture(t)
+	alice, bob := f.token("acme", "alice"), f.token("acme", "bob")
+	f.do("POST", "/v1/ingest", alice, envelopes(t, spinetest.Start("a1"), spinetest.Text("a1", 1, "x"),
+		spinetest.Text("a1", 2, "y"), spinetest.End("a1", "done", "", ""), spinetest.Start("a2"), spinetest.Start("a3")))
+	b1 := spinetest.Start("b1")
+	b1.Owner = &streams.Owner{Org: "acme", Member: "bob"}
+	f.do("POST", "/v1/ingest", bob, envelopes(t, b1))
+	f.waitCaughtUp()
+	type list struct {
+		Sessions []struct {
+			ID      string
+			LastSeq int64
+			Ended   bool
+		}
+		Next string
+		More bool
+	}
+	code, body := f.do("GET", "/v1/sessions?limit=2", alice, nil)
+	p1 := decode[list](t, body)
+	if code != 200 || len(p1.Sessions) != 2 || !p1.More || p1.Next != "a2" || p1.Sessions[0].ID != "a1" ||
+		p1.Sessions[0].LastSeq != 2 || !p1.Sessions[0].Ended || p1.Sessions[1].Ended {
+		t.Fatalf("page 1 = %d %s", code, body)
+	}
+	_, body = f.do("GET", "/v1/sessions?limit=2&after="+p1.Next, alice, nil)
+	if p2 := decode[list](t, body); len(p2.Sessions) != 1 || p2.More || p2.Sessions[0].ID != "a3" {
+		t.Fatalf("page 2 = %s", body)
+	}
+	_, body = f.do("GET", "/v1/sessions", bob, nil)
+	if p := decode[list](t, body); len(p.Sessions) != 1 || p.Sessions[0].ID != "b1" {
+		t.Fatalf("bob's list = %s", body)
+	}
+	for _, q := range []string{"limit=0", "limit=5001", "after=a%20b"} {
+		if code, body := f.do("GET", "/v1/sessions?"+q, alice, nil); code != 400 || !bytes.Contains(body, []byte("bad_request")) {
+			t.Errorf("?%s = %d %s", q, code, body)
+		}
+	}
+}

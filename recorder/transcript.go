@@ -103,8 +103,10 @@ type Owner struct{ Org, Member string }
 
 // GetSession reads a session the owner may see.
 func GetSession(ctx context.Context, q Queryer, owner Owner, id string) (*Session, error) {
-	rows, err := q.Query(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = $1 AND org = $2 AND member = $3`,
-		id, owner.Org, owner.Member)
+	// By primary key alone, owner checked here: with org and member in the
+	// WHERE, a planner without statistics may walk the member's index
+	// (sessions_owner) past every one of their sessions instead.
+	rows, err := q.Query(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = $1`, id)
 	if err != nil {
 		return nil, fmt.Errorf("get session %s: %w", id, err)
 	}
@@ -112,7 +114,7 @@ func GetSession(ctx context.Context, q Queryer, owner Owner, id string) (*Sessio
 	if err != nil {
 		return nil, fmt.Errorf("get session %s: %w", id, err)
 	}
-	if len(found) == 0 {
+	if len(found) == 0 || found[0].Org != owner.Org || found[0].Member != owner.Member {
 		return nil, ErrNotFound
 	}
 	return found[0], nil
@@ -165,4 +167,26 @@ func ReadTranscript(ctx context.Context, q Queryer, owner Owner, id string, sinc
 		page.Next = c.Seq
 	}
 	return page, rows.Err()
+}
+
+// SessionMark is how far spine has recorded one session.
+type SessionMark struct {
+	ID      string `json:"id"`
+	LastSeq int64  `json:"lastSeq"`
+	Ended   bool   `json:"ended"`
+}
+
+// ListSessions lists the owner's sessions with ids after after, in id
+// order, at most limit of them.
+func ListSessions(ctx context.Context, q Queryer, owner Owner, after string, limit int) ([]SessionMark, error) {
+	rows, err := q.Query(ctx, `SELECT id, last_seq, ended_at IS NOT NULL FROM sessions
+		WHERE org = $1 AND member = $2 AND id > $3 ORDER BY id LIMIT $4`, owner.Org, owner.Member, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	marks, err := pgx.CollectRows(rows, pgx.RowToStructByPos[SessionMark])
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	return marks, nil
 }

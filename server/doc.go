@@ -2,6 +2,7 @@
 // speak NATS, and the reads served from the projections.
 //
 //	POST /v1/ingest                        a batch of envelopes → 207, one result each
+//	GET  /v1/sessions                      ?after=&limit= the caller's sessions by id: lastSeq, ended
 //	GET  /v1/sessions/{id}                 the session row
 //	GET  /v1/sessions/{id}/transcript      ?since=&limit= a bounded page of prose
 //	GET  /v1/runs/{id}/steps               ?since=&limit= steps with their observations

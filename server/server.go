@@ -66,6 +66,7 @@ func (s *Server) routes() {
 		s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{}))
 	}
 	s.mux.Handle("POST /v1/ingest", s.authed(s.ingest))
+	s.mux.Handle("GET /v1/sessions", s.authed(s.listSessions))
 	s.mux.Handle("GET /v1/sessions/{id}", s.authed(s.getSession))
 	s.mux.Handle("GET /v1/sessions/{id}/transcript", s.authed(s.getTranscript))
 	s.mux.Handle("GET /v1/runs/{id}/steps", s.authed(s.getSteps))

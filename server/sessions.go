@@ -39,6 +39,41 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, sess)
 }
 
+// SessionList is a page of GET /v1/sessions.
+type SessionList struct {
+	Sessions []recorder.SessionMark `json:"sessions"`
+	// Next is the after of the next page; More says whether there is one.
+	Next string `json:"next,omitempty"`
+	More bool   `json:"more"`
+}
+
+// listSessions pages through the caller's sessions in id order: ?after=
+// (an id, default the start) and limit (default 500, at most 5000).
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
+	_, limit, ok := paging(w, r)
+	if !ok {
+		return
+	}
+	after := r.URL.Query().Get("after")
+	if after != "" && !streams.ValidID(after) {
+		writeError(w, http.StatusBadRequest, CodeBadRequest, "after must be a session id")
+		return
+	}
+	marks, err := recorder.ListSessions(r.Context(), s.cfg.Pool, owner(r), after, limit+1)
+	if err != nil {
+		s.internal(w, "list sessions", err)
+		return
+	}
+	page := SessionList{Sessions: marks}
+	if len(marks) > limit {
+		page.Sessions, page.More = marks[:limit], true
+	}
+	if n := len(page.Sessions); n > 0 {
+		page.Next = page.Sessions[n-1].ID
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
 func (s *Server) getTranscript(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	since, limit, ok := paging(w, r)

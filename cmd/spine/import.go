@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"hash/maphash"
 	"net/http"
 	"net/url"
 	"os"
@@ -146,6 +147,12 @@ type httpSink struct {
 	pending []json.RawMessage
 	size    int
 	stats   importer.SinkStats
+	// recorded holds, by a hash of its id, every session of the caller
+	// spine had when the import first asked (nil until then): only those
+	// are asked about one by one, so a fresh import asks once per 5,000
+	// recorded sessions rather than once per imported session.
+	recorded map[uint64]struct{}
+	seed     maphash.Seed
 }
 
 // maxBatchBytes keeps one request well under the server's 32 MiB limit.
@@ -156,6 +163,14 @@ const maxBatchBytes = 16 << 20
 // the batch is not sent first: an import posts a batch per --batch
 // envelopes, not one per session.
 func (h *httpSink) Recorded(ctx context.Context, sessionID string) (importer.Recorded, error) {
+	if h.recorded == nil {
+		if err := h.listRecorded(ctx); err != nil {
+			return importer.Recorded{}, err
+		}
+	}
+	if _, ok := h.recorded[maphash.String(h.seed, sessionID)]; !ok {
+		return importer.Recorded{}, nil
+	}
 	var s struct {
 		LastSeq int64      `json:"lastSeq"`
 		EndedAt *time.Time `json:"endedAt"`
@@ -169,6 +184,24 @@ func (h *httpSink) Recorded(ctx context.Context, sessionID string) (importer.Rec
 		return importer.Recorded{}, err
 	}
 	return importer.Recorded{Started: true, Ended: s.EndedAt != nil, LastSeq: s.LastSeq}, nil
+}
+
+// listRecorded pages through GET /v1/sessions once.
+func (h *httpSink) listRecorded(ctx context.Context) error {
+	h.seed, h.recorded = maphash.MakeSeed(), map[uint64]struct{}{}
+	for after := ""; ; {
+		var page server.SessionList
+		if err := h.c.do(ctx, http.MethodGet, "/v1/sessions?limit=5000&after="+url.QueryEscape(after), nil, &page); err != nil {
+			return fmt.Errorf("list recorded sessions: %w", err)
+		}
+		for _, m := range page.Sessions {
+			h.recorded[maphash.String(h.seed, m.ID)] = struct{}{}
+		}
+		if !page.More {
+			return nil
+		}
+		after = page.Next
+	}
 }
 
 func (h *httpSink) Publish(ctx context.Context, e *streams.Envelope) error {
