@@ -97,6 +97,17 @@ type ImportRate struct {
 	PeakRSSBytes int64   `json:"peakRssBytes"`
 }
 
+// ImportNodeFormat is one format's file through the node.
+type ImportNodeFormat struct {
+	Format           importer.Format `json:"format"`
+	Bytes            int64           `json:"bytes"`
+	Sessions         int             `json:"sessions"`
+	Responses        int             `json:"responses"`
+	Envelopes        int             `json:"envelopes"`
+	PublishedSeconds float64         `json:"publishedSeconds"`
+	Rate             ImportRate      `json:"rate"`
+}
+
 // ImportNode is the end-to-end phase.
 type ImportNode struct {
 	Bytes     int64 `json:"bytes"`
@@ -111,6 +122,10 @@ type ImportNode struct {
 	// committed the last one.
 	PublishedSeconds float64    `json:"publishedSeconds"`
 	Rate             ImportRate `json:"rate"`
+	// PerFormat is each format's file imported on its own, one after the
+	// other (the figures above are their sums): formats differ most in how
+	// many sessions a megabyte holds.
+	PerFormat []ImportNodeFormat `json:"perFormat"`
 	// Reports are cost reports from the node's projections afterwards,
 	// beside ccusage's on the same files.
 	Reports *ImportReports `json:"reports"`
@@ -158,6 +173,7 @@ func RunImport(ctx context.Context, cfg ImportConfig) (res *ImportResult, err er
 	}
 	res = &ImportResult{Benchmark: "import", Environment: environment(), PeakRSSScope: "phase"}
 	var nodeFiles []string
+	var nodeFormats []importer.Format
 	for _, f := range cfg.Formats {
 		ct, err := loadTemplate(cfg.FixturesDir, f)
 		if err != nil {
@@ -190,12 +206,12 @@ func RunImport(ctx context.Context, cfg ImportConfig) (res *ImportResult, err er
 			if _, _, _, err := ct.writeCorpus(small, cfg.NodeSize); err != nil {
 				return nil, err
 			}
-			nodeFiles = append(nodeFiles, small)
+			nodeFiles, nodeFormats = append(nodeFiles, small), append(nodeFormats, f)
 		}
 	}
 	if len(nodeFiles) > 0 {
 		cfg.Logger.Info("bench import: through a node", "files", len(nodeFiles))
-		if res.Node, err = nodePass(ctx, cfg, nodeFiles, res); err != nil {
+		if res.Node, err = nodePass(ctx, cfg, nodeFiles, nodeFormats, res); err != nil {
 			return nil, err
 		}
 	}
@@ -239,47 +255,56 @@ func importPass(ctx context.Context, paths []string, opts importer.Options, size
 	return sum, rate(time.Since(start), size, int(sum.Lines), sum.Responses), nil
 }
 
-// nodePass imports files through a fresh node's JetStream (the path of
-// `spine import --nats`) and waits for the recorder to commit them all.
-func nodePass(ctx context.Context, cfg ImportConfig, files []string, res *ImportResult) (*ImportNode, error) {
+// nodePass imports each file through a fresh node's JetStream (the path of
+// `spine import --nats`), one after the other, each timed until the
+// recorder has committed all of it.
+func nodePass(ctx context.Context, cfg ImportConfig, files []string, formats []importer.Format, res *ImportResult) (*ImportNode, error) {
 	tb, err := startTestbed(ctx, Config{DatabaseURL: cfg.DatabaseURL, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
 	defer tb.close()
-	sink, err := importer.NewJetStreamSink(ctx, tb.node.JS)
-	if err != nil {
-		return nil, err
-	}
-	var size int64
-	for _, f := range files {
-		st, err := os.Stat(f)
-		if err != nil {
-			return nil, err
-		}
-		size += st.Size()
-	}
-	resetPeak(res)
-	start := time.Now()
-	sum, err := importer.Import(ctx, files, importer.Options{Sink: sink})
-	if err != nil {
-		return nil, err
-	}
-	published := time.Since(start)
 	st, err := tb.node.JS.Stream(ctx, streams.StreamSessions)
 	if err != nil {
 		return nil, err
 	}
-	info, err := st.Info(ctx)
-	if err != nil {
-		return nil, err
+	n := &ImportNode{}
+	var lines int
+	var published, took time.Duration
+	resetPeak(res)
+	for i, file := range files {
+		fi, err := os.Stat(file)
+		if err != nil {
+			return nil, err
+		}
+		sink, err := importer.NewJetStreamSink(ctx, tb.node.JS)
+		if err != nil {
+			return nil, err
+		}
+		start := time.Now()
+		sum, err := importer.Import(ctx, []string{file}, importer.Options{Sink: sink})
+		if err != nil {
+			return nil, err
+		}
+		pub := time.Since(start)
+		info, err := st.Info(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := tb.commits.waitFor(ctx, info.State.LastSeq); err != nil {
+			return nil, err
+		}
+		d := time.Since(start)
+		n.PerFormat = append(n.PerFormat, ImportNodeFormat{Format: formats[i], Bytes: fi.Size(), Sessions: sum.Sessions,
+			Responses: sum.Responses, Envelopes: sum.Envelopes, PublishedSeconds: round(pub.Seconds()),
+			Rate: rate(d, fi.Size(), int(sum.Lines), sum.Responses)})
+		cfg.Logger.Info("bench import: through a node", "format", formats[i], "seconds", round(d.Seconds()))
+		n.Bytes, n.Sessions, n.Responses, n.Envelopes = n.Bytes+fi.Size(), n.Sessions+sum.Sessions,
+			n.Responses+sum.Responses, n.Envelopes+sum.Envelopes
+		n.Duplicate, n.Refused = n.Duplicate+sum.Duplicates, n.Refused+len(sum.Refused)
+		lines, published, took = lines+int(sum.Lines), published+pub, took+d
 	}
-	if _, err := tb.commits.waitFor(ctx, info.State.LastSeq); err != nil {
-		return nil, err
-	}
-	n := &ImportNode{Bytes: size, Sessions: sum.Sessions, Responses: sum.Responses, Envelopes: sum.Envelopes,
-		Duplicate: sum.Duplicates, Refused: len(sum.Refused), PublishedSeconds: round(published.Seconds()),
-		Rate: rate(time.Since(start), size, int(sum.Lines), sum.Responses)}
+	n.PublishedSeconds, n.Rate = round(published.Seconds()), rate(took, n.Bytes, lines, n.Responses)
 	if err := tb.node.Pool.QueryRow(ctx, `SELECT count(*) FROM sessions WHERE ended_at IS NOT NULL`).Scan(&n.Recorded); err != nil {
 		return nil, err
 	}
