@@ -105,7 +105,7 @@ type Owner struct{ Org, Member string }
 func GetSession(ctx context.Context, q Queryer, owner Owner, id string) (*Session, error) {
 	// By primary key alone, owner checked here: with org and member in the
 	// WHERE, a planner without statistics may walk the member's index
-	// (sessions_owner) past every one of their sessions instead.
+	// past every one of their sessions instead.
 	rows, err := q.Query(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = $1`, id)
 	if err != nil {
 		return nil, fmt.Errorf("get session %s: %w", id, err)
