@@ -188,9 +188,10 @@ func loadTranscripts(ctx context.Context, tx pgx.Tx, ids []string) (map[string][
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	// Unprepared: planned with these ids (see loadSessions).
-	rows, err := tx.Query(ctx, `SELECT session_id, seq, stream, text, at FROM session_chunks
-		WHERE session_id = ANY($1) ORDER BY session_id, seq`, pgx.QueryExecModeExec, ids)
+	// An index range per session (see loadSessions).
+	rows, err := tx.Query(ctx, `SELECT u.id, c.seq, c.stream, c.text, c.at FROM unnest($1::text[]) AS u(id),
+		LATERAL (SELECT seq, stream, text, at FROM session_chunks WHERE session_id = u.id) c
+		ORDER BY u.id, c.seq`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("transcripts of %d sessions: %w", len(ids), err)
 	}

@@ -97,12 +97,14 @@ func scanSessions(rows pgx.Rows) ([]*Session, error) {
 	})
 }
 
-// loadSessions reads the rows of the given sessions. It runs unprepared
-// (pgx.QueryExecModeExec), so PostgreSQL plans it with this batch's ids: a
-// cached generic plan made while the table was young seq-scans it with an
-// un-hashed = ANY, once per batch, over every session ever recorded.
+// loadSessions reads the rows of the given sessions: one primary-key probe
+// per id (the LATERAL join), whatever the table's statistics say. With
+// id = ANY($1) instead, a plan made while the table was young (or never
+// analysed: autovacuum may be off) scanned every session ever recorded,
+// once per batch.
 func loadSessions(ctx context.Context, q pgx.Tx, ids []string) ([]*Session, error) {
-	rows, err := q.Query(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = ANY($1)`, pgx.QueryExecModeExec, ids)
+	rows, err := q.Query(ctx, `SELECT s.* FROM unnest($1::text[]) AS u(id),
+		LATERAL (SELECT `+sessionColumns+` FROM sessions WHERE id = u.id) s`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("load %d sessions: %w", len(ids), err)
 	}
