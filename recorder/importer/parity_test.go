@@ -97,7 +97,12 @@ func recordedName(report string) string {
 func TestCcusageParity(t *testing.T) {
 	bin := os.Getenv("SPINE_CCUSAGE")
 	if bin == "" {
-		t.Skip("needs ccusage from npm: run `make ccusage-parity` (SPINE_CCUSAGE=path/to/ccusage)")
+		// Where `make ccusage-parity` (or .ci/run, wherever npm is) installs it.
+		p, err := filepath.Abs(filepath.Join("..", "..", "bin", "ccusage-"+ccusageVersion, "node_modules", ".bin", "ccusage"))
+		if _, statErr := os.Stat(p); err != nil || statErr != nil {
+			t.Skip("needs ccusage from npm: run `make ccusage-parity` (SPINE_CCUSAGE=path/to/ccusage)")
+		}
+		bin = p
 	}
 	claudeDir, codexDir := parityLayout(t)
 	home := t.TempDir()
