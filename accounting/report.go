@@ -69,38 +69,55 @@ func tokenSum(column string) string {
 // router_calls, with $1 the org and further arguments from args) by key
 // (an SQL expression) and billing class.
 func aggregate(ctx context.Context, q Querier, key, where string, args ...any) ([]Row, error) {
-	sql := fmt.Sprintf(`SELECT %s AS key, billing, count(*), count(usage), count(total_cost),
+	sql := fmt.Sprintf(`SELECT false, %s AS key, billing, count(*), count(usage), count(total_cost),
 			%s, %s, %s, %s, %s, sum(total_cost)::text
-		FROM router_calls WHERE org = $1 AND %s GROUP BY 1, 2 ORDER BY 1, 2`, key, tokenSum("input_tokens"),
+		FROM router_calls WHERE org = $1 AND %s GROUP BY 2, 3 ORDER BY 2, 3`, key, tokenSum("input_tokens"),
 		tokenSum("output_tokens"), tokenSum("cache_read_tokens"), tokenSum("cache_write_tokens"),
 		tokenSum("reasoning_tokens"), where)
-	rows, err := q.Query(ctx, sql, args...)
+	rows, _, err := scanReport(q.Query(ctx, sql, args...))
 	if err != nil {
 		return nil, fmt.Errorf("aggregate router calls: %w", err)
 	}
+	return rows, nil
+}
+
+// scanReport reads a report query's rows: is it the total, key, billing
+// class, the cell's three counts, five token sums and dollars as text, in
+// key then billing order with the total's rows last. The total is a zero
+// row keyed "total" when there is none.
+func scanReport(rows pgx.Rows, err error) ([]Row, Row, error) {
+	total := Row{Key: "total"}
+	if err != nil {
+		return nil, total, err
+	}
 	defer rows.Close()
 	var out []Row
+	var isTotal bool
+	var key *string
+	var billing string
+	var c Cell
+	var dollars *string
+	t := &c.Tokens
+	dest := []any{&isTotal, &key, &billing, &c.Calls, &c.CallsWithUsage, &c.CallsWithCost, &t.Input, &t.Output,
+		&t.CacheRead, &t.CacheWrite, &t.Reasoning, &dollars}
 	for rows.Next() {
-		var k, billing string
-		var c Cell
-		var dollars *string
-		t := &c.Tokens
-		if err := rows.Scan(&k, &billing, &c.Calls, &c.CallsWithUsage, &c.CallsWithCost, &t.Input, &t.Output,
-			&t.CacheRead, &t.CacheWrite, &t.Reasoning, &dollars); err != nil {
-			return nil, fmt.Errorf("aggregate router calls: %w", err)
+		if err := rows.Scan(dest...); err != nil {
+			return nil, total, err
 		}
 		t.Total = addCounts(t.Input, t.Output)
+		c.Dollars = nil
 		if dollars != nil {
 			n := json.Number(*dollars)
 			c.Dollars = &n
 		}
-		if len(out) == 0 || out[len(out)-1].Key != k {
-			out = append(out, Row{Key: k})
+		switch {
+		case isTotal:
+			*total.Cell(billing) = c
+			continue
+		case len(out) == 0 || out[len(out)-1].Key != *key:
+			out = append(out, Row{Key: *key})
 		}
 		*out[len(out)-1].Cell(billing) = c
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("aggregate router calls: %w", err)
-	}
-	return out, nil
+	return out, total, rows.Err()
 }

@@ -19,8 +19,8 @@ import (
 // cost grew with the table.
 const execMode = pgx.QueryExecModeExec
 
-// flush writes the batch's sessions, router calls and budgets: one
-// statement per kind, each over arrays of the batch's rows.
+// flush writes the batch's sessions, router calls, their days' rollup and
+// budgets: one statement per kind, each over arrays of the batch's rows.
 func (b *batch) flush(ctx context.Context) error {
 	var started, ended []*session
 	for _, s := range b.sorted() {
@@ -40,6 +40,9 @@ func (b *batch) flush(ctx context.Context) error {
 		return err
 	}
 	if err := insertCalls(ctx, b.tx, b.calls); err != nil {
+		return err
+	}
+	if err := upsertCostDays(ctx, b.tx, b.calls); err != nil {
 		return err
 	}
 	return upsertBudgets(ctx, b.tx, b.budgets)

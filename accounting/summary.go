@@ -14,11 +14,12 @@ import (
 // session has exactly one router call), keyed by its session id.
 var GroupBys = []string{"day", "week", "month", "app", "model", "billing", "member", "plan", "session"}
 
-// groupKeys are the SQL expressions behind GroupBys.
+// groupKeys are the SQL expressions behind GroupBys, over the columns
+// summaries aggregate (see summaryRows): day is a UTC date.
 var groupKeys = map[string]string{
-	"day":     `to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD')`,
-	"week":    `to_char(date_trunc('week', at AT TIME ZONE 'UTC'), 'YYYY-MM-DD')`,
-	"month":   `to_char(at AT TIME ZONE 'UTC', 'YYYY-MM')`,
+	"day":     `to_char(day::timestamp, 'YYYY-MM-DD')`,
+	"week":    `to_char(date_trunc('week', day::timestamp), 'YYYY-MM-DD')`,
+	"month":   `to_char(day::timestamp, 'YYYY-MM')`,
 	"app":     `app`,
 	"model":   `served_model`,
 	"billing": `billing`,
@@ -96,21 +97,21 @@ func Summarize(ctx context.Context, q Querier, org string, sq SummaryQuery) (*Su
 	if !ok {
 		return nil, fmt.Errorf("%w: groupBy %q", ErrBadQuery, sq.GroupBy)
 	}
-	const where = `at >= $2 AND at < $3`
-	rows, err := aggregate(ctx, q, key, where, org, sq.From, sq.To)
+	var rows []Row
+	var total Row
+	var err error
+	if sq.GroupBy == "session" { // a row per call: router_calls' own rows
+		if rows, err = aggregate(ctx, q, key, `at >= $2 AND at < $3`, org, sq.From, sq.To); err == nil {
+			_, total, err = summaryRows(ctx, q, "", org, sq.From, sq.To)
+		}
+	} else {
+		rows, total, err = summaryRows(ctx, q, key, org, sq.From, sq.To)
+	}
 	if err != nil {
 		return nil, err
 	}
-	total, err := aggregate(ctx, q, `'total'`, where, org, sq.From, sq.To)
-	if err != nil {
-		return nil, err
+	if rows == nil {
+		rows = []Row{}
 	}
-	s := &Summary{Org: org, From: sq.From, To: sq.To, GroupBy: sq.GroupBy, Rows: rows, Total: Row{Key: "total"}}
-	if s.Rows == nil {
-		s.Rows = []Row{}
-	}
-	if len(total) == 1 {
-		s.Total = total[0]
-	}
-	return s, nil
+	return &Summary{Org: org, From: sq.From, To: sq.To, GroupBy: sq.GroupBy, Rows: rows, Total: total}, nil
 }

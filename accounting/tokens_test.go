@@ -52,10 +52,16 @@ func TestHugeTokenCounts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := summary(t, f, "acme", url.Values{"from": {"2026-11-01"}, "to": {"2026-11-30"}})
-	m := s.Total.Metered.Tokens
-	if m.Input != math.MaxInt64 || m.Output != math.MaxInt64 || m.Total != math.MaxInt64 || m.Reasoning != math.MaxInt64 {
-		t.Fatalf("saturated total %+v", m)
+	f.rollUpByHand("max1", "max2")
+	// Whole days are read from cost_days, a window of partial days from
+	// router_calls: both saturate.
+	for _, w := range []url.Values{{"from": {"2026-11-01"}, "to": {"2026-11-30"}},
+		{"from": {"2026-11-01T00:00:01Z"}, "to": {"2026-11-29T23:59:59Z"}}} {
+		s := summary(t, f, "acme", w)
+		m := s.Total.Metered.Tokens
+		if m.Input != math.MaxInt64 || m.Output != math.MaxInt64 || m.Total != math.MaxInt64 || m.Reasoning != math.MaxInt64 {
+			t.Fatalf("%v: saturated total %+v", w, m)
+		}
 	}
 	p, err := accounting.GetPlanSpend(ctx, f.Pool, "acme", "p")
 	if err != nil || p.TokenSpent != math.MaxInt64 {

@@ -26,6 +26,7 @@ var Tables = map[string]string{
 	"accounting_sessions":   "session_id",
 	"router_calls":          "session_id",
 	"plan_budgets":          "org, plan_id",
+	"cost_days":             "org, day, billing, app, served_model, member, plan_id",
 	"desktop_tasks":         "id",
 	"desktop_task_events":   "remote_session_id, pos",
 	"desktop_runners":       "id",

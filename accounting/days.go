@@ -1,0 +1,164 @@
+package accounting
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math/big"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// dayKey is a cost_days row's group: the dimensions every summary but
+// groupBy=session is answered from.
+type dayKey struct {
+	Org, Day, Billing, App, Model, Member, Plan string
+}
+
+func compareDayKeys(x, y dayKey) int {
+	return cmp.Or(cmp.Compare(x.Org, y.Org), cmp.Compare(x.Day, y.Day), cmp.Compare(x.Billing, y.Billing),
+		cmp.Compare(x.App, y.App), cmp.Compare(x.Model, y.Model), cmp.Compare(x.Member, y.Member),
+		cmp.Compare(x.Plan, y.Plan))
+}
+
+// dayTotals adds up a group's calls as cost_days keeps them.
+type dayTotals struct {
+	calls, withUsage, withCost int64
+	tokens                     [5]int64 // input, output, cache read, cache write, reasoning; saturating
+	cost                       decimalSum
+}
+
+func (t *dayTotals) add(c *Call) {
+	t.calls++
+	if c.Usage != nil {
+		t.withUsage++
+	}
+	if tk := c.Tokens; tk != nil {
+		for i, n := range [5]int64{tk.Input, tk.Output, tk.CacheRead, tk.CacheWrite, tk.Reasoning} {
+			t.tokens[i] = addCounts(t.tokens[i], n)
+		}
+	}
+	if s := costArg(c.TotalCost); s != nil {
+		t.withCost++
+		t.cost.add(*s)
+	}
+}
+
+// rollUp groups calls by day key, keys in order.
+func rollUp(calls []*Call) ([]dayKey, map[dayKey]*dayTotals) {
+	totals := map[dayKey]*dayTotals{}
+	var keys []dayKey
+	for _, c := range calls {
+		k := dayKey{Org: c.Org, Day: c.At.UTC().Format(time.DateOnly), Billing: c.Billing, App: c.App,
+			Model: c.ServedModel, Member: c.Member, Plan: c.PlanID}
+		t := totals[k]
+		if t == nil {
+			t = &dayTotals{}
+			totals[k], keys = t, append(keys, k)
+		}
+		t.add(c)
+	}
+	slices.SortFunc(keys, compareDayKeys)
+	return keys, totals
+}
+
+// upsertCostDays adds the batch's calls to their days' rows: one row per
+// group, in key order so two writers lock rows in one order.
+func upsertCostDays(ctx context.Context, tx pgx.Tx, calls []*Call) error {
+	if len(calls) == 0 {
+		return nil
+	}
+	keys, totals := rollUp(calls)
+	n := len(keys)
+	text := func() []string { return make([]string, n) }
+	org, day, billing, app, model, member, plan := text(), text(), text(), text(), text(), text(), text()
+	counts := make([][]int64, 8) // calls, with usage, with cost, then the five token sums
+	for i := range counts {
+		counts[i] = make([]int64, n)
+	}
+	cost := make([]*string, n)
+	for i, k := range keys {
+		org[i], day[i], billing[i], app[i], model[i], member[i], plan[i] = k.Org, k.Day, k.Billing, k.App, k.Model, k.Member, k.Plan
+		t := totals[k]
+		counts[0][i], counts[1][i], counts[2][i] = t.calls, t.withUsage, t.withCost
+		for j, s := range t.tokens {
+			counts[3+j][i] = s
+		}
+		cost[i] = t.cost.text()
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO cost_days AS d (org, day, billing, app, served_model, member, plan_id,
+			calls, calls_with_usage, calls_with_cost, input_tokens, output_tokens, cache_read_tokens,
+			cache_write_tokens, reasoning_tokens, cost)
+		SELECT * FROM unnest($1::text[], $2::date[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+			$8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[],
+			$15::bigint[], $16::numeric[])
+		ON CONFLICT (org, day, billing, app, served_model, member, plan_id) DO UPDATE SET
+			calls = d.calls + EXCLUDED.calls,
+			calls_with_usage = d.calls_with_usage + EXCLUDED.calls_with_usage,
+			calls_with_cost = d.calls_with_cost + EXCLUDED.calls_with_cost,
+			input_tokens = least(d.input_tokens::numeric + EXCLUDED.input_tokens, 9223372036854775807)::bigint,
+			output_tokens = least(d.output_tokens::numeric + EXCLUDED.output_tokens, 9223372036854775807)::bigint,
+			cache_read_tokens = least(d.cache_read_tokens::numeric + EXCLUDED.cache_read_tokens, 9223372036854775807)::bigint,
+			cache_write_tokens = least(d.cache_write_tokens::numeric + EXCLUDED.cache_write_tokens, 9223372036854775807)::bigint,
+			reasoning_tokens = least(d.reasoning_tokens::numeric + EXCLUDED.reasoning_tokens, 9223372036854775807)::bigint,
+			cost = coalesce(d.cost + EXCLUDED.cost, d.cost, EXCLUDED.cost)`,
+		execMode, org, day, billing, app, model, member, plan, counts[0], counts[1], counts[2], counts[3], counts[4],
+		counts[5], counts[6], counts[7], cost)
+	if err != nil {
+		return fmt.Errorf("roll up cost days: %w", err)
+	}
+	return nil
+}
+
+// decimalSum adds decimals exactly, as PostgreSQL's numeric does: the sum
+// has the largest scale (digits after the point) of its terms, so "0.25"
+// and "0.75" make "1.00", as sum(total_cost) shows it.
+type decimalSum struct {
+	n     int
+	v     big.Int // the sum times 10^scale
+	scale int
+}
+
+// add adds a plain decimal (digits, an optional point and sign; what
+// costArg writes).
+func (d *decimalSum) add(s string) {
+	whole, frac, _ := strings.Cut(s, ".")
+	var x big.Int
+	if _, ok := x.SetString(whole+frac, 10); !ok {
+		return // not costArg's output; PostgreSQL refuses it in router_calls first
+	}
+	switch {
+	case len(frac) > d.scale:
+		d.v.Mul(&d.v, pow10(len(frac)-d.scale))
+		d.scale = len(frac)
+	case len(frac) < d.scale:
+		x.Mul(&x, pow10(d.scale-len(frac)))
+	}
+	d.v.Add(&d.v, &x)
+	d.n++
+}
+
+// text is the sum as numeric reads it; nil when nothing was added.
+func (d *decimalSum) text() *string {
+	if d.n == 0 {
+		return nil
+	}
+	s := new(big.Int).Abs(&d.v).String()
+	if d.scale > 0 {
+		if len(s) <= d.scale {
+			s = strings.Repeat("0", d.scale-len(s)+1) + s
+		}
+		s = s[:len(s)-d.scale] + "." + s[len(s)-d.scale:]
+	}
+	if d.v.Sign() < 0 {
+		s = "-" + s
+	}
+	return &s
+}
+
+func pow10(n int) *big.Int {
+	return new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(n)), nil)
+}
