@@ -320,8 +320,17 @@ func TestParseSummaryQuery(t *testing.T) {
 	if err != nil || q.To.Sub(q.From) != 24*time.Hour {
 		t.Fatalf("a date as to includes its day: %+v %v", q, err)
 	}
+	q, err = accounting.ParseSummaryQuery(url.Values{"groupBy": {"session"}, "limit": {"100"}, "after": {""}}, now)
+	if err != nil || q.Limit != 100 || q.After == nil || *q.After != "" {
+		t.Fatalf("limit and an empty after: %+v %v", q, err)
+	}
+	if q, err = accounting.ParseSummaryQuery(url.Values{}, now); q.Limit != 0 || q.After != nil {
+		t.Fatalf("no limit or after: %+v %v", q, err)
+	}
 	for _, bad := range []url.Values{{"groupBy": {"hour"}}, {"from": {"yesterday"}}, {"from": {"2026-11-02"}, "to": {"2026-11-01"}},
-		{"from": {"1990-01-01"}}} {
+		{"from": {"1990-01-01"}}, {"limit": {"0"}}, {"limit": {"-1"}}, {"limit": {"10001"}}, {"limit": {"ten"}},
+		{"limit": {""}}, {"limit": {"1.5"}}, {"after": {"a\x00b"}}, {"after": {"\xff"}},
+		{"after": {strings.Repeat("k", accounting.MaxAfterBytes+1)}}} {
 		if _, err := accounting.ParseSummaryQuery(bad, now); !errors.Is(err, accounting.ErrBadQuery) {
 			t.Errorf("%v: %v, want ErrBadQuery", bad, err)
 		}

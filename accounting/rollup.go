@@ -85,19 +85,26 @@ func (w window) query(org string) (string, []any) {
 }
 
 // summaryRows groups the window's calls by key (an SQL expression over
-// cost_days' columns) and billing class, with the total; an empty key
-// reports the total alone.
-func summaryRows(ctx context.Context, q Querier, key, org string, from, to time.Time) ([]Row, Row, error) {
-	isTotal, keyCol, groups := `grouping(key) = 1`, `key`, `GROUPING SETS ((key, billing), (billing))`
+// cost_days' columns) and billing class, in key order (bytewise, as
+// sessionRows) after sq.After, with the total of the whole window; an empty
+// key reports the total alone.
+func summaryRows(ctx context.Context, q Querier, key, org string, sq SummaryQuery) ([]Row, Row, error) {
+	isTotal, keyCol, groups, having, order := `grouping(key) = 1`, `key`, `GROUPING SETS ((key, billing), (billing))`,
+		``, `1, key COLLATE "C", 3`
 	if key == "" {
-		key, isTotal, keyCol, groups = `NULL`, `true`, `NULL::text`, `billing`
+		key, isTotal, keyCol, groups, order = `NULL`, `true`, `NULL::text`, `billing`, `3`
 	}
-	rows, args := splitWindow(from, to).query(org)
+	rows, args := splitWindow(sq.From, sq.To).query(org)
+	if sq.After != nil && keyCol == `key` {
+		args = append(args, *sq.After)
+		having = fmt.Sprintf(`HAVING grouping(key) = 1 OR key COLLATE "C" > $%d`, len(args))
+	}
 	sql := fmt.Sprintf(`SELECT %s, %s, billing, sum(calls)::bigint, sum(calls_with_usage)::bigint,
 			sum(calls_with_cost)::bigint, %s, %s, %s, %s, %s, sum(cost)::text
 		FROM (SELECT %s AS key, * FROM (%s) c) k
-		GROUP BY %s ORDER BY 1, 2, 3`, isTotal, keyCol, tokenSum("input_tokens"), tokenSum("output_tokens"),
-		tokenSum("cache_read_tokens"), tokenSum("cache_write_tokens"), tokenSum("reasoning_tokens"), key, rows, groups)
+		GROUP BY %s %s ORDER BY %s`, isTotal, keyCol, tokenSum("input_tokens"), tokenSum("output_tokens"),
+		tokenSum("cache_read_tokens"), tokenSum("cache_write_tokens"), tokenSum("reasoning_tokens"), key, rows,
+		groups, having, order)
 	out, total, err := scanReport(q.Query(ctx, sql, args...))
 	if err != nil {
 		return nil, total, fmt.Errorf("summarize router calls: %w", err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -43,6 +44,8 @@ func rawSummary(t *testing.T, pool *pgxpool.Pool, org string, sq SummaryQuery) *
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Keys in byte order, whatever the test database's collation.
+	slices.SortFunc(rows, func(a, b Row) int { return strings.Compare(a.Key, b.Key) })
 	s := &Summary{Org: org, From: sq.From, To: sq.To, GroupBy: sq.GroupBy, Rows: rows, Total: Row{Key: "total"}}
 	if s.Rows == nil {
 		s.Rows = []Row{}
@@ -71,7 +74,7 @@ func randomCalls(r *rand.Rand, n int) []*Call {
 			at = at.Truncate(24 * time.Hour).Add(-time.Microsecond)
 		}
 		c := &Call{SessionID: fmt.Sprintf("s%04d", i), Org: pick("acme", "acme", "globex"), Member: pick("alice", "bob", "carol"),
-			App: pick("codex", "claude-code"), PlanID: pick("", "p1", "p2"), ServedModel: pick("", "gpt-5", "opus"),
+			App: pick("codex", "claude-code"), PlanID: pick("", "p1", "p2"), ServedModel: pick("", "gpt-5", "opus", "Opus", "Ünï-模型"),
 			Billing: pick(BillingClasses...), Status: "done", StartedAt: at.Add(-time.Minute), At: at}
 		if r.IntN(3) == 0 { // a third share one group, so it fills over many batches and saturates
 			at = time.Date(2026, 11, 3, 0, 0, 0, 0, time.UTC).Add(time.Duration(r.Int64N(24*3600*1e6)) * time.Microsecond)
@@ -143,7 +146,8 @@ func randomInstant(r *rand.Rand) time.Time {
 
 // Summaries answered from cost_days (whole days) and router_calls (the
 // partial days at the edges) equal the aggregate of router_calls alone, for
-// every groupBy over random calls and windows.
+// every groupBy over random calls and windows; walked in pages of random
+// sizes, they list the same rows.
 func TestRollupAnswersEqualRawAggregate(t *testing.T) {
 	pool, _ := pgtest.New(t)
 	for seed := range uint64(3) {
@@ -181,6 +185,11 @@ func TestRollupAnswersEqualRawAggregate(t *testing.T) {
 						t.Fatalf("seed %d, %s by %s from %s to %s:\nrollup %s\n   raw %s", seed, org, g,
 							from.Format(time.RFC3339Nano), to.Format(time.RFC3339Nano), a, b)
 					}
+					limit := 1 + r.IntN(7)
+					if g == "session" {
+						limit = 20 + r.IntN(80)
+					}
+					checkPages(t, pool, org, sq, got, limit)
 				}
 			}
 		}
@@ -199,12 +208,12 @@ func checkBackfill(t *testing.T, pool *pgxpool.Pool) {
 	}
 	var backfill string
 	for _, m := range ms {
-		if m.Version == 6 {
-			_, backfill, _ = strings.Cut(m.SQL, ");\n")
+		if i := strings.Index(m.SQL, "INSERT INTO cost_days"); m.Version == 6 && i >= 0 {
+			backfill = m.SQL[i:]
 		}
 	}
-	if !strings.Contains(backfill, "INSERT INTO cost_days") {
-		t.Fatalf("migration 006 has no backfill after its CREATE TABLE: %q", backfill)
+	if backfill == "" {
+		t.Fatal("migration 006 has no INSERT INTO cost_days")
 	}
 	const sum = `SELECT count(*), md5(string_agg(d::text, E'\n' ORDER BY org, day, billing, app, served_model, member, plan_id))
 		FROM cost_days d`
@@ -224,6 +233,36 @@ func checkBackfill(t *testing.T, pool *pgxpool.Pool) {
 	}
 	if n1 != n2 || projected != backfilled {
 		t.Fatalf("cost_days: projector %d rows %s, backfill %d rows %s", n1, projected, n2, backfilled)
+	}
+}
+
+// checkPages walks the summary in pages of limit rows: they list the
+// whole summary's rows in order, each with the whole window's total, and
+// only the last has no next.
+func checkPages(t *testing.T, pool *pgxpool.Pool, org string, sq SummaryQuery, whole *Summary, limit int) {
+	t.Helper()
+	rows := []Row{}
+	sq.Limit = limit
+	for pages := 0; ; pages++ {
+		page, err := Summarize(context.Background(), pool, org, sq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Rows) > limit || jsonText(t, page.Total) != jsonText(t, whole.Total) || pages > len(whole.Rows) {
+			t.Fatalf("%s by %s, page %d of %d: %d rows, total %+v", org, sq.GroupBy, pages, limit, len(page.Rows), page.Total)
+		}
+		rows = append(rows, page.Rows...)
+		if page.Next == nil {
+			break
+		}
+		if *page.Next != page.Rows[len(page.Rows)-1].Key || len(page.Rows) != limit {
+			t.Fatalf("%s by %s: next %q after %d rows ending %q", org, sq.GroupBy, *page.Next, len(page.Rows),
+				page.Rows[len(page.Rows)-1].Key)
+		}
+		sq.After = page.Next
+	}
+	if a, b := jsonText(t, rows), jsonText(t, whole.Rows); a != b {
+		t.Fatalf("%s by %s in pages of %d:\n%s\nwhole:\n%s", org, sq.GroupBy, limit, a, b)
 	}
 }
 

@@ -3,6 +3,8 @@ package accounting
 import (
 	"context"
 	"encoding/json"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -121,3 +123,25 @@ func TestLatestBudgetInABatchWins(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// A listing sorted here is in the byte order PostgreSQL's COLLATE "C"
+// pages in: keys sharing their first eight bytes, shorter keys, NUL and
+// high bytes included.
+func TestSessionCallRowsSortBytewise(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	parts := []string{"", "a", "ab", "abcdefgh", "abcdefghi", "\x00", "\xff", "Z", "session-", "é"}
+	var calls []sessionCall
+	var want []string
+	for range 2000 {
+		k := parts[r.IntN(len(parts))] + parts[r.IntN(len(parts))] + parts[r.IntN(len(parts))]
+		calls = append(calls, sessionCall{key: k, billing: BillingMetered})
+		want = append(want, k)
+	}
+	slices.Sort(want)
+	rows := sessionCallRows(calls, true)
+	for i := range rows {
+		if rows[i].Key != want[i] || rows[i].Metered.Calls != 1 {
+			t.Fatalf("row %d: %q (%d calls), want %q", i, rows[i].Key, rows[i].Metered.Calls, want[i])
+		}
+	}
+}

@@ -30,6 +30,11 @@ CREATE TABLE cost_days (
     PRIMARY KEY (org, day, billing, app, served_model, member, plan_id)
 );
 
+-- A session listing (groupBy=session) pages in session id order, bytewise
+-- (COLLATE "C", whatever the database's collation): a page reads its rows
+-- from here, never the whole window.
+CREATE INDEX router_calls_org_session ON router_calls (org, session_id COLLATE "C");
+
 -- A database that already holds router calls gets their rollup here: it is
 -- a function of router_calls, the same rows the projector would have
 -- written (a rebuild reproduces them byte for byte).

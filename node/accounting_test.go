@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -149,6 +151,47 @@ func TestCostRoutes(t *testing.T) {
 	} {
 		if !bytes.Contains(metrics, []byte(m)) {
 			t.Errorf("/metrics lacks %s", m)
+		}
+	}
+}
+
+// groupBy=session pages with limit and after; next is the cursor, absent
+// on the last page; every page carries the whole window's total.
+func TestCostSummaryPages(t *testing.T) {
+	f := newCostFixture(t)
+	f.publishFile("../testdata/accounting/mixed.jsonl")
+	alice := f.token("acme", "alice")
+	const base = "/v1/cost/summary?from=2026-11-01&to=2026-11-30&groupBy=session"
+	var keys []string
+	after := ""
+	for page := 0; page < 4; page++ {
+		code, body := f.do("GET", base+"&limit=3"+after, alice, nil)
+		s := decode[accounting.Summary](t, body)
+		if code != 200 || s.Total.Metered.Calls != 3 || s.Total.Unknown.Calls != 3 {
+			t.Fatalf("page %d = %d %s", page, code, body)
+		}
+		for _, r := range s.Rows {
+			keys = append(keys, r.Key)
+		}
+		if s.Next == nil {
+			break
+		}
+		if len(s.Rows) != 3 || *s.Next != s.Rows[2].Key {
+			t.Fatalf("page %d: next %q after %d rows: %s", page, *s.Next, len(s.Rows), body)
+		}
+		after = "&after=" + url.QueryEscape(*s.Next)
+	}
+	want := []string{"acc-s1", "acc-s2", "acc-s3", "acc-s4", "acc-s5", "acc-s6", "acc-s7", "acc-s8"}
+	if !slices.Equal(keys, want) {
+		t.Fatalf("pages listed %v, want %v", keys, want)
+	}
+	if _, body := f.do("GET", base, alice, nil); bytes.Contains(body, []byte(`"next"`)) {
+		t.Fatalf("a listing without limit has no next: %s", body)
+	}
+	for _, q := range []string{"limit=0", "limit=10001", "limit=many", "after=%FF"} {
+		code, body := f.do("GET", base+"&"+q, alice, nil)
+		if code != 400 || !bytes.Contains(body, []byte(`"code":"bad_request"`)) || !bytes.Contains(body, []byte(strings.SplitN(q, "=", 2)[0])) {
+			t.Errorf("%s = %d %s", q, code, body)
 		}
 	}
 }

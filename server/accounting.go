@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/spinehq/spine/accounting"
@@ -38,10 +39,24 @@ func (s *Server) summary(w http.ResponseWriter, r *http.Request) (*accounting.Su
 	return sum, true
 }
 
+// costSummary writes the summary with Summary.AppendJSON (the bytes
+// writeJSON would write, without reflection: a session listing can be a
+// row per session).
 func (s *Server) costSummary(w http.ResponseWriter, r *http.Request) {
-	if sum, ok := s.summary(w, r); ok {
-		writeJSON(w, http.StatusOK, sum)
+	sum, ok := s.summary(w, r)
+	if !ok {
+		return
 	}
+	body, err := sum.AppendJSON(make([]byte, 0, 1024+600*len(sum.Rows)))
+	if err != nil {
+		s.internal(w, "encode cost summary", err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
 }
 
 func (s *Server) planSpend(w http.ResponseWriter, r *http.Request) {
