@@ -56,18 +56,18 @@ func (n *Node) startAnalyzer(context.Context) error {
 		defer close(done)
 		tick := time.NewTicker(every)
 		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
+		for { // once at start (a database restored or migrated while spine was down), then every interval
 			tables, err := AnalyzeStale(ctx, n.Pool)
 			switch {
 			case err != nil && ctx.Err() == nil:
 				n.log.Warn("refresh planner statistics", "err", err)
 			case len(tables) > 0:
 				n.log.Debug("planner statistics refreshed", "tables", tables)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
 			}
 		}
 	}()
