@@ -39,10 +39,13 @@ func scanSessions(rows pgx.Rows) ([]*session, error) {
 // loadSessions reads the sessions with the given ids: one primary-key probe
 // per id (the LATERAL join), whatever the table's statistics say; with
 // session_id = ANY($1) a never-analysed table (autovacuum may be off) was
-// scanned whole per batch, 4.4 ms a batch at 49k sessions.
+// scanned whole per batch, 4.4 ms a batch at 49k sessions. The LIMIT 1
+// keeps the LATERAL a subquery: without it PostgreSQL flattens it into a
+// join, and once the table has statistics hashes the ids against a scan of
+// every session (8.5 ms for 460 ids at 17,000 sessions; probes: 2.2 ms).
 func loadSessions(ctx context.Context, tx pgx.Tx, ids []string) ([]*session, error) {
 	rows, err := tx.Query(ctx, `SELECT a.* FROM unnest($1::text[]) AS u(id),
-		LATERAL (SELECT `+sessionColumns+` FROM accounting_sessions WHERE session_id = u.id) a`, execMode, ids)
+		LATERAL (SELECT `+sessionColumns+` FROM accounting_sessions WHERE session_id = u.id LIMIT 1) a`, execMode, ids)
 	if err != nil {
 		return nil, fmt.Errorf("load accounting sessions: %w", err)
 	}
