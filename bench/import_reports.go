@@ -14,9 +14,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/spinehq/spine/node"
 	"github.com/spinehq/spine/recorder/importer"
 )
 
@@ -33,11 +35,18 @@ const DefaultReportRuns = 3
 type ImportReports struct {
 	Calls int64 `json:"calls"` // router_calls rows: one per imported session
 	Runs  int   `json:"runs"`  // each report is timed this many times; figures are medians
-	// Session is GET /v1/cost/summary?groupBy=session beside
-	// `ccusage session --json --offline`; Day is groupBy=day beside
-	// `ccusage daily --json --offline`.
+	// Session is GET /v1/cost/summary?groupBy=session, every session,
+	// beside `ccusage session --json --offline`; Day is groupBy=day beside
+	// `ccusage daily --json --offline`. Both span the calls' first to last
+	// second (RFC 3339), so their first and last days are partial.
 	Session ReportTiming `json:"session"`
 	Day     ReportTiming `json:"day"`
+	// DayWholeDays is groupBy=day with from and to as dates, as a user
+	// types them (whole UTC days: read from the daily rollup), beside
+	// ccusage daily; SessionPage is the first page of groupBy=session
+	// (limit=100) over the same days, beside ccusage session.
+	DayWholeDays ReportTiming `json:"dayWholeDays"`
+	SessionPage  ReportTiming `json:"sessionPage"`
 	// CcusageFiles and CcusageBytes are what ccusage read: the lines of
 	// the node phase's Claude transcript and Codex rollout files (it reads
 	// neither stream-json nor exec output), one file per session as Claude
@@ -46,6 +55,12 @@ type ImportReports struct {
 	CcusageFiles   int    `json:"ccusageFiles"`
 	CcusageBytes   int64  `json:"ccusageBytes"`
 	CcusageVersion string `json:"ccusageVersion,omitempty"`
+	// Analyzed are the tables whose planner statistics were stale when the
+	// import ended, refreshed before the reports are timed: a node does so
+	// within 30 s (node.AnalyzeStale; autovacuum where it runs), so the
+	// reports are timed as a running node answers them. Without statistics
+	// a page of groupBy=session reads the whole window (16 ms here).
+	Analyzed []string `json:"analyzed,omitempty"`
 	// CcusageReason says why the ccusage figures are null.
 	CcusageReason string `json:"ccusageReason,omitempty"`
 }
@@ -71,8 +86,13 @@ func reports(ctx context.Context, cfg ImportConfig, tb *testbed, recorded int64,
 	if err := waitForCalls(ctx, tb, recorded); err != nil {
 		return nil, err
 	}
+	analyzed, err := node.AnalyzeStale(ctx, tb.node.Pool)
+	if err != nil {
+		return nil, err
+	}
+	r.Analyzed = analyzed
 	var first, last time.Time
-	err := tb.node.Pool.QueryRow(ctx, `SELECT count(*), coalesce(min(at), now()), coalesce(max(at), now()) FROM router_calls`).
+	err = tb.node.Pool.QueryRow(ctx, `SELECT count(*), coalesce(min(at), now()), coalesce(max(at), now()) FROM router_calls`).
 		Scan(&r.Calls, &first, &last)
 	if err != nil {
 		return nil, fmt.Errorf("router calls: %w", err)
@@ -81,15 +101,19 @@ func reports(ctx context.Context, cfg ImportConfig, tb *testbed, recorded int64,
 	if err != nil {
 		return nil, err
 	}
-	window := url.Values{"from": {first.UTC().Truncate(time.Second).Format(time.RFC3339)},
+	seconds := url.Values{"from": {first.UTC().Truncate(time.Second).Format(time.RFC3339)},
 		"to": {last.UTC().Truncate(time.Second).Add(time.Second).Format(time.RFC3339)}}
+	days := url.Values{"from": {first.UTC().Format(time.DateOnly)}, "to": {last.UTC().Format(time.DateOnly)}}
 	base := "http://" + tb.node.HTTPAddr() + "/v1/cost/summary?"
-	for _, rep := range []struct {
-		t       *ReportTiming
-		groupBy string
-		ccusage string
-	}{{&r.Session, "session", "session"}, {&r.Day, "day", "daily"}} {
-		q := url.Values{"groupBy": {rep.groupBy}, "from": window["from"], "to": window["to"]}
+	for _, rep := range r.timings() {
+		w := seconds
+		if rep.wholeDays {
+			w = days
+		}
+		q := url.Values{"groupBy": {rep.groupBy}, "from": w["from"], "to": w["to"]}
+		if rep.limit > 0 {
+			q.Set("limit", strconv.Itoa(rep.limit))
+		}
 		rep.t.Query = "/v1/cost/summary?" + q.Encode()
 		rep.t.Ccusage = "ccusage " + rep.ccusage + " --json --offline"
 		if err := timeSpineReport(ctx, rep.t, base+q.Encode(), token, r.Runs); err != nil {
@@ -97,6 +121,23 @@ func reports(ctx context.Context, cfg ImportConfig, tb *testbed, recorded int64,
 		}
 	}
 	return r, ccusageReports(ctx, cfg, r, files)
+}
+
+// reportTiming is one report the bench times and the ccusage command it
+// is set beside.
+type reportTiming struct {
+	t         *ReportTiming
+	groupBy   string
+	wholeDays bool // from and to as dates; else the calls' first and last second
+	limit     int  // 0: every row
+	ccusage   string
+}
+
+func (r *ImportReports) timings() []reportTiming {
+	return []reportTiming{{t: &r.Session, groupBy: "session", ccusage: "session"},
+		{t: &r.Day, groupBy: "day", ccusage: "daily"},
+		{t: &r.DayWholeDays, groupBy: "day", wholeDays: true, ccusage: "daily"},
+		{t: &r.SessionPage, groupBy: "session", wholeDays: true, limit: 100, ccusage: "session"}}
 }
 
 // waitForCalls waits until the accounting projector has written a router
@@ -245,8 +286,8 @@ func ccusageReports(ctx context.Context, cfg ImportConfig, r *ImportReports, fil
 	}
 	fail := func(reason string) error {
 		r.CcusageReason = reason
-		for _, t := range []*ReportTiming{&r.Session, &r.Day} {
-			t.CcusageMs, t.Ratio, t.CcusageRows = nil, nil, nil
+		for _, rep := range r.timings() {
+			rep.t.CcusageMs, rep.t.Ratio, rep.t.CcusageRows = nil, nil, nil
 		}
 		return nil
 	}
@@ -255,15 +296,11 @@ func ccusageReports(ctx context.Context, cfg ImportConfig, r *ImportReports, fil
 		return fail(err.Error())
 	}
 	r.CcusageVersion = strings.TrimSpace(string(v))
-	for _, rep := range []struct {
-		t   *ReportTiming
-		cmd string
-		key string
-	}{{&r.Session, "session", "session"}, {&r.Day, "daily", "daily"}} { // the keys of ccusage 20.0.24's all-agent reports
+	for _, cmd := range []string{"session", "daily"} { // also the keys of ccusage 20.0.24's all-agent reports
 		var times []time.Duration
 		var out []byte
 		for range r.Runs {
-			o, d, err := run(rep.cmd, "--json", "--offline")
+			o, d, err := run(cmd, "--json", "--offline")
 			if err != nil {
 				return fail(err.Error())
 			}
@@ -271,14 +308,19 @@ func ccusageReports(ctx context.Context, cfg ImportConfig, r *ImportReports, fil
 		}
 		var fields map[string]json.RawMessage
 		var list []json.RawMessage
-		if err := json.Unmarshal(out, &fields); err != nil || json.Unmarshal(fields[rep.key], &list) != nil {
-			return fail(fmt.Sprintf("ccusage %s printed no %q list: %.200s", rep.cmd, rep.key, out))
+		if err := json.Unmarshal(out, &fields); err != nil || json.Unmarshal(fields[cmd], &list) != nil {
+			return fail(fmt.Sprintf("ccusage %s printed no %q list: %.200s", cmd, cmd, out))
 		}
 		n, m := len(list), ms(median(times))
-		rep.t.CcusageRows, rep.t.CcusageMs = &n, &m
-		if rep.t.MedianMs > 0 {
-			ratio := round(m / rep.t.MedianMs)
-			rep.t.Ratio = &ratio
+		for _, rep := range r.timings() {
+			if rep.ccusage != cmd {
+				continue
+			}
+			rep.t.CcusageRows, rep.t.CcusageMs = &n, &m
+			if rep.t.MedianMs > 0 {
+				ratio := round(m / rep.t.MedianMs)
+				rep.t.Ratio = &ratio
+			}
 		}
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/spinehq/spine/recorder/importer"
@@ -104,6 +105,10 @@ func TestRunImport(t *testing.T) {
 	if r == nil || r.Calls != n.Recorded || r.Session.Rows != int(r.Calls) || r.Day.Rows < 1 || r.Runs != 1 ||
 		r.CcusageReason == "" || r.Session.CcusageMs != nil || r.Day.Ratio != nil || r.CcusageFiles == 0 {
 		t.Fatalf("reports: %+v", r)
+	}
+	if r.DayWholeDays.Rows != r.Day.Rows || r.SessionPage.Rows != min(100, int(r.Calls)) || r.SessionPage.CcusageMs != nil ||
+		!strings.Contains(r.SessionPage.Query, "limit=100") {
+		t.Fatalf("whole-day and paged reports: %+v %+v", r.DayWholeDays, r.SessionPage)
 	}
 }
 

@@ -25,10 +25,11 @@ node (JetStream, recorder, PostgreSQL; temporary data directory and
 database spine_bench_<random>, removed at the end), timed until the
 recorder has committed everything. Each phase reports its peak resident
 memory (VmHWM, reset before each phase where Linux allows). After the
-node phase it times a per-session and a per-day cost report from spine's
-projections (GET /v1/cost/summary?groupBy=session|day over HTTP) beside
-the wall time of "ccusage session --json --offline" and "ccusage daily
---json --offline" on the same Claude transcript and Codex rollout files,
+node phase it times cost reports from spine's projections over HTTP
+(GET /v1/cost/summary: groupBy=session, every session and a first page of
+100; groupBy=day from the calls' first to last second and over whole days)
+beside the wall time of "ccusage session --json --offline" and "ccusage
+daily --json --offline" on the same Claude transcript and Codex rollout files,
 laid out as Claude Code and Codex keep them; without ccusage its figures
 are null and ccusageReason says why. It prints one JSON object; "ratio"
 is the dry run's MB/s over raw's, and in reports ccusage's wall time over

@@ -22,6 +22,8 @@ func runCost(ctx context.Context, args []string) error {
 	from := fs.String("from", "", "first day (YYYY-MM-DD) or instant (RFC 3339); default 30 days before --to")
 	to := fs.String("to", "", "last day (inclusive) or instant (exclusive); default now")
 	groupBy := fs.String("group-by", "day", "day, week, month, app, model, billing, member, plan or session")
+	limit := fs.Int("limit", 0, "at most this many rows (1 to 10000; default every row); the total covers every page")
+	after := fs.String("after", "", "start after this key: the previous page's next (\"more rows follow\")")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: spine cost [flags]          your org's router calls: calls, tokens and reported dollars,\n"+
 			"                                   metered, subscription and unknown billing apart\n"+
@@ -47,7 +49,7 @@ func runCost(ctx context.Context, args []string) error {
 	if plan != "" {
 		var summaryOnly []string
 		fs.Visit(func(f *flag.Flag) {
-			if f.Name == "from" || f.Name == "to" || f.Name == "group-by" {
+			if f.Name == "from" || f.Name == "to" || f.Name == "group-by" || f.Name == "limit" || f.Name == "after" {
 				summaryOnly = append(summaryOnly, "--"+f.Name)
 			}
 		})
@@ -68,6 +70,14 @@ func runCost(ctx context.Context, args []string) error {
 			q.Set(k, v)
 		}
 	}
+	fs.Visit(func(f *flag.Flag) { // an empty --after is a key (the empty plan or model)
+		switch f.Name {
+		case "limit":
+			q.Set("limit", strconv.Itoa(*limit))
+		case "after":
+			q.Set("after", *after)
+		}
+	})
 	var raw json.RawMessage
 	if err := c.do(ctx, "GET", "/v1/cost/summary?"+q.Encode(), nil, &raw); err != nil {
 		return err
@@ -103,6 +113,9 @@ func printCostSummary(s *accounting.Summary) {
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(stdout, "\n\"not reported\": no app reported it (unknown, not $0); \"(n/m)\": n of m calls reported.")
+	if s.Next != nil {
+		fmt.Fprintf(stdout, "more rows follow: --after %q (the total covers every page)\n", *s.Next)
+	}
 }
 
 func tokenCell(c *accounting.Cell) string {

@@ -126,8 +126,23 @@ loop cap  none
 		t.Errorf("spine cost plan p1 = %v\n%s", err, out)
 	}
 
+	// Pages: --limit rows, then --after the key the page names.
+	out, err = capture(t, "cost", "--from", "2026-11-01", "--to", "2026-11-30", "--group-by", "plan", "--limit", "2")
+	if err != nil || !strings.Contains(out, "\n         p1  ") || strings.Contains(out, " p2 ") ||
+		!strings.Contains(out, "\n      total              4    3692") || !strings.HasSuffix(out, "more rows follow: --after \"p1\" (the total covers every page)\n") {
+		t.Errorf("spine cost --limit 2 = %v\n%s", err, out)
+	}
+	out, err = capture(t, "cost", "--from", "2026-11-01", "--to", "2026-11-30", "--group-by", "plan", "--limit", "2", "--after", "p1", "--json")
+	var page accounting.Summary
+	if err != nil || json.Unmarshal([]byte(out), &page) != nil || len(page.Rows) != 2 || page.Rows[0].Key != "p2" || page.Next != nil {
+		t.Errorf("spine cost --after p1 = %v\n%s", err, out)
+	}
+	if _, err := capture(t, "cost", "--limit", "0"); err == nil || !strings.Contains(err.Error(), "limit") {
+		t.Errorf("spine cost --limit 0 = %v, want the server's 400", err)
+	}
+
 	for _, args := range [][]string{{"cost", "p1"}, {"cost", "plan"}, {"cost", "--json", "plan"}, {"cost", "plan", "p1", "p2"},
-		{"cost", "plan", "p1", "--group-by", "app"}, {"cost", "--nope"}} {
+		{"cost", "plan", "p1", "--group-by", "app"}, {"cost", "plan", "p1", "--limit", "5"}, {"cost", "--nope"}} {
 		if _, err := capture(t, args...); exitCode(err) != 2 {
 			t.Errorf("spine %v = %v, want a usage error", args, err)
 		}
