@@ -188,9 +188,10 @@ func loadTranscripts(ctx context.Context, tx pgx.Tx, ids []string) (map[string][
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	// An index range per session (see loadSessions).
+	// An index range per session (see loadSessions; OFFSET 0 keeps the
+	// subquery from being flattened into a join over the whole table).
 	rows, err := tx.Query(ctx, `SELECT u.id, c.seq, c.stream, c.text, c.at FROM unnest($1::text[]) AS u(id),
-		LATERAL (SELECT seq, stream, text, at FROM session_chunks WHERE session_id = u.id) c
+		LATERAL (SELECT seq, stream, text, at FROM session_chunks WHERE session_id = u.id OFFSET 0) c
 		ORDER BY u.id, c.seq`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("transcripts of %d sessions: %w", len(ids), err)

@@ -98,13 +98,14 @@ func scanSessions(rows pgx.Rows) ([]*Session, error) {
 }
 
 // loadSessions reads the rows of the given sessions: one primary-key probe
-// per id (the LATERAL join), whatever the table's statistics say. With
+// per id (the LATERAL join; its LIMIT keeps the planner from flattening it
+// into a hash join over the whole table), whatever the statistics say. With
 // id = ANY($1) instead, a plan made while the table was young (or never
 // analysed: autovacuum may be off) scanned every session ever recorded,
 // once per batch.
 func loadSessions(ctx context.Context, q pgx.Tx, ids []string) ([]*Session, error) {
 	rows, err := q.Query(ctx, `SELECT s.* FROM unnest($1::text[]) AS u(id),
-		LATERAL (SELECT `+sessionColumns+` FROM sessions WHERE id = u.id) s`, ids)
+		LATERAL (SELECT `+sessionColumns+` FROM sessions WHERE id = u.id LIMIT 1) s`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("load %d sessions: %w", len(ids), err)
 	}
