@@ -8,5 +8,9 @@
 //	applied, err := migrations.Up(ctx, conn)
 //
 // Projections are rebuilt from the log, never from a migration's data, so a
-// migration changes shape only.
+// migration changes shape only, with one kind of exception: a table derived
+// wholly from other projection tables may be filled from them, as 006 fills
+// cost_days from router_calls, so an upgraded database answers at once. The
+// projector keeps it from then on, a rebuild makes it from the log, and a
+// test holds the backfill equal to what the projector writes.
 package migrations
