@@ -47,12 +47,23 @@ func (t *dayTotals) add(c *Call) {
 	}
 }
 
+// pgDay is t's UTC day as PostgreSQL reads a date: Go's year 0 is 1 BC
+// there, as (at AT TIME ZONE 'UTC')::date makes it (envelopes' times run
+// from year 0 to 9999).
+func pgDay(t time.Time) string {
+	t = t.UTC()
+	if y := t.Year(); y <= 0 {
+		return fmt.Sprintf("%04d-%02d-%02d BC", 1-y, t.Month(), t.Day())
+	}
+	return t.Format(time.DateOnly)
+}
+
 // rollUp groups calls by day key, keys in order.
 func rollUp(calls []*Call) ([]dayKey, map[dayKey]*dayTotals) {
 	totals := map[dayKey]*dayTotals{}
 	var keys []dayKey
 	for _, c := range calls {
-		k := dayKey{Org: c.Org, Day: c.At.UTC().Format(time.DateOnly), Billing: c.Billing, App: c.App,
+		k := dayKey{Org: c.Org, Day: pgDay(c.At), Billing: c.Billing, App: c.App,
 			Model: c.ServedModel, Member: c.Member, Plan: c.PlanID}
 		t := totals[k]
 		if t == nil {

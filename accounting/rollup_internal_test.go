@@ -303,3 +303,19 @@ func TestDecimalSum(t *testing.T) {
 		}
 	}
 }
+
+// A call's day is the date PostgreSQL gives its time, year 0 (1 BC) and
+// year 9999 included, so the projector's rollup and migration 006's
+// backfill ((at AT TIME ZONE 'UTC')::date) agree at the edges too.
+func TestPgDayIsPostgresDate(t *testing.T) {
+	pool, _ := pgtest.New(t)
+	for _, at := range []time.Time{time.Date(0, 6, 1, 23, 30, 0, 0, time.UTC), time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2026, 11, 29, 23, 59, 59, 999_999_000, time.UTC), time.Date(9999, 12, 31, 12, 0, 0, 0, time.FixedZone("", -3600))} {
+		var same bool
+		err := pool.QueryRow(context.Background(), `SELECT $1::date = ($2::timestamptz AT TIME ZONE 'UTC')::date`,
+			pgDay(at), at).Scan(&same)
+		if err != nil || !same {
+			t.Errorf("%s: pgDay %q is not PostgreSQL's date (%v)", at, pgDay(at), err)
+		}
+	}
+}

@@ -41,42 +41,65 @@ func (s *PGStore) PutMany(ctx context.Context, q Querier, blobs []Blob) error {
 	if err != nil {
 		return err
 	}
-	// One statement per table, whatever the number of files: the batch's
-	// files and pieces travel as arrays.
-	var f struct {
-		digest       []string
-		size, pieces []int64
-	}
-	var p struct {
-		digest, encoding []string
-		idx, size        []int32
-		hash, data       [][]byte
+	// Files and pieces travel as arrays: one statement per table for every
+	// maxStatementBytes of pieces (PostgreSQL refuses a message over 1 GB,
+	// and a batch of large files could come near it).
+	b := &pgx.Batch{}
+	var f fileRows
+	var p pieceRows
+	queue := func() {
+		if len(f.digest) > 0 {
+			b.Queue(`INSERT INTO library_files (digest, size, pieces, piece_size)
+				SELECT d, s, n, $4 FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS u(d, s, n)
+				ON CONFLICT DO NOTHING`, f.digest, f.size, f.pieces, PieceSize)
+		}
+		if len(p.digest) > 0 {
+			b.Queue(`INSERT INTO library_pieces (digest, idx, size, encoding, hash, data)
+				SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::bytea[], $6::bytea[])
+				ON CONFLICT DO NOTHING`, p.digest, p.idx, p.size, p.encoding, p.hash, p.data)
+		}
+		f, p = fileRows{}, pieceRows{}
 	}
 	for _, bl := range fresh {
 		pieces := s.c.split(bl.Content)
 		f.digest, f.size, f.pieces = append(f.digest, bl.Digest), append(f.size, int64(len(bl.Content))), append(f.pieces, int64(len(pieces)))
 		for _, pc := range pieces {
+			if p.bytes+len(pc.data) > maxStatementBytes && len(p.digest) > 0 {
+				queue()
+			}
 			p.digest, p.idx, p.size = append(p.digest, bl.Digest), append(p.idx, int32(pc.idx)), append(p.size, int32(pc.size))
 			p.encoding, p.hash, p.data = append(p.encoding, pc.encoding), append(p.hash, pc.hash), append(p.data, pc.data)
+			p.bytes += len(pc.data)
 		}
 		s.m.bytes.WithLabelValues("put").Add(float64(len(bl.Content)))
 	}
+	queue()
 	s.m.files.WithLabelValues("stored").Add(float64(len(fresh)))
 	s.m.files.WithLabelValues("deduplicated").Add(float64(len(blobs) - len(fresh)))
-	if len(fresh) == 0 {
+	if b.Len() == 0 {
 		return nil
 	}
-	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO library_files (digest, size, pieces, piece_size)
-		SELECT d, s, n, $4 FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS u(d, s, n)
-		ON CONFLICT DO NOTHING`, f.digest, f.size, f.pieces, PieceSize)
-	b.Queue(`INSERT INTO library_pieces (digest, idx, size, encoding, hash, data)
-		SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::bytea[], $6::bytea[])
-		ON CONFLICT DO NOTHING`, p.digest, p.idx, p.size, p.encoding, p.hash, p.data)
 	if err := q.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("put %d files: %w", len(fresh), err)
 	}
 	return nil
+}
+
+// maxStatementBytes bounds the piece data of one INSERT in PutMany; a
+// variable for tests.
+var maxStatementBytes = 64 << 20
+
+// fileRows and pieceRows are PutMany's rows as columns.
+type fileRows struct {
+	digest       []string
+	size, pieces []int64
+}
+
+type pieceRows struct {
+	digest, encoding []string
+	idx, size        []int32
+	hash, data       [][]byte
+	bytes            int
 }
 
 // missing returns the blobs not stored yet, each digest once.

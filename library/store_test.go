@@ -188,3 +188,31 @@ func TestDigestForm(t *testing.T) {
 		}
 	}
 }
+
+// PutMany splits a batch's pieces over several statements past a byte
+// bound (PostgreSQL refuses a message over 1 GB); every file reads back.
+func TestPutManySplitsLargeBatches(t *testing.T) {
+	pool, _ := pgtest.New(t)
+	defer func(n int) { *library.MaxStatementBytes = n }(*library.MaxStatementBytes)
+	*library.MaxStatementBytes = library.PieceSize + 1
+	st := library.NewPGStore(nil)
+	var blobs []library.Blob
+	for i, n := range []int{10, 3*library.PieceSize + 17, library.PieceSize, 0, 2 * library.PieceSize} {
+		blobs = append(blobs, library.NewBlob(noise(n, uint64(100+i))))
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutMany(ctx, tx, blobs); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range blobs {
+		if got, err := st.Get(ctx, pool, b.Digest); err != nil || !bytes.Equal(got, b.Content) {
+			t.Fatalf("%s: %d bytes back of %d: %v", b.Digest, len(got), len(b.Content), err)
+		}
+	}
+}

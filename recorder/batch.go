@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -156,7 +157,7 @@ func (b *batch) chunk(m streams.Message, e *streams.Envelope) error {
 
 // hole records missing sequence numbers as a note and on the row.
 func (b *batch) hole(s *Session, e *streams.Envelope, gap int64) {
-	s.DroppedActions += int(gap)
+	s.DroppedActions = int(min(int64(s.DroppedActions)+gap, math.MaxInt32)) // int4 on the row: saturate, never overflow
 	s.Complete = false
 	b.r.m.holes.Add(float64(gap))
 	body, _ := json.Marshal(map[string]any{"note": "hole", "from": s.LastSeq + 1, "to": e.Seq - 1,

@@ -176,9 +176,14 @@ func (b *batch) finalTranscript(ctx context.Context, s *Session, loaded []byte) 
 }
 
 // Bounds of loadTranscripts: one transcript is loaded whole only while it
-// fits in a Library piece, and the batch holds at most maxLoadedBytes of
-// them; the others stream page by page (TranscriptReader).
+// fits in a Library piece and in maxLoadedChunks chunks, and the batch holds
+// at most maxLoadedBytes of them; the others stream page by page
+// (TranscriptReader).
 const maxLoadedBytes = 32 << 20
+
+// maxLoadedChunks bounds the chunks of one transcript loadTranscripts
+// reads; a variable for tests.
+var maxLoadedChunks = 2000
 
 // loadTranscripts renders, with one query, the transcripts of sessions
 // that started in earlier batches, byte for byte as TranscriptReader
@@ -188,11 +193,13 @@ func loadTranscripts(ctx context.Context, tx pgx.Tx, ids []string) (map[string][
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	// An index range per session (see loadSessions; OFFSET 0 keeps the
+	// An index range per session (see loadSessions; the LIMIT keeps the
 	// subquery from being flattened into a join over the whole table).
+	// At most maxLoadedChunks+1 chunks of each: one with more is left to the
+	// reader, never fetched whole here as well.
 	rows, err := tx.Query(ctx, `SELECT u.id, c.seq, c.stream, c.text, c.at FROM unnest($1::text[]) AS u(id),
-		LATERAL (SELECT seq, stream, text, at FROM session_chunks WHERE session_id = u.id OFFSET 0) c
-		ORDER BY u.id, c.seq`, ids)
+		LATERAL (SELECT seq, stream, text, at FROM session_chunks WHERE session_id = u.id ORDER BY seq LIMIT $2) c
+		ORDER BY u.id, c.seq`, ids, maxLoadedChunks+1)
 	if err != nil {
 		return nil, fmt.Errorf("transcripts of %d sessions: %w", len(ids), err)
 	}
@@ -202,10 +209,11 @@ func loadTranscripts(ctx context.Context, tx pgx.Tx, ids []string) (map[string][
 		out[id] = []byte{} // a session without prose has an empty transcript
 	}
 	var (
-		cur   string
-		buf   bytes.Buffer
-		total int
-		skip  bool // cur is left to the reader
+		cur    string
+		buf    bytes.Buffer
+		total  int
+		chunks int  // of cur
+		skip   bool // cur is left to the reader
 	)
 	enc := json.NewEncoder(&buf)
 	done := func() {
@@ -223,10 +231,15 @@ func loadTranscripts(ctx context.Context, tx pgx.Tx, ids []string) (map[string][
 		}
 		if id != cur {
 			done()
-			cur, skip = id, total >= maxLoadedBytes
+			cur, skip, chunks = id, total >= maxLoadedBytes, 0
 			if skip {
 				delete(out, cur)
 			}
+		}
+		if chunks++; chunks > maxLoadedChunks && !skip {
+			skip = true
+			buf.Reset()
+			delete(out, cur)
 		}
 		if skip {
 			continue

@@ -145,11 +145,13 @@ func TestTranscriptSameFromMemoryAndTable(t *testing.T) {
 }
 
 // Sessions that started in an earlier batch and end together have their
-// transcripts read in one query, except one too long for a piece, which
-// streams; empty, short and long must each be byte for byte the table's.
+// transcripts read in one query, except one too long for a piece or of too
+// many chunks, which streams; each must be byte for byte the table's.
 func TestTranscriptsOfEarlierSessionsEndingTogether(t *testing.T) {
+	defer func(n int) { *recorder.MaxLoadedChunks = n }(*recorder.MaxLoadedChunks)
+	*recorder.MaxLoadedChunks = 3
 	h := running(t)
-	ids := []string{"empty", "short", "long"}
+	ids := []string{"empty", "short", "long", "many"}
 	for _, id := range ids {
 		h.Publish(spinetest.Start(id))
 	}
@@ -157,6 +159,9 @@ func TestTranscriptsOfEarlierSessionsEndingTogether(t *testing.T) {
 	big := strings.Repeat("long prose line for a long session\n", 20000)
 	h.Publish(spinetest.Text("short", 1, "one line\n"), spinetest.Text("short", 2, "two <lines> & more\n"),
 		spinetest.Text("long", 1, big), spinetest.Text("long", 2, big))
+	for seq := int64(1); seq <= 5; seq++ { // more chunks than are loaded at once
+		h.Publish(spinetest.Text("many", seq, "a short line\n"))
+	}
 	h.WaitCaughtUp()
 	var ends []*streams.Envelope
 	for _, id := range ids {
@@ -175,7 +180,7 @@ func TestTranscriptsOfEarlierSessionsEndingTogether(t *testing.T) {
 			t.Fatalf("%s: stored transcript %d bytes, want %d: %v", id, len(got), len(want), err)
 		}
 	}
-	if n := count(t, h, `SELECT count(*) FROM artifacts WHERE kind = 'transcript' AND produced_by->>'sessionId' = session_id`); n != 3 {
-		t.Fatalf("%d stamped transcript artifacts, want 3", n)
+	if n := count(t, h, `SELECT count(*) FROM artifacts WHERE kind = 'transcript' AND produced_by->>'sessionId' = session_id`); n != 4 {
+		t.Fatalf("%d stamped transcript artifacts, want 4", n)
 	}
 }

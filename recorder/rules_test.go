@@ -1,6 +1,7 @@
 package recorder_test
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -339,4 +340,18 @@ func TestNULNeverBlocksTheStream(t *testing.T) {
 	if session(t, h, "s2").Status != "running" {
 		t.Fatal("the session after it was not recorded")
 	}
+}
+
+// A hole wider than the row's int4 counter saturates it instead of failing
+// the batch (which would block the stream).
+func TestHugeHoleSaturatesDroppedActions(t *testing.T) {
+	h := running(t)
+	h.Publish(spinetest.Start("s1"), spinetest.Text("s1", 1, "a"), spinetest.Text("s1", 3_000_000_000, "b"),
+		spinetest.Text("s1", 6_000_000_000, "c"), spinetest.End("s1", "done", "", ""), spinetest.Start("s2"))
+	h.WaitCaughtUp()
+	s := session(t, h, "s1")
+	if s.DroppedActions != math.MaxInt32 || s.Complete || s.Status != "done" || s.LastSeq != 6_000_000_000 {
+		t.Fatalf("session = %+v", s)
+	}
+	session(t, h, "s2") // the stream went on
 }

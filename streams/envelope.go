@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	fastjson "github.com/segmentio/encoding/json"
+	"github.com/spinehq/spine/internal/fastjson"
 	"io"
 	"time"
 	"unicode/utf8"

@@ -150,6 +150,8 @@ func TestDecodeRejects(t *testing.T) {
 		{"too large", with(t, chunk, map[string]any{"text": strings.Repeat("x", streams.MaxEnvelopeBytes)}), streams.ReasonTooLarge},
 		{"chunk text too large", with(t, chunk, map[string]any{"text": strings.Repeat("x", streams.MaxChunkText+1)}), streams.ReasonTooLarge},
 		{"seq is a string", with(t, chunk, map[string]any{"seq": "one"}), streams.ReasonWrongType},
+		{"seq past int64", with(t, chunk, map[string]any{"seq": json.Number("25000000000000000000")}), streams.ReasonWrongType},
+		{"exitCode past int32", with(t, end, map[string]any{"exitCode": 4294967296}), streams.ReasonInvalidField},
 		{"v is a string", with(t, chunk, map[string]any{"v": "1"}), streams.ReasonWrongType},
 		{"at is not a time", with(t, chunk, map[string]any{"at": "yesterday"}), streams.ReasonWrongType},
 		{"at is a number", with(t, chunk, map[string]any{"at": 1700000000}), streams.ReasonWrongType},

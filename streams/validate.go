@@ -172,6 +172,11 @@ func (e *Envelope) validateEnd() error {
 	if e.TotalCost != nil && (*e.TotalCost < 0 || *e.TotalCost > MaxCost) {
 		return Reject(ReasonInvalidField, "totalCost must be 0 to %g", float64(MaxCost))
 	}
+	// The session row keeps it as an integer (int4); one past it would fail
+	// the recorder's whole batch, not just this envelope.
+	if e.ExitCode != nil && (*e.ExitCode < math.MinInt32 || *e.ExitCode > math.MaxInt32) {
+		return Reject(ReasonInvalidField, "exitCode must fit in 32 bits")
+	}
 	if u := e.Usage; u != nil {
 		for _, n := range []int64{u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens} {
 			if n < 0 || n > MaxTokens {

@@ -2,7 +2,7 @@ package importer
 
 import (
 	"context"
-	json "github.com/segmentio/encoding/json"
+	json "github.com/spinehq/spine/internal/fastjson"
 	"regexp"
 	"strconv"
 	"strings"

@@ -3,7 +3,7 @@ package importer
 import (
 	"context"
 	"fmt"
-	json "github.com/segmentio/encoding/json"
+	json "github.com/spinehq/spine/internal/fastjson"
 	"time"
 )
 

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	json "github.com/segmentio/encoding/json"
+	json "github.com/spinehq/spine/internal/fastjson"
 	"slices"
 )
 

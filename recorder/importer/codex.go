@@ -1,7 +1,7 @@
 package importer
 
 import (
-	json "github.com/segmentio/encoding/json"
+	json "github.com/spinehq/spine/internal/fastjson"
 	"strings"
 
 	"github.com/spinehq/spine/streams"

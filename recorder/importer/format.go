@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	json "github.com/segmentio/encoding/json"
+	json "github.com/spinehq/spine/internal/fastjson"
 	"slices"
 	"strings"
 )

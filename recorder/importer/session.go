@@ -3,7 +3,7 @@ package importer
 import (
 	"container/list"
 	"context"
-	json "github.com/segmentio/encoding/json"
+	json "github.com/spinehq/spine/internal/fastjson"
 	"slices"
 	"time"
 	"unicode/utf8"

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	json "github.com/segmentio/encoding/json"
+	json "github.com/spinehq/spine/internal/fastjson"
 	"strings"
 	"time"
 

@@ -1,0 +1,4 @@
+package library
+
+// MaxStatementBytes lets tests split PutMany's statements.
+var MaxStatementBytes = &maxStatementBytes

@@ -1,0 +1,4 @@
+package recorder
+
+// MaxLoadedChunks lets tests bound loadTranscripts.
+var MaxLoadedChunks = &maxLoadedChunks
