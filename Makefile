@@ -36,6 +36,7 @@ bench: build ## spine bench ingest with default flags (JSON on stdout)
 fuzz: ## run each fuzz target for 30s
 	$(GO) test -run=^$$ -fuzz=FuzzDecode -fuzztime=30s ./streams/
 	$(GO) test -run=^$$ -fuzz=FuzzCheckRawNumbers -fuzztime=30s ./streams/
+	$(GO) test -run=^$$ -fuzz=FuzzUnmarshal -fuzztime=30s ./internal/fastjson/
 	$(GO) test -run=^$$ -fuzz=FuzzVerify -fuzztime=30s ./auth/
 	$(GO) test -run=^$$ -fuzz=FuzzDecodeBudget -fuzztime=30s ./accounting/
 	$(GO) test -run=^$$ -fuzz=FuzzDecode -fuzztime=30s ./spine/desktop/
