@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/spinehq/spine/streams"
 )
 
 // dayKey is a cost_days row's group: the dimensions every summary but
@@ -41,7 +43,7 @@ func (t *dayTotals) add(c *Call) {
 			t.tokens[i] = addCounts(t.tokens[i], n)
 		}
 	}
-	if s := costArg(c.TotalCost); s != nil {
+	if s := streams.CostText(c.TotalCost); s != nil {
 		t.withCost++
 		t.cost.add(*s)
 	}
@@ -134,12 +136,12 @@ type decimalSum struct {
 }
 
 // add adds a plain decimal (digits, an optional point and sign; what
-// costArg writes).
+// streams.CostText writes).
 func (d *decimalSum) add(s string) {
 	whole, frac, _ := strings.Cut(s, ".")
 	var x big.Int
 	if _, ok := x.SetString(whole+frac, 10); !ok {
-		return // not costArg's output; PostgreSQL refuses it in router_calls first
+		return // not streams.CostText's output; PostgreSQL refuses it in router_calls first
 	}
 	switch {
 	case len(frac) > d.scale:

@@ -5,11 +5,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/spinehq/spine/streams"
 )
 
 // Every statement of a batch runs with pgx.QueryExecModeExec: an unnamed
@@ -117,7 +118,7 @@ func insertCalls(ctx context.Context, tx pgx.Tx, calls []*Call) error {
 			u := jsonbText(c.Usage)
 			usage[i] = &u
 		}
-		cost[i] = costArg(c.TotalCost)
+		cost[i] = streams.CostText(c.TotalCost)
 		startedAt[i], at[i] = c.StartedAt, c.At
 	}
 	_, err := tx.Exec(ctx, `INSERT INTO router_calls (session_id, org, member, app, plan_id, execution_surface, door,
@@ -174,16 +175,6 @@ func numberArg(b *Budget) *string {
 		return nil
 	}
 	s := string(*b.DollarCeiling)
-	return &s
-}
-
-// costArg is a reported cost as the shortest decimal that reads back as the
-// same float, so numeric stores what the app said and not a binary artefact.
-func costArg(f *float64) *string {
-	if f == nil {
-		return nil
-	}
-	s := strconv.FormatFloat(*f, 'f', -1, 64)
 	return &s
 }
 

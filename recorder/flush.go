@@ -223,6 +223,11 @@ func loadTranscripts(ctx context.Context, tx pgx.Tx, ids []string) (map[string][
 		}
 		buf.Reset()
 	}
+	leave := func() { // to the reader
+		skip = true
+		buf.Reset()
+		delete(out, cur)
+	}
 	for rows.Next() {
 		var id string
 		var c Chunk
@@ -231,17 +236,15 @@ func loadTranscripts(ctx context.Context, tx pgx.Tx, ids []string) (map[string][
 		}
 		if id != cur {
 			done()
-			cur, skip, chunks = id, total >= maxLoadedBytes, 0
-			if skip {
-				delete(out, cur)
+			cur, skip, chunks = id, false, 0
+			if total >= maxLoadedBytes {
+				leave()
 			}
 		}
-		if chunks++; chunks > maxLoadedChunks && !skip {
-			skip = true
-			buf.Reset()
-			delete(out, cur)
-		}
-		if skip {
+		if chunks++; skip || chunks > maxLoadedChunks {
+			if !skip {
+				leave()
+			}
 			continue
 		}
 		c.At = c.At.UTC()
@@ -249,9 +252,7 @@ func loadTranscripts(ctx context.Context, tx pgx.Tx, ids []string) (map[string][
 			return nil, err
 		}
 		if buf.Len() > library.PieceSize || total+buf.Len() > maxLoadedBytes {
-			skip = true
-			buf.Reset()
-			delete(out, cur)
+			leave()
 		}
 	}
 	done()

@@ -4,11 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/spinehq/spine/streams"
 )
 
 // Session statuses. A session is running from its start until its end
@@ -60,13 +61,14 @@ type Session struct {
 // Ended reports whether the session has ended.
 func (s *Session) Ended() bool { return s.EndedAt != nil }
 
-// sessionColumnList is every column of sessions, in values() order.
-const sessionColumnList = "id, org, member, app, kind, level, app_session_ref, workspace, plan_id, task_id, " +
+// sessionColumns is every column of sessions, in values() order.
+const sessionColumns = "id, org, member, app, kind, level, app_session_ref, workspace, plan_id, task_id, " +
 	"step_id, parent_run_id, worker_id, prompt_digest, status, session_run_id, transcript_file_id, " +
 	"recorded_steps, observation_count, dropped_actions, last_seq, exit_code, error, model, effort, " +
 	"usage, total_cost, billing, door, started_at, ended_at, updated_at, partition"
 
-const sessionColumns = sessionColumnList
+// sessionColumnNames are sessionColumns one by one, for COPY.
+var sessionColumnNames = strings.Split(sessionColumns, ", ")
 
 func (s *Session) scanTargets() []any {
 	return []any{&s.ID, &s.Org, &s.Member, &s.App, &s.Kind, &s.Level, &s.AppSessionRef, &s.Workspace,
@@ -138,7 +140,7 @@ func writeSessions(ctx context.Context, tx pgx.Tx, sessions []*Session) error {
 		s.isNew, s.dirty = false, false
 	}
 	if len(fresh) > 0 {
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"sessions"}, strings.Split(sessionColumnList, ", "),
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"sessions"}, sessionColumnNames,
 			pgx.CopyFromRows(fresh)); err != nil {
 			return fmt.Errorf("copy %d sessions: %w", len(fresh), err)
 		}
@@ -184,16 +186,12 @@ func (u *sessionUpdates) add(s *Session) {
 	u.steps, u.observations = append(u.steps, s.RecordedSteps), append(u.observations, s.observations)
 	u.dropped, u.lastSeq, u.exitCode = append(u.dropped, s.DroppedActions), append(u.lastSeq, s.LastSeq), append(u.exitCode, s.ExitCode)
 	u.err, u.model, u.effort = append(u.err, s.Error), append(u.model, s.Model), append(u.effort, s.Effort)
-	var usage, cost *string
+	var usage *string
 	if len(s.Usage) > 0 {
 		t := string(s.Usage)
 		usage = &t
 	}
-	if s.TotalCost != nil {
-		t := strconv.FormatFloat(*s.TotalCost, 'f', -1, 64)
-		cost = &t
-	}
-	u.usage, u.cost = append(u.usage, usage), append(u.cost, cost)
+	u.usage, u.cost = append(u.usage, usage), append(u.cost, streams.CostText(s.TotalCost))
 	u.billing, u.door = append(u.billing, s.Billing), append(u.door, s.Door)
 	u.endedAt, u.updatedAt = append(u.endedAt, s.EndedAt), append(u.updatedAt, s.UpdatedAt)
 }

@@ -197,6 +197,17 @@ const (
 	MaxCost   = 1e9
 )
 
+// CostText is a reported cost as the shortest decimal that reads back as
+// the same float (nil when none was reported), so a numeric column stores
+// what the app said and not a binary artefact.
+func CostText(cost *float64) *string {
+	if cost == nil {
+		return nil
+	}
+	s := strconv.FormatFloat(*cost, 'f', -1, 64)
+	return &s
+}
+
 // checkRawNumbers refuses a raw usage report holding a number PostgreSQL's
 // jsonb cannot store (1e200000 parses as JSON but not as numeric). Valid
 // JSON is scanned in one pass for its numbers; only invalid JSON goes

@@ -363,7 +363,7 @@ func (imp *Importer) closeIdle(ctx context.Context) error {
 
 // close ends a session, adds it to the summary and drops it.
 func (imp *Importer) close(ctx context.Context, s *session) error {
-	err := errors.Join(s.finish(ctx), imp.release(ctx, s, false))
+	err := errors.Join(s.finish(ctx), imp.release(ctx, s))
 	imp.tally(s)
 	s.closed = true
 	delete(imp.sessions, s.id)
@@ -494,7 +494,7 @@ func (imp *Importer) hold(ctx context.Context, s *session, e *streams.Envelope) 
 	n := envelopeSize(e)
 	s.held, s.heldBytes, imp.heldBytes = append(s.held, e), s.heldBytes+n, imp.heldBytes+n
 	if s.heldBytes > maxHeldPerSession {
-		return imp.release(ctx, s, true)
+		return imp.release(ctx, s)
 	}
 	for imp.heldBytes > maxHeld {
 		oldest := imp.oneFile.Front()
@@ -504,18 +504,18 @@ func (imp *Importer) hold(ctx context.Context, s *session, e *streams.Envelope) 
 		if oldest == nil {
 			break
 		}
-		if err := imp.release(ctx, oldest.Value.(*session), true); err != nil {
+		if err := imp.release(ctx, oldest.Value.(*session)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// release publishes a session's held envelopes; streaming, it publishes
-// the rest as they come.
-func (imp *Importer) release(ctx context.Context, s *session, streaming bool) error {
+// release publishes a session's held envelopes; from then on it publishes
+// the rest as they come (a closed session has none).
+func (imp *Importer) release(ctx context.Context, s *session) error {
 	held := s.held
-	s.held, s.streaming = nil, s.streaming || streaming
+	s.held, s.streaming = nil, true
 	imp.heldBytes -= s.heldBytes
 	s.heldBytes = 0
 	for _, e := range held {
