@@ -1,7 +1,9 @@
 package auth
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -11,6 +13,17 @@ const Issuer = "spine"
 // AudienceMember is the audience of tokens that act for a member of an org.
 const AudienceMember = "spine"
 
+// Roles a member token can carry. A token without one is a member's: the
+// claim was added after tokens were first minted, and an old token must not
+// gain rights it was never given.
+const (
+	RoleMember = "member"
+	RoleAdmin  = "admin"
+)
+
+// Roles lists the roles Mint accepts.
+var Roles = []string{RoleMember, RoleAdmin}
+
 // maxIDLen bounds org, member, audience and token ids.
 const maxIDLen = 128
 
@@ -19,6 +32,7 @@ type Claims struct {
 	Org       string    // required; an id-safe token
 	Member    string    // required; an id-safe token; also the JWT sub
 	Audience  string    // empty: AudienceMember
+	Role      string    // RoleMember or RoleAdmin; empty: RoleMember
 	ID        string    // jti; Mint sets it (16 random bytes, hex)
 	IssuedAt  time.Time // Mint sets it
 	ExpiresAt time.Time // Mint sets it to IssuedAt + ttl
@@ -31,6 +45,7 @@ type payload struct {
 	Sub    string `json:"sub"`
 	Org    string `json:"org"`
 	Member string `json:"member"`
+	Role   string `json:"role,omitempty"`
 	Iat    int64  `json:"iat"`
 	Exp    int64  `json:"exp"`
 	Jti    string `json:"jti"`
@@ -38,14 +53,14 @@ type payload struct {
 
 func (c Claims) payload() payload {
 	return payload{
-		Iss: Issuer, Aud: c.Audience, Sub: c.Member, Org: c.Org, Member: c.Member,
+		Iss: Issuer, Aud: c.Audience, Sub: c.Member, Org: c.Org, Member: c.Member, Role: c.Role,
 		Iat: c.IssuedAt.Unix(), Exp: c.ExpiresAt.Unix(), Jti: c.ID,
 	}
 }
 
 func (p payload) claims() Claims {
 	return Claims{
-		Org: p.Org, Member: p.Member, Audience: p.Aud, ID: p.Jti,
+		Org: p.Org, Member: p.Member, Role: cmp.Or(p.Role, RoleMember), Audience: p.Aud, ID: p.Jti,
 		IssuedAt: time.Unix(p.Iat, 0).UTC(), ExpiresAt: time.Unix(p.Exp, 0).UTC(),
 	}
 }
@@ -58,6 +73,8 @@ func (p payload) check() error {
 		return fmt.Errorf("issuer: %w", ErrMalformed)
 	case !idSafe(p.Org) || !idSafe(p.Member):
 		return fmt.Errorf("org or member: %w", ErrMalformed)
+	case p.Role != "" && !slices.Contains(Roles, p.Role):
+		return fmt.Errorf("role: %w", ErrMalformed)
 	case p.Sub != p.Member:
 		return fmt.Errorf("sub differs from member: %w", ErrMalformed)
 	case p.Jti == "" || len(p.Jti) > maxIDLen:
@@ -71,6 +88,9 @@ func (p payload) check() error {
 // idSafe reports whether s is a non-empty id of at most 128 letters, digits
 // and - _ . @ (so an email-like member id fits). Such an id is safe in a URL
 // path and a log line; it is not a NATS subject token, since it may hold dots.
+// IsAdmin reports whether the claims carry the org admin role.
+func (c Claims) IsAdmin() bool { return c.Role == RoleAdmin }
+
 func idSafe(s string) bool {
 	if s == "" || len(s) > maxIDLen {
 		return false

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 )
@@ -76,6 +77,8 @@ func checkMint(c Claims, ttl time.Duration) error {
 		return fmt.Errorf("org is not an id-safe token: %w", ErrClaims)
 	case !idSafe(c.Member):
 		return fmt.Errorf("member is not an id-safe token: %w", ErrClaims)
+	case c.Role != "" && !slices.Contains(Roles, c.Role):
+		return fmt.Errorf("role %q is not one of %v: %w", c.Role, Roles, ErrClaims)
 	case !idSafe(c.Audience):
 		return fmt.Errorf("audience is not an id-safe token: %w", ErrClaims)
 	case ttl < time.Second:

@@ -19,7 +19,7 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Verify: %v", err)
 	}
-	want := auth.Claims{Org: "acme", Member: "ada@example.com", Audience: "spine", ID: got.ID,
+	want := auth.Claims{Org: "acme", Member: "ada@example.com", Role: auth.RoleMember, Audience: "spine", ID: got.ID,
 		IssuedAt: mintTime, ExpiresAt: mintTime.Add(24 * time.Hour)}
 	if got != want {
 		t.Fatalf("claims = %+v, want %+v", got, want)
@@ -269,5 +269,25 @@ func TestNewSignerCopiesSecret(t *testing.T) {
 	clear(secret)
 	if _, err := s.Verify(tok, "spine", verifyTime); err != nil {
 		t.Fatalf("after clearing caller's secret: %v", err)
+	}
+}
+
+func TestRoles(t *testing.T) {
+	s := newTestSigner(t, testSecret)
+	admin, err := s.Verify(mint(t, s, auth.Claims{Org: "acme", Member: "ada", Role: auth.RoleAdmin}), auth.AudienceMember, verifyTime)
+	if err != nil || !admin.IsAdmin() {
+		t.Fatalf("admin token: claims %+v, err %v; want an admin", admin, err)
+	}
+	// A token minted before roles existed is a member's, never an admin's.
+	old, err := s.Verify(forge(testSecret, `{"alg":"HS256","typ":"JWT"}`, memberPayload), auth.AudienceMember, verifyTime)
+	if err != nil || old.IsAdmin() || old.Role != auth.RoleMember {
+		t.Fatalf("token without a role: claims %+v, err %v; want a member", old, err)
+	}
+	if _, err := s.Mint(auth.Claims{Org: "acme", Member: "ada", Role: "root"}, time.Hour); !errors.Is(err, auth.ErrClaims) {
+		t.Fatalf("mint role root: err = %v, want ErrClaims", err)
+	}
+	forged := forge(testSecret, `{"alg":"HS256","typ":"JWT"}`, strings.Replace(memberPayload, `"member":"ada",`, `"member":"ada","role":"root",`, 1))
+	if _, err := s.Verify(forged, auth.AudienceMember, verifyTime); !errors.Is(err, auth.ErrMalformed) {
+		t.Fatalf("role root: err = %v, want ErrMalformed", err)
 	}
 }
