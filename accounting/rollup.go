@@ -95,6 +95,10 @@ func summaryRows(ctx context.Context, q Querier, key, org string, sq SummaryQuer
 		key, isTotal, keyCol, groups, order = `NULL`, `true`, `NULL::text`, `billing`, `3`
 	}
 	rows, args := splitWindow(sq.From, sq.To).query(org)
+	if sq.Member != "" {
+		args = append(args, sq.Member)
+		rows = fmt.Sprintf(`SELECT * FROM (%s) m WHERE member = $%d`, rows, len(args))
+	}
 	if sq.After != nil && keyCol == `key` {
 		args = append(args, *sq.After)
 		having = fmt.Sprintf(`HAVING grouping(key) = 1 OR key COLLATE "C" > $%d`, len(args))

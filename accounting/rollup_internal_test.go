@@ -35,18 +35,18 @@ var rawKeys = map[string]string{
 func rawSummary(t *testing.T, pool *pgxpool.Pool, org string, sq SummaryQuery) *Summary {
 	t.Helper()
 	ctx := context.Background()
-	const where = `at >= $2 AND at < $3`
-	rows, err := aggregate(ctx, pool, rawKeys[sq.GroupBy], where, org, sq.From, sq.To)
+	const where = `at >= $2 AND at < $3 AND ($4 = '' OR member = $4)`
+	rows, err := aggregate(ctx, pool, rawKeys[sq.GroupBy], where, org, sq.From, sq.To, sq.Member)
 	if err != nil {
 		t.Fatal(err)
 	}
-	total, err := aggregate(ctx, pool, `'total'`, where, org, sq.From, sq.To)
+	total, err := aggregate(ctx, pool, `'total'`, where, org, sq.From, sq.To, sq.Member)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Keys in byte order, whatever the test database's collation.
 	slices.SortFunc(rows, func(a, b Row) int { return strings.Compare(a.Key, b.Key) })
-	s := &Summary{Org: org, From: sq.From, To: sq.To, GroupBy: sq.GroupBy, Rows: rows, Total: Row{Key: "total"}}
+	s := &Summary{Org: org, Member: sq.Member, From: sq.From, To: sq.To, GroupBy: sq.GroupBy, Rows: rows, Total: Row{Key: "total"}}
 	if s.Rows == nil {
 		s.Rows = []Row{}
 	}
@@ -175,8 +175,8 @@ func TestRollupAnswersEqualRawAggregate(t *testing.T) {
 				from, to = to, from.Add(time.Microsecond)
 			}
 			for _, g := range GroupBys {
-				sq := SummaryQuery{From: from, To: to, GroupBy: g}
-				for _, org := range []string{"acme", "globex", "initech"} {
+				for _, scope := range [][2]string{{"acme", ""}, {"globex", ""}, {"initech", ""}, {"acme", "bob"}} {
+					org, sq := scope[0], SummaryQuery{From: from, To: to, GroupBy: g, Member: scope[1]}
 					got, err := Summarize(context.Background(), pool, org, sq)
 					if err != nil {
 						t.Fatal(err)

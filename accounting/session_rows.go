@@ -28,9 +28,13 @@ func sessionRows(ctx context.Context, q Querier, org string, sq SummaryQuery, in
 			coalesce(output_tokens, 0), coalesce(cache_read_tokens, 0), coalesce(cache_write_tokens, 0),
 			coalesce(reasoning_tokens, 0), total_cost::text
 		FROM router_calls WHERE org = $1 AND at >= $2 AND at < $3`
+	if sq.Member != "" {
+		args = append(args, sq.Member)
+		sql += fmt.Sprintf(` AND member = $%d`, len(args))
+	}
 	if sq.After != nil {
 		args = append(args, *sq.After)
-		sql += ` AND session_id COLLATE "C" > $4`
+		sql += fmt.Sprintf(` AND session_id COLLATE "C" > $%d`, len(args))
 	}
 	expect := inWindow
 	if sq.Limit > 0 {

@@ -148,3 +148,16 @@ func (p *PlanSpend) readBudget(ctx context.Context, q Querier) (bool, error) {
 	}
 	return true, nil
 }
+
+// CarriesPlan reports whether a session of the member carries the plan:
+// such a member may read the plan's spend. A session counts once it has
+// its router-call row (it has ended), since spend is counted from those.
+func CarriesPlan(ctx context.Context, q Querier, org, planID, member string) (bool, error) {
+	var ok bool
+	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT FROM router_calls
+		WHERE org = $1 AND plan_id = $2 AND plan_id <> '' AND member = $3)`, org, planID, member).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("plan %s of a member: %w", planID, err)
+	}
+	return ok, nil
+}

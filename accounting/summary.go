@@ -48,6 +48,9 @@ type SummaryQuery struct {
 	// After is the key a page starts after (the previous page's Next);
 	// nil means from the first key.
 	After *string
+	// Member limits the summary to one member's calls; empty means every
+	// member of the org.
+	Member string
 }
 
 // ParseSummaryQuery reads from, to, groupBy, limit and after. A time is
@@ -120,7 +123,10 @@ func parseTime(name, s string, def time.Time, endOfDay bool) (time.Time, error) 
 // Summary is a cost report: one row per group, in key order, plus the
 // total of the whole window (of every page).
 type Summary struct {
-	Org     string    `json:"org"`
+	Org string `json:"org"`
+	// Member is the one member whose calls the summary counts; absent when
+	// it counts the whole org's.
+	Member  string    `json:"member,omitempty"`
 	From    time.Time `json:"from"`
 	To      time.Time `json:"to"`
 	GroupBy string    `json:"groupBy"`
@@ -131,7 +137,7 @@ type Summary struct {
 	Next *string `json:"next,omitempty"`
 }
 
-// Summarize reports the org's router calls.
+// Summarize reports the org's router calls (one member's, with sq.Member).
 func Summarize(ctx context.Context, q Querier, org string, sq SummaryQuery) (*Summary, error) {
 	key, ok := groupKeys[sq.GroupBy]
 	if !ok {
@@ -140,7 +146,7 @@ func Summarize(ctx context.Context, q Querier, org string, sq SummaryQuery) (*Su
 	if sq.Limit < 0 || sq.Limit > MaxSummaryLimit {
 		return nil, fmt.Errorf("%w: limit %d", ErrBadQuery, sq.Limit)
 	}
-	s := &Summary{Org: org, From: sq.From, To: sq.To, GroupBy: sq.GroupBy}
+	s := &Summary{Org: org, Member: sq.Member, From: sq.From, To: sq.To, GroupBy: sq.GroupBy}
 	var err error
 	if sq.GroupBy == "session" { // a row per call: router_calls' own rows
 		if _, s.Total, err = summaryRows(ctx, q, "", org, sq); err == nil {

@@ -12,6 +12,9 @@ import (
 func (s *Summary) AppendJSON(b []byte) ([]byte, error) {
 	b = append(b, `{"org":`...)
 	b = appendString(b, s.Org)
+	if s.Member != "" {
+		b = appendString(append(b, `,"member":`...), s.Member)
+	}
 	for _, f := range []struct {
 		name string
 		t    interface{ MarshalJSON() ([]byte, error) }

@@ -66,6 +66,9 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 			next := str()
 			s.Next = &next
 		}
+		if r.IntN(2) == 0 {
+			s.Member = str()
+		}
 		checkAppendJSON(t, s)
 	}
 }

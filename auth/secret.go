@@ -41,6 +41,16 @@ func LoadOrCreateSecret(path string) ([]byte, error) {
 	return secret, nil
 }
 
+// LoadSecret returns the hex secret stored at path and never creates one:
+// a missing file is an error wrapping fs.ErrNotExist.
+func LoadSecret(path string) ([]byte, error) {
+	secret, err := loadSecret(path)
+	if err != nil {
+		return nil, fmt.Errorf("secret %s: %w", path, err)
+	}
+	return secret, nil
+}
+
 func loadSecret(path string) ([]byte, error) {
 	text, err := os.ReadFile(path)
 	if err != nil {

@@ -55,7 +55,11 @@ func TestDashboardsLive(t *testing.T) {
 	stopWith(t, serve)
 	waitUntil(t, "spine ready", func() bool { return get(base+"/readyz", "") == nil })
 
-	acme, dev := mint(t, "acme", "alice"), mint(t, "acme", "dave")
+	// acme sets a budget and reads the org's whole cost: an admin's token.
+	acme, dev := mint(t, "acme", "alice", auth.RoleAdmin), mint(t, "acme", "dave", auth.RoleMember)
+	// spine publish --nats presents the embedded server's token from the
+	// data dir it is pointed at.
+	t.Setenv("SPINE_DATA_DIR", filepath.Join(dir, "data"))
 	run(t, spineBin, "publish", "--nats", "nats://"+natsAddr, "../testdata/accounting/mixed.jsonl")
 	cmd := exec.Command(spineBin, "publish", "--url", base, "--token", dev, "../testdata/accounting/http.jsonl")
 	_ = cmd.Run() // one envelope in it is refused on purpose: the ingest metrics see a rejection
@@ -194,14 +198,14 @@ func waitUntil(t *testing.T, what string, ok func() bool) {
 	}
 }
 
-func mint(t *testing.T, org, member string) string {
+func mint(t *testing.T, org, member, role string) string {
 	t.Helper()
 	secret, _ := auth.DecodeSecret(tokenSecret)
 	s, err := auth.NewSigner(secret)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, err := s.Mint(auth.Claims{Org: org, Member: member}, time.Hour)
+	tok, err := s.Mint(auth.Claims{Org: org, Member: member, Role: role}, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,7 +83,8 @@ func (f *costFixture) publishFile(name string) {
 func TestCostRoutes(t *testing.T) {
 	f := newCostFixture(t)
 	f.publishFile("../testdata/accounting/mixed.jsonl")
-	alice, carol := f.token("acme", "alice"), f.token("globex", "carol")
+	// Org-wide reports and budgets are an admin's (TestPlanRoles has a member's).
+	alice, carol := f.adminToken("acme", "alice"), f.adminToken("globex", "carol")
 
 	code, body := f.do("GET", "/v1/cost/summary?from=2026-11-01&to=2026-11-30&groupBy=billing", alice, nil)
 	s := decode[accounting.Summary](t, body)
@@ -160,7 +161,7 @@ func TestCostRoutes(t *testing.T) {
 func TestCostSummaryPages(t *testing.T) {
 	f := newCostFixture(t)
 	f.publishFile("../testdata/accounting/mixed.jsonl")
-	alice := f.token("acme", "alice")
+	alice := f.adminToken("acme", "alice") // the org's whole listing
 	const base = "/v1/cost/summary?from=2026-11-01&to=2026-11-30&groupBy=session"
 	var keys []string
 	after := ""
@@ -201,7 +202,7 @@ var cellRE = regexp.MustCompile(`<td data-billing="(\w+)" data-field="(\w+)">([^
 func TestCostPage(t *testing.T) {
 	f := newCostFixture(t)
 	f.publishFile("../testdata/accounting/mixed.jsonl")
-	alice := f.token("acme", "alice")
+	alice := f.adminToken("acme", "alice") // the org's whole page
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := noRedirect.Get(f.base + "/ui/cost?from=2026-11-01&to=2026-11-30&token=" + alice)
 	if err != nil {

@@ -63,6 +63,15 @@ func (f *fixture) token(org, member string) string {
 	return tok
 }
 
+// adminToken mints a token of the org's admin role.
+func (f *fixture) adminToken(org, member string) string {
+	tok, err := f.n.Signer.Mint(auth.Claims{Org: org, Member: member, Role: auth.RoleAdmin}, time.Hour)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return tok
+}
+
 func (f *fixture) do(method, path, token string, body []byte) (int, []byte) {
 	f.t.Helper()
 	return spinetest.Do(f.t, method, f.base+path, token, bytes.NewReader(body))

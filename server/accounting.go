@@ -13,16 +13,28 @@ import (
 	"time"
 
 	"github.com/spinehq/spine/accounting"
+	"github.com/spinehq/spine/auth"
 	"github.com/spinehq/spine/streams"
 )
 
-// Cost reports are org-wide: any member of an org sees its whole summary
-// and any of its plans, since finance and platform teams read them.
+// Who sees what: an org admin sees the org's whole cost summary, every plan's
+// spend, and sets budgets; a member sees the summary of their own calls and
+// the spend of the plans their sessions carry, and sets no budget. Any other
+// plan is the same 404 as one that does not exist.
 func (s *Server) accountingRoutes() {
 	s.mux.Handle("GET /v1/cost/summary", s.authed(s.costSummary))
 	s.mux.Handle("GET /v1/plans/{id}/spend", s.authed(s.planSpend))
 	s.mux.Handle("POST /v1/plans/{id}/budget", s.authed(s.setBudget))
 	s.mux.Handle("GET /ui/cost", s.authedPage(s.costPage))
+}
+
+// summaryScope is the member whose calls a summary counts: "" (the whole
+// org) for an admin, else the caller.
+func summaryScope(c auth.Claims) string {
+	if c.IsAdmin() {
+		return ""
+	}
+	return c.Member
 }
 
 func (s *Server) summary(w http.ResponseWriter, r *http.Request) (*accounting.Summary, bool) {
@@ -31,6 +43,7 @@ func (s *Server) summary(w http.ResponseWriter, r *http.Request) (*accounting.Su
 		writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
 		return nil, false
 	}
+	q.Member = summaryScope(caller(r))
 	sum, err := accounting.Summarize(r.Context(), s.cfg.Pool, caller(r).Org, q)
 	if err != nil {
 		s.internal(w, "cost summary", err)
@@ -59,9 +72,28 @@ func (s *Server) costSummary(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(body)
 }
 
+// mayReadPlan reports whether the caller may read the plan's spend: an
+// admin may read any plan of the org, a member one their sessions carry.
+func (s *Server) mayReadPlan(r *http.Request, id string) (bool, error) {
+	c := caller(r)
+	if c.IsAdmin() {
+		return true, nil
+	}
+	return accounting.CarriesPlan(r.Context(), s.cfg.Pool, c.Org, id, c.Member)
+}
+
 func (s *Server) planSpend(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if !streams.ValidID(id) {
+		notFound(w, "plan")
+		return
+	}
+	ok, err := s.mayReadPlan(r, id)
+	if err != nil {
+		s.internal(w, "plan spend", err)
+		return
+	}
+	if !ok {
 		notFound(w, "plan")
 		return
 	}
@@ -97,6 +129,9 @@ func (s *Server) setBudget(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, CodeBadRequest, "plan id must be 1-128 letters, digits, '-' or '_'")
 		return
 	}
+	if !s.mayWriteBudget(w, r, id) {
+		return
+	}
 	var req BudgetRequest
 	if err := decodeStrict(w, r, accounting.MaxBudgetBytes, &req); err != nil {
 		writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
@@ -115,6 +150,27 @@ func (s *Server) setBudget(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusAccepted, BudgetResponse{ID: b.ID, PlanID: id, Seq: ack.Sequence})
+}
+
+// mayWriteBudget answers a caller who may not set the plan's budget: 403
+// admin_required to a member who may read the plan, and to anyone else the
+// 404 of a plan that does not exist. The answer comes before the body is
+// read, so a body's errors tell such a caller nothing.
+func (s *Server) mayWriteBudget(w http.ResponseWriter, r *http.Request, id string) bool {
+	if caller(r).IsAdmin() {
+		return true
+	}
+	ok, err := s.mayReadPlan(r, id)
+	switch {
+	case err != nil:
+		s.internal(w, "plan budget", err)
+	case ok:
+		writeError(w, http.StatusForbidden, CodeAdminRequired,
+			"setting a plan's budget takes an org admin's token (spine token mint --role admin)")
+	default:
+		notFound(w, "plan")
+	}
+	return false
 }
 
 // decodeStrict reads one JSON object of at most limit bytes, refusing
@@ -155,6 +211,7 @@ func (s *Server) costPage(w http.ResponseWriter, r *http.Request) {
 		writePageError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	q.Member = summaryScope(caller(r))
 	sum, err := accounting.Summarize(r.Context(), s.cfg.Pool, caller(r).Org, q)
 	if err != nil {
 		s.log.Error("cost page failed", "err", err)

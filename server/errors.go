@@ -12,8 +12,11 @@ const (
 	CodeBadRequest   = "bad_request"
 	CodeTooLarge     = "too_large"
 	CodeForbidden    = "forbidden"
-	CodeInternal     = "internal"
-	CodeUnavailable  = "unavailable"
+	// CodeAdminRequired: the caller may read the thing but changing it
+	// takes an org admin's token (spine token mint --role admin).
+	CodeAdminRequired = "admin_required"
+	CodeInternal      = "internal"
+	CodeUnavailable   = "unavailable"
 )
 
 // ErrorBody is every error response: {"error":{"code","message"}}.

@@ -95,7 +95,11 @@ func runCost(ctx context.Context, args []string) error {
 }
 
 func printCostSummary(s *accounting.Summary) {
-	fmt.Fprintf(stdout, "org %s, calls that ended %s to %s, by %s\n\n", s.Org, s.From.Format("2006-01-02 15:04"),
+	scope := "org " + s.Org
+	if s.Member != "" {
+		scope += ", member " + s.Member + "'s" // a member's token: their own calls only
+	}
+	fmt.Fprintf(stdout, "%s, calls that ended %s to %s, by %s\n\n", scope, s.From.Format("2006-01-02 15:04"),
 		s.To.Format("2006-01-02 15:04"), s.GroupBy)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, s.GroupBy+"\t")

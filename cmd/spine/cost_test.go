@@ -18,7 +18,8 @@ import (
 
 // costNode is a node running only the accounting projector, fed the mixed
 // fixture plus plan p9, whose one metered call reported usage but no cost
-// against a $5 ceiling. SPINE_URL and SPINE_TOKEN (acme/alice) point at it.
+// against a $5 ceiling. SPINE_URL and SPINE_TOKEN (acme/alice, an org
+// admin: the reports below are the org's) point at it.
 func costNode(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
@@ -68,7 +69,7 @@ func costNode(t *testing.T) {
 			t.Fatalf("accounting at %d, want %d", p.Checkpoint(), last)
 		}
 	}
-	tok, err := n.Signer.Mint(auth.Claims{Org: "acme", Member: "alice"}, time.Hour)
+	tok, err := n.Signer.Mint(auth.Claims{Org: "acme", Member: "alice", Role: auth.RoleAdmin}, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,8 @@
 //	spine import PATH...              import Claude Code and Codex output
 //	spine read session|transcript|steps ID [--json] [--follow]
 //	spine trace DIGEST|ARTIFACT|SESSION [--json]
-//	spine token mint [--org O] [--member M] [--ttl D]
+//	spine token init                  create the token secret in the data dir
+//	spine token mint [--org O] [--member M] [--role member|admin] [--ttl D]
 //	spine cost [--from D] [--to D] [--group-by G] [--json]; spine cost plan ID
 //	spine bench ingest [flags]        measure ingest against a raw baseline
 package main
@@ -36,7 +37,7 @@ func commands() []command {
 		{"read", "read a session, its transcript or a run's steps", runRead},
 		{"rebuild", "replay the streams into a fresh database; --verify compares with the live projections", runRebuild},
 		{"trace", "follow a file, artifact or session to what produced it", runTrace},
-		{"token", "mint a bearer token (token mint --org O --member M)", runToken},
+		{"token", "create the token secret (token init) or mint a bearer token (token mint --org O --member M --role R)", runToken},
 		{"cost", "cost reports: calls, tokens and reported dollars by billing; plan spend", runCost},
 		{"bench", "benchmark ingest against a raw JetStream + COPY baseline", runBench},
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 
@@ -38,21 +39,41 @@ func runServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	tok, err := n.DevToken()
-	if err != nil {
+	if err := printServing(os.Stderr, isTerminal(os.Stderr), n, cfg); err != nil {
 		n.Stop()
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "\nspine is serving\n  http      http://%s  (/healthz /readyz /metrics /v1/...)\n", n.HTTPAddr())
-	if u := n.NATSURL(); u != "" {
-		fmt.Fprintf(os.Stderr, "  nats      %s\n", u)
-	}
-	fmt.Fprintf(os.Stderr, "  postgres  %s\n  data      %s\n\nA development token (org dev, member dev, 24h):\n  export SPINE_TOKEN=%s\n\n",
-		n.PostgresSource(), cfg.DataDir, tok)
 	<-ctx.Done()
 	log.Info("shutting down: draining projectors")
 	n.Stop()
 	log.Info("stopped")
+	return nil
+}
+
+// printServing says where spine serves. A development token is printed
+// only on a terminal: a log file keeps what it is given, and a token in it
+// is a credential for anyone who reads the log. Elsewhere it prints the
+// command that mints one.
+func printServing(w io.Writer, terminal bool, n *node.Node, cfg config.Config) error {
+	fmt.Fprintf(w, "\nspine is serving\n  http      http://%s  (/healthz /readyz /metrics /v1/...)\n", n.HTTPAddr())
+	if u := n.NATSURL(); u != "" {
+		fmt.Fprintf(w, "  nats      %s\n", u)
+	}
+	fmt.Fprintf(w, "  postgres  %s\n  data      %s\n\n", n.PostgresSource(), cfg.DataDir)
+	if !terminal {
+		mint := fmt.Sprintf("%s=%s spine token mint --org dev --member dev", config.EnvDataDir, cfg.DataDir)
+		if cfg.TokenSecret != "" {
+			mint = fmt.Sprintf("spine token mint --org dev --member dev  (with this server's %s set)", config.EnvTokenSecret)
+		}
+		fmt.Fprintf(w, "No development token is printed: stderr is not a terminal, and a log must not hold one.\n"+
+			"Mint one with:\n  %s\n\n", mint)
+		return nil
+	}
+	tok, err := n.DevToken()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "A development token (org dev, member dev, 24h):\n  export SPINE_TOKEN=%s\n\n", tok)
 	return nil
 }
 

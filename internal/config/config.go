@@ -60,6 +60,10 @@ type Config struct {
 	Partitions int
 }
 
+// TokenSecretPath is where spine keeps its token secret when
+// SPINE_TOKEN_SECRET is not set.
+func (c Config) TokenSecretPath() string { return filepath.Join(c.DataDir, "token.secret") }
+
 // FromEnv reads the configuration from the environment.
 func FromEnv() (Config, error) {
 	c := Config{
