@@ -291,13 +291,17 @@ func (n *Node) startHTTP(ctx context.Context) error {
 	}
 	api := server.New(server.Config{Pool: n.Pool, Publisher: n.Publisher, Signer: n.Signer,
 		Gatherer: n.Registry, Registry: n.Registry, Logger: n.log, Ready: n.ready, Library: n.Library, JS: n.JS, MaxUploadBytes: n.cfg.MaxUploadBytes,
-		Desktop: n.Desktop, MCP: n.mcp()})
+		Desktop: n.Desktop, MCP: n.mcp(), Limits: n.limits()})
 	ln, err := net.Listen("tcp", n.cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen %s (set %s): %w", n.cfg.HTTPAddr, config.EnvHTTPAddr, err)
 	}
 	n.listener = ln
-	n.http = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
+	// Bodies are bounded by the API's minimum rate rather than a
+	// ReadTimeout: a ReadTimeout would also cancel the event streams,
+	// which never end by themselves. An idle keep-alive connection is
+	// closed after two minutes.
+	n.http = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	n.desktopHTTP(n.http)
 	go func() {
 		if err := n.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -305,6 +309,12 @@ func (n *Node) startHTTP(ctx context.Context) error {
 		}
 	}()
 	return nil
+}
+
+func (n *Node) limits() server.Limits {
+	c := n.cfg
+	return server.Limits{BodyMinRate: c.BodyMinRate, BodyGrace: c.BodyGrace, InflightBytes: c.InflightBytes,
+		OrgBytesPerSec: c.OrgBytesPerSec, OrgEnvelopesPerSec: c.OrgEnvelopesPerSec}
 }
 
 func (n *Node) ready(context.Context) error {

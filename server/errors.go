@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 )
 
@@ -17,6 +18,20 @@ const (
 	CodeAdminRequired = "admin_required"
 	CodeInternal      = "internal"
 	CodeUnavailable   = "unavailable"
+	// CodeBodyTooSlow (408): the body fell below the minimum rate; the
+	// connection is closed.
+	CodeBodyTooSlow = "body_too_slow"
+	// CodeBusy (429, Retry-After): the in-flight byte budget is spent.
+	CodeBusy = "busy"
+	// CodeQuotaExceeded (429, Retry-After): the caller's org is over its
+	// ingest quota.
+	CodeQuotaExceeded = "quota_exceeded"
+)
+
+// Errors a limited request body's Read returns once it is cut.
+var (
+	ErrBodyTooSlow = errors.New("request body below the minimum rate")
+	ErrBusy        = errors.New("in-flight byte budget spent")
 )
 
 // ErrorBody is every error response: {"error":{"code","message"}}.

@@ -54,6 +54,7 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, "more than 5000 envelopes: split the batch")
 		return
 	}
+	countEnvelopes(r.Context(), len(items))
 	who := caller(r)
 	opts := &streams.PublishOpts{Org: who.Org, Member: who.Member}
 	resp := IngestResponse{Results: make([]IngestResult, len(items))}

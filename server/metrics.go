@@ -6,6 +6,8 @@ type metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	ingested *prometheus.CounterVec
+	refused  *prometheus.CounterVec
+	inflight prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -17,9 +19,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		ingested: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "spine_ingest_envelopes_total",
 			Help: "Envelopes received over HTTP ingest, by type and result (accepted, duplicate, rejected)."},
 			[]string{"type", "result"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "spine_http_limited_total",
+			Help: "Requests cut or refused by a limit, by code (body_too_slow, busy, quota_exceeded)."}, []string{"code"}),
+		inflight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "spine_http_inflight_bytes",
+			Help: "Weighted request bytes in flight, held against the in-flight budget."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.duration, m.ingested)
+		reg.MustRegister(m.requests, m.duration, m.ingested, m.refused, m.inflight)
 	}
 	return m
 }

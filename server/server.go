@@ -37,19 +37,26 @@ type Config struct {
 	Desktop *desktop.Service
 	// MCP is mounted at /mcp when set.
 	MCP http.Handler
+	// Limits bound request bodies, bytes in flight and each org's ingest.
+	Limits Limits
 }
 
 // Server is spine's HTTP API.
 type Server struct {
-	cfg Config
-	log *slog.Logger
-	m   *metrics
-	mux *http.ServeMux
+	cfg    Config
+	log    *slog.Logger
+	m      *metrics
+	mux    *http.ServeMux
+	limits Limits
+	budget *budget
+	quotas *quotas
 }
 
 // New builds the API's routes.
 func New(cfg Config) *Server {
-	s := &Server{cfg: cfg, log: cfg.Logger, m: newMetrics(cfg.Registry), mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, log: cfg.Logger, m: newMetrics(cfg.Registry), mux: http.NewServeMux(), limits: cfg.Limits.orDefault()}
+	s.budget = newBudget(s.limits.InflightBytes, s.m.inflight)
+	s.quotas = newQuotas(s.limits.OrgBytesPerSec, s.limits.OrgEnvelopesPerSec)
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -65,7 +72,7 @@ func (s *Server) routes() {
 	if s.cfg.Gatherer != nil {
 		s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{}))
 	}
-	s.mux.Handle("POST /v1/ingest", s.authed(s.ingest))
+	s.mux.Handle("POST /v1/ingest", s.authed(s.withQuota(s.ingest)))
 	s.mux.Handle("GET /v1/sessions", s.authed(s.listSessions))
 	s.mux.Handle("GET /v1/sessions/{id}", s.authed(s.getSession))
 	s.mux.Handle("GET /v1/sessions/{id}/transcript", s.authed(s.getTranscript))
@@ -82,7 +89,7 @@ func (s *Server) routes() {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-	s.mux.ServeHTTP(rw, r)
+	s.limitBody(rw, r, s.mux)
 	_, pattern := s.mux.Handler(r)
 	s.m.requests.WithLabelValues(pattern, http.StatusText(rw.status)).Inc()
 	s.m.duration.WithLabelValues(pattern).Observe(time.Since(start).Seconds())
@@ -97,6 +104,8 @@ func (w *statusWriter) WriteHeader(code int) {
 	w.status = code
 	w.ResponseWriter.WriteHeader(code)
 }
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (w *statusWriter) Flush() {
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {

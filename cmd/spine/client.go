@@ -5,10 +5,12 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,6 +22,8 @@ type client struct {
 	base  string
 	token string
 	http  *http.Client
+	// told is set once the user has been told spine is slowing requests.
+	told bool
 }
 
 func newClient(url, token string) (*client, error) {
@@ -33,14 +37,46 @@ func newClient(url, token string) (*client, error) {
 
 // apiError is an error response from spine.
 type apiError struct {
-	Status  int
-	Code    string
-	Message string
+	Status     int
+	Code       string
+	Message    string
+	RetryAfter time.Duration // from a 429's Retry-After; 0 when absent
 }
 
 func (e *apiError) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }
 
+// Retrying a 429: spine refused the request before handling it (over the
+// in-flight budget or the org's quota), so sending it again is safe.
+const (
+	maxRetryAfter = time.Minute      // longest one wait, whatever the server says
+	maxBusyWait   = 15 * time.Minute // longest a request keeps retrying
+)
+
+// do sends one request; a 429 is retried after its Retry-After, so an
+// import over the org's quota is slowed rather than failed.
 func (c *client) do(ctx context.Context, method, path string, body []byte, out any) error {
+	var waited time.Duration
+	for {
+		err := c.once(ctx, method, path, body, out)
+		var ae *apiError
+		if !errors.As(err, &ae) || ae.Status != http.StatusTooManyRequests || waited >= maxBusyWait {
+			return err
+		}
+		d := min(max(ae.RetryAfter, time.Second), maxRetryAfter)
+		if !c.told {
+			fmt.Fprintf(os.Stderr, "spine is slowing requests (%s); retrying after %s, as it asks\n", ae.Code, d)
+			c.told = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d):
+		}
+		waited += d
+	}
+}
+
+func (c *client) once(ctx context.Context, method, path string, body []byte, out any) error {
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(body))
 	if err != nil {
 		return err
@@ -63,7 +99,9 @@ func (c *client) do(ctx context.Context, method, path string, body []byte, out a
 			Error struct{ Code, Message string } `json:"error"`
 		}
 		_ = json.Unmarshal(data, &eb)
-		return &apiError{Status: resp.StatusCode, Code: eb.Error.Code, Message: eb.Error.Message}
+		secs, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+		return &apiError{Status: resp.StatusCode, Code: eb.Error.Code, Message: eb.Error.Message,
+			RetryAfter: time.Duration(secs) * time.Second}
 	}
 	if raw, ok := out.(*json.RawMessage); ok {
 		*raw = data

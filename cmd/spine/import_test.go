@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/spinehq/spine/internal/checksum"
+	"github.com/spinehq/spine/internal/config"
+	"github.com/spinehq/spine/node"
 	"github.com/spinehq/spine/recorder/importer"
 )
 
@@ -79,4 +81,40 @@ func TestImportEndToEnd(t *testing.T) {
 	if d := checksum.Diff(before, sums()); len(d) != 0 {
 		t.Fatalf("re-import changed %v", d)
 	}
+}
+
+// An import over its org's quota is slowed, not failed: spine answers 429
+// with Retry-After, the import waits as asked and sends the batch again,
+// and every session arrives.
+func TestImportOverQuotaWaitsAndFinishes(t *testing.T) {
+	n, caughtUp := testNodeWith(t, func(c *config.Config) { c.OrgEnvelopesPerSec = 20 })
+	out, err := capture(t, "import", "--json", "--batch", "20", sharedFixtures(t))
+	var sum importer.Summary
+	if err != nil || json.Unmarshal([]byte(out), &sum) != nil {
+		t.Fatalf("import: %v\n%s", err, out)
+	}
+	caughtUp()
+	if sum.Sessions != 18 || len(sum.Refused) != 0 {
+		t.Fatalf("import over quota: %+v", sum)
+	}
+	if refused := limited(t, n, "quota_exceeded"); refused == 0 {
+		t.Fatalf("the import was never over quota (%d envelopes): the test proves nothing", sum.Envelopes)
+	}
+}
+
+// limited reads spine_http_limited_total{code} from the node's registry.
+func limited(t *testing.T, n *node.Node, code string) float64 {
+	t.Helper()
+	mfs, err := n.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			if mf.GetName() == "spine_http_limited_total" && m.GetLabel()[0].GetValue() == code {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }

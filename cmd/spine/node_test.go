@@ -15,11 +15,17 @@ import (
 // dev token (SPINE_URL, SPINE_TOKEN), and returns it with a function that
 // waits until every projector has applied everything published.
 func testNode(t *testing.T) (*node.Node, func()) {
+	return testNodeWith(t, func(*config.Config) {})
+}
+
+// testNodeWith is testNode with a configuration set changes.
+func testNodeWith(t *testing.T, set func(*config.Config)) (*node.Node, func()) {
 	t.Helper()
 	_, url := pgtest.New(t)
-	n, err := node.Start(context.Background(), config.Config{DatabaseURL: url, NATSListen: "off",
-		HTTPAddr: "127.0.0.1:0", DataDir: t.TempDir(), TokenSecret: strings.Repeat("ab", 32)},
-		spinetest.Logger(t), nil)
+	cfg := config.Config{DatabaseURL: url, NATSListen: "off",
+		HTTPAddr: "127.0.0.1:0", DataDir: t.TempDir(), TokenSecret: strings.Repeat("ab", 32)}
+	set(&cfg)
+	n, err := node.Start(context.Background(), cfg, spinetest.Logger(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

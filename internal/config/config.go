@@ -26,6 +26,12 @@ const (
 	EnvFileCap     = "SPINE_FILE_CAP"         // largest event content stored inline, bytes
 	EnvMaxUpload   = "SPINE_MAX_UPLOAD_BYTES" // largest upload, bytes
 	EnvPartitions  = "SPINE_PARTITIONS"       // recorder partitions (1 = none)
+	// Request limits (docs/limits.md); "off" turns one off.
+	EnvBodyMinRate        = "SPINE_HTTP_BODY_MIN_RATE"           // bytes/s a request body must average after the grace
+	EnvBodyGrace          = "SPINE_HTTP_BODY_GRACE"              // time every body gets before the rate counts (Go duration)
+	EnvInflightBytes      = "SPINE_HTTP_INFLIGHT_BYTES"          // weighted request bytes in flight, process-wide
+	EnvOrgBytesPerSec     = "SPINE_ORG_INGEST_BYTES_PER_SEC"     // each org's ingest quota in bytes/s
+	EnvOrgEnvelopesPerSec = "SPINE_ORG_INGEST_ENVELOPES_PER_SEC" // each org's ingest quota in envelopes/s
 )
 
 // Defaults.
@@ -38,7 +44,8 @@ const (
 
 // Vars lists every environment variable spine reads.
 var Vars = []string{EnvDatabaseURL, EnvNATSURL, EnvNATSListen, EnvHTTPAddr, EnvDataDir,
-	EnvTokenSecret, EnvReplicas, EnvURL, EnvToken, EnvPublicURL, EnvFileCap, EnvMaxUpload, EnvPartitions}
+	EnvTokenSecret, EnvReplicas, EnvURL, EnvToken, EnvPublicURL, EnvFileCap, EnvMaxUpload, EnvPartitions,
+	EnvBodyMinRate, EnvBodyGrace, EnvInflightBytes, EnvOrgBytesPerSec, EnvOrgEnvelopesPerSec}
 
 // Config is spine serve's configuration.
 type Config struct {
@@ -58,6 +65,13 @@ type Config struct {
 	// Partitions splits the recorder's work by session id among instances;
 	// 0 or 1 means one recorder projector for all sessions.
 	Partitions int
+	// Limits on requests; in each, 0 means the default and a negative
+	// value turns the limit off (the environment's "off").
+	BodyMinRate        int64         // bytes/s; default 16 KiB/s
+	BodyGrace          time.Duration // default 10 s
+	InflightBytes      int64         // default 256 MiB
+	OrgBytesPerSec     float64       // default 4 MiB/s
+	OrgEnvelopesPerSec float64       // default 5000/s
 }
 
 // TokenSecretPath is where spine keeps its token secret when
@@ -96,10 +110,56 @@ func FromEnv() (Config, error) {
 			return c, fmt.Errorf("%s=%q: want 1..64", EnvPartitions, v)
 		}
 	}
+	if err := c.readLimits(); err != nil {
+		return c, err
+	}
 	abs, err := filepath.Abs(c.DataDir)
 	if err != nil {
 		return c, fmt.Errorf("data dir %q: %w", c.DataDir, err)
 	}
 	c.DataDir = abs
 	return c, nil
+}
+
+// readLimits reads the request limits: a positive number, or "off".
+func (c *Config) readLimits() error {
+	for _, l := range []struct {
+		env string
+		dst *int64
+	}{{EnvBodyMinRate, &c.BodyMinRate}, {EnvInflightBytes, &c.InflightBytes}} {
+		v, err := limit(l.env)
+		*l.dst = int64(v)
+		if err != nil {
+			return err
+		}
+	}
+	var err error
+	if c.OrgBytesPerSec, err = limit(EnvOrgBytesPerSec); err != nil {
+		return err
+	}
+	if c.OrgEnvelopesPerSec, err = limit(EnvOrgEnvelopesPerSec); err != nil {
+		return err
+	}
+	if v := os.Getenv(EnvBodyGrace); v != "" {
+		if c.BodyGrace, err = time.ParseDuration(v); err != nil || c.BodyGrace <= 0 {
+			return fmt.Errorf("%s=%q: want a positive duration such as 10s", EnvBodyGrace, v)
+		}
+	}
+	return nil
+}
+
+// limit reads one limit: unset is 0 (the default), "off" is -1.
+func limit(env string) (float64, error) {
+	v := os.Getenv(env)
+	if v == "" {
+		return 0, nil
+	}
+	if v == "off" {
+		return -1, nil
+	}
+	var n float64
+	if _, err := fmt.Sscanf(v, "%g", &n); err != nil || n <= 0 {
+		return 0, fmt.Errorf("%s=%q: want a positive number, or off", env, v)
+	}
+	return n, nil
 }

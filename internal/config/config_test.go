@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestFromEnvDefaultsAndLimits(t *testing.T) {
@@ -21,6 +22,29 @@ func TestFromEnvDefaultsAndLimits(t *testing.T) {
 		t.Fatalf("set = %+v, %v", c, err)
 	}
 	for k, bad := range map[string]string{EnvFileCap: "9999999", EnvMaxUpload: "-1", EnvReplicas: "7"} {
+		t.Setenv(k, bad)
+		if _, err := FromEnv(); err == nil || !strings.Contains(err.Error(), k) {
+			t.Errorf("%s=%s: %v", k, bad, err)
+		}
+		t.Setenv(k, "")
+	}
+}
+
+func TestRequestLimitsFromEnv(t *testing.T) {
+	for _, v := range Vars {
+		t.Setenv(v, "")
+	}
+	t.Setenv(EnvBodyMinRate, "1024")
+	t.Setenv(EnvBodyGrace, "3s")
+	t.Setenv(EnvInflightBytes, "off")
+	t.Setenv(EnvOrgBytesPerSec, "1e6")
+	t.Setenv(EnvOrgEnvelopesPerSec, "off")
+	c, err := FromEnv()
+	if err != nil || c.BodyMinRate != 1024 || c.BodyGrace != 3*time.Second || c.InflightBytes != -1 ||
+		c.OrgBytesPerSec != 1e6 || c.OrgEnvelopesPerSec != -1 {
+		t.Fatalf("limits = %+v, %v", c, err)
+	}
+	for k, bad := range map[string]string{EnvBodyMinRate: "0", EnvBodyGrace: "soon", EnvOrgBytesPerSec: "-5"} {
 		t.Setenv(k, bad)
 		if _, err := FromEnv(); err == nil || !strings.Contains(err.Error(), k) {
 			t.Errorf("%s=%s: %v", k, bad, err)
