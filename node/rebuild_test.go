@@ -58,8 +58,12 @@ func TestRebuildVerifies(t *testing.T) {
 			envs = append(envs, spinetest.End(id, "done", "m", "e"))
 		}
 	}
-	envs = append(envs, spinetest.End("ghost", "done", "", "")) // a dead letter
+	envs = append(envs, spinetest.Text("rb0", 13, "after the end")) // a dead letter, the caller's
 	f.do("POST", "/v1/ingest", alice, envelopes(t, envs...))
+	// A trusted producer's dead letter, its session owner's.
+	if _, err := n.Publisher.Publish(context.Background(), spinetest.Text("rb1", 14, "late"), nil); err != nil {
+		t.Fatal(err)
+	}
 	f.do("POST", "/v1/library/uploads?name=a.txt", alice, []byte("uploaded bytes"))
 	f.do("POST", "/v1/ingest", alice, envelopes(t, spinetest.Disconnect("w1", "gone")))
 	desktopTraffic(t, n) // desktop tasks with a lost lease, expiries, cancels
@@ -71,6 +75,10 @@ func TestRebuildVerifies(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	var owned int
+	if err := n.Pool.QueryRow(context.Background(), `SELECT count(*) FROM dead_letters WHERE org = 'acme' AND member = 'alice'`).Scan(&owned); err != nil || owned != 2 {
+		t.Fatalf("%d dead letters attributed to their owner (%v), want 2", owned, err)
+	}
 	rcfg := cfg
 	rcfg.NATSURL = n.NATSURL()
 	res, err := node.Rebuild(context.Background(), rcfg, spinetest.Logger(t), node.RebuildOptions{Verify: true})

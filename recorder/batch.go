@@ -101,6 +101,22 @@ func (b *batch) session(m streams.Message, e *streams.Envelope) (*Session, error
 	return s, nil
 }
 
+// attribute names whose dead letter a rejection is, for a message no
+// verified caller sent: a start's own owner (never the owner of the session
+// it collided with), else the owner of the session the message was for.
+func (b *batch) attribute(e *streams.Envelope, res error) error {
+	rej, ok := res.(*streams.Rejection)
+	if !ok {
+		return res
+	}
+	if e.Type == streams.TypeSessionStart && e.Owner != nil {
+		rej.Owner = *e.Owner
+	} else if s := b.sessions[e.SessionID]; s != nil && e.Type != streams.TypeSessionStart {
+		rej.Owner = streams.Owner{Org: s.Org, Member: s.Member}
+	}
+	return rej
+}
+
 func (b *batch) start(m streams.Message, e *streams.Envelope) error {
 	if b.sessions[e.SessionID] != nil {
 		return streams.Reject(streams.ReasonDuplicateStart, "session %s already started", e.SessionID)

@@ -75,7 +75,7 @@ func (r *Recorder) Apply(ctx context.Context, tx pgx.Tx, msgs []streams.Message)
 		}
 		r.count(e.Type, res)
 		if res != errDuplicate {
-			results[i] = res
+			results[i] = b.attribute(e, res)
 		}
 	}
 	if err := b.flush(ctx); err != nil {

@@ -129,11 +129,12 @@ func liveOnWorker(ctx context.Context, q pgx.Tx, workerID string, partition int)
 // ones with one statement, whatever the batch's size.
 func writeSessions(ctx context.Context, tx pgx.Tx, sessions []*Session) error {
 	var fresh [][]any
+	var started []*Session
 	var u sessionUpdates
 	for _, s := range sessions {
 		switch {
 		case s.isNew:
-			fresh = append(fresh, s.values())
+			fresh, started = append(fresh, s.values()), append(started, s)
 		case s.dirty:
 			u.add(s)
 		}
@@ -143,6 +144,9 @@ func writeSessions(ctx context.Context, tx pgx.Tx, sessions []*Session) error {
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"sessions"}, sessionColumnNames,
 			pgx.CopyFromRows(fresh)); err != nil {
 			return fmt.Errorf("copy %d sessions: %w", len(fresh), err)
+		}
+		if err := claimStarted(ctx, tx, started); err != nil {
+			return err
 		}
 	}
 	if len(u.id) == 0 {

@@ -58,19 +58,36 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 	who := caller(r)
 	opts := &streams.PublishOpts{Org: who.Org, Member: who.Member}
 	resp := IngestResponse{Results: make([]IngestResult, len(items))}
-	futures := make([]jetstream.PubAckFuture, len(items))
+	envs := make([]*streams.Envelope, len(items))
 	for i, raw := range items {
 		res := &resp.Results[i]
 		res.Index = i
 		e, rej := s.admit(raw, opts)
+		if e != nil {
+			res.ID = e.ID
+		}
 		if rej != nil {
 			res.Status, res.Error = rej.status, &ErrorDetail{Code: rej.code, Message: rej.msg}
-			if e != nil {
-				res.ID = e.ID
-			}
 			continue
 		}
-		res.ID = e.ID
+		envs[i] = e
+	}
+	held, err := s.holders(r.Context(), envs, opts)
+	if err != nil {
+		s.log.Error("read session owners failed", "err", err)
+		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "session owners unavailable; nothing was stored, retry the batch")
+		return
+	}
+	futures := make([]jetstream.PubAckFuture, len(items))
+	for i, e := range envs {
+		res := &resp.Results[i]
+		if e == nil {
+			continue
+		}
+		if rej := s.checkHolder(e, held, opts); rej != nil {
+			res.Status, res.Error = rej.status, &ErrorDetail{Code: rej.code, Message: rej.msg}
+			continue
+		}
 		f, err := s.cfg.Publisher.PublishAsync(e, opts)
 		if err != nil {
 			res.Status, res.Error = http.StatusServiceUnavailable, &ErrorDetail{Code: CodeUnavailable, Message: err.Error()}

@@ -80,6 +80,7 @@ func (s *Server) routes() {
 	s.libraryRoutes()
 	s.accountingRoutes()
 	s.desktopRoutes()
+	s.deadLetterRoutes()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, CodeNotFound, "no route for "+r.Method+" "+r.URL.Path)
 	})

@@ -32,11 +32,22 @@ var ErrRejected = errors.New("envelope rejected")
 // ErrInvalidID is returned when an id is not a subject-safe token.
 var ErrInvalidID = errors.New("invalid id")
 
+// ErrNotFound: no dead letter by that stream and sequence in the reader's
+// scope (another member's is not found either).
+var ErrNotFound = errors.New("not found")
+
+// ErrBadCursor: a page cursor that is not one this package wrote.
+var ErrBadCursor = errors.New("bad cursor")
+
 // Rejection is a message that breaks a rule. It is dead-lettered with its
 // reason and never retried: the same bytes would break the same rule.
 type Rejection struct {
 	Reason string // one of the Reason* constants
 	Detail string // human-readable, never contains prompt or content
+	// Owner, set by a handler that knows whose session the message was
+	// for, is who may read the dead letter when no verified caller sent it
+	// (see DeadLetterOwner). Zero: not known.
+	Owner Owner
 }
 
 // Reject builds a *Rejection.

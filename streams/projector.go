@@ -636,9 +636,11 @@ func (p *Projector) deadLetterOne(ctx context.Context, tx pgx.Tx, m Message, rej
 	if _, err := p.cfg.JS.PublishMsg(ctx, msg); err != nil {
 		return fmt.Errorf("publish dead letter %d: %w", m.Seq, err)
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO dead_letters (stream, seq, subject, reason, detail, data, at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
-		p.cfg.Stream, int64(m.Seq), m.Subject, rej.Reason, strings.ReplaceAll(rej.Detail, "\x00", "\uFFFD"), data, m.Time)
+	who := DeadLetterOwner(m, rej)
+	_, err := tx.Exec(ctx, `INSERT INTO dead_letters (stream, seq, subject, reason, detail, data, at, org, member)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING`,
+		p.cfg.Stream, int64(m.Seq), m.Subject, rej.Reason, strings.ReplaceAll(rej.Detail, "\x00", "\uFFFD"), data, m.Time,
+		who.Org, who.Member)
 	if err != nil {
 		return fmt.Errorf("record dead letter %d: %w", m.Seq, err)
 	}

@@ -18,7 +18,8 @@ const (
 )
 
 // Publisher validates envelopes and publishes them with their id as
-// Nats-Msg-Id, so a retried publish is stored once.
+// Nats-Msg-Id, so a retried publish is stored once. An envelope from a
+// verified caller is deduplicated within that caller's ids only (MsgID).
 type Publisher struct {
 	js jetstream.JetStream
 }
@@ -28,7 +29,22 @@ func NewPublisher(js jetstream.JetStream) *Publisher { return &Publisher{js: js}
 
 // PublishOpts are optional settings for one publish.
 type PublishOpts struct {
-	Org, Member string // the verified caller, stamped as headers
+	// Org and Member are the verified caller, stamped as headers; they also
+	// scope the envelope's Nats-Msg-Id (see MsgID). Empty: a trusted producer.
+	Org, Member string
+}
+
+// MsgID is the Nats-Msg-Id an envelope is published with. A verified
+// caller's ids are prefixed with its org and member, so the id another
+// tenant used (or will use) can never make this caller's envelope a
+// duplicate, and a duplicate answer tells a caller only about its own ids.
+// Trusted producers keep the plain id. '/' is in no id, org or member, so a
+// scoped id can equal neither another caller's nor a plain one.
+func MsgID(id string, opts *PublishOpts) string {
+	if opts == nil || opts.Org == "" {
+		return id
+	}
+	return opts.Org + "/" + opts.Member + "/" + id
 }
 
 // Publish validates e and publishes it, waiting for JetStream's ack.
@@ -72,7 +88,7 @@ func (p *Publisher) message(e *Envelope, opts *PublishOpts) (*nats.Msg, error) {
 	}
 	msg := nats.NewMsg(e.Subject())
 	msg.Data = data
-	msg.Header.Set(jetstream.MsgIDHeader, e.ID)
+	msg.Header.Set(jetstream.MsgIDHeader, MsgID(e.ID, opts))
 	if opts != nil && opts.Org != "" {
 		msg.Header.Set(HeaderOrg, opts.Org)
 		msg.Header.Set(HeaderMember, opts.Member)

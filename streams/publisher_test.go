@@ -107,6 +107,31 @@ func TestPublishStampsCaller(t *testing.T) {
 	}
 }
 
+// Deduplication is per caller: the same envelope id from another org, from
+// another member of the org, or from a trusted producer is stored, and only
+// the caller's own retry is a duplicate.
+func TestPublishDeduplicatesPerCaller(t *testing.T) {
+	js := startJetStream(t)
+	pub := streams.NewPublisher(js)
+	e := decodeFixture(t, streams.TypeSessionChunk)
+	callers := []*streams.PublishOpts{{Org: "o2", Member: "m1"}, {Org: "o1", Member: "m1"},
+		{Org: "o1", Member: "m2"}, nil}
+	for _, opts := range callers {
+		ack, err := pub.Publish(t.Context(), e, opts)
+		if err != nil || ack.Duplicate {
+			t.Fatalf("first publish by %+v = %+v, %v; want stored", opts, ack, err)
+		}
+	}
+	for _, opts := range callers {
+		if ack, err := pub.Publish(t.Context(), e, opts); err != nil || !ack.Duplicate {
+			t.Fatalf("retry by %+v = %+v, %v; want a duplicate", opts, ack, err)
+		}
+	}
+	if n := streamMsgs(t, js, streams.StreamSessions); n != uint64(len(callers)) {
+		t.Fatalf("stream holds %d messages, want %d", n, len(callers))
+	}
+}
+
 func TestPublishRefusesInvalidEnvelope(t *testing.T) {
 	js := startJetStream(t)
 	pub := streams.NewPublisher(js)

@@ -1,0 +1,89 @@
+package recorder
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/spinehq/spine/streams"
+)
+
+// A session id is held by the first owner to claim it (session_owners).
+// HTTP ingest claims the id of every start before publishing it, and the
+// recorder claims it again when it projects the start, so every recorded
+// session's claim survives a rebuild. A claim is never released: an id, once
+// used, stays its owner's.
+
+// Querier is what ClaimSessions needs: a pool, a connection or a transaction.
+type Querier interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// ClaimSessions claims each of starts for its owner where no one holds it
+// yet, then returns the owner holding each id of starts and lookups.
+// Two callers racing for one id cannot both hold it: the insert settles on
+// the primary key, and the read that follows sees whoever won. Ids are
+// claimed in sorted order, so two batches never wait on each other in a
+// cycle.
+func ClaimSessions(ctx context.Context, q Querier, starts map[string]streams.Owner, lookups []string) (map[string]streams.Owner, error) {
+	ids := slices.Sorted(maps.Keys(starts))
+	orgs, members := make([]string, len(ids)), make([]string, len(ids))
+	for i, id := range ids {
+		orgs[i], members[i] = starts[id].Org, starts[id].Member
+	}
+	all := slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(ids), lookups...))))
+	var b pgx.Batch
+	if len(ids) > 0 {
+		b.Queue(`INSERT INTO session_owners (session_id, org, member)
+			SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) ON CONFLICT DO NOTHING`, ids, orgs, members)
+	}
+	b.Queue(`SELECT session_id, org, member FROM session_owners WHERE session_id = ANY($1)`, all)
+	return readClaims(q.SendBatch(ctx, &b), len(ids) > 0)
+}
+
+func readClaims(br pgx.BatchResults, inserted bool) (map[string]streams.Owner, error) {
+	defer br.Close()
+	if inserted {
+		if _, err := br.Exec(); err != nil {
+			return nil, fmt.Errorf("claim sessions: %w", err)
+		}
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, fmt.Errorf("read session owners: %w", err)
+	}
+	held := map[string]streams.Owner{}
+	for rows.Next() {
+		var id string
+		var o streams.Owner
+		if err := rows.Scan(&id, &o.Org, &o.Member); err != nil {
+			return nil, fmt.Errorf("read session owners: %w", err)
+		}
+		held[id] = o
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read session owners: %w", err)
+	}
+	return held, br.Close()
+}
+
+// claimStarted records the owners of the batch's new sessions (sorted by
+// id), where the door has not already.
+func claimStarted(ctx context.Context, tx pgx.Tx, fresh []*Session) error {
+	var ids, orgs, members []string
+	for _, s := range fresh {
+		ids, orgs, members = append(ids, s.ID), append(orgs, s.Org), append(members, s.Member)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO session_owners (session_id, org, member)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) ON CONFLICT DO NOTHING`, ids, orgs, members)
+	if err != nil {
+		return fmt.Errorf("claim %d sessions: %w", len(ids), err)
+	}
+	return nil
+}

@@ -1,0 +1,165 @@
+package streams
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// DeadLetterOwner is who may read a message's dead letter: the verified
+// caller when the message came through HTTP ingest (its headers), else the
+// owner of the session the handler found it was for (rej.Owner), else the
+// owner the message names itself (a session.start's or an upload's owner,
+// a budget's or desktop message's org and member), else nobody. Each comes
+// from the log alone, so a rebuild attributes every dead letter the same.
+// The caller comes first: what one tenant sends about another's session
+// is shown to the sender, never written into the other's list.
+func DeadLetterOwner(m Message, rej *Rejection) Owner {
+	if org := m.Header.Get(HeaderOrg); org != "" {
+		return Owner{Org: org, Member: m.Header.Get(HeaderMember)}
+	}
+	if rej != nil && rej.Owner.Org != "" {
+		return rej.Owner
+	}
+	return namedOwner(m.Data)
+}
+
+// namedOwner is the owner a message's own JSON names, if it is well formed.
+func namedOwner(data []byte) Owner {
+	var probe struct {
+		Owner  *Owner `json:"owner"`
+		Org    string `json:"org"`
+		Member string `json:"member"`
+	}
+	if json.Unmarshal(data, &probe) != nil {
+		return Owner{}
+	}
+	o := Owner{Org: probe.Org, Member: probe.Member}
+	if probe.Owner != nil {
+		o = *probe.Owner
+	}
+	if !ValidOwnerID(o.Org) || !ValidOwnerID(o.Member) {
+		return Owner{}
+	}
+	return o
+}
+
+// DeadLetter is one refused message as its owner reads it.
+type DeadLetter struct {
+	Stream    string    `json:"stream"`
+	Seq       uint64    `json:"seq"`
+	Subject   string    `json:"subject"`
+	Reason    string    `json:"reason"`
+	Detail    string    `json:"detail"`
+	Type      string    `json:"type"`      // the message's own type, "" when unreadable
+	ID        string    `json:"id"`        // the message's own id, "" when unreadable
+	SessionID string    `json:"sessionId"` // "" when it names none
+	Org       string    `json:"org"`
+	Member    string    `json:"member"`
+	At        time.Time `json:"at"` // when the log stored the message
+	// Message is the message as stored (redacted), on a read of one dead
+	// letter: JSON when it was JSON, else a string of its bytes.
+	Message json.RawMessage `json:"message,omitempty"`
+}
+
+// DeadLetterScope is whose dead letters a read sees: one member's, or with
+// WholeOrg every member's of the org (an org admin's read).
+type DeadLetterScope struct {
+	Owner
+	WholeOrg bool
+}
+
+// DeadLetterCursor is where a page of dead letters starts: after this
+// stream and sequence, in (stream, seq) order. Its text form is
+// "STREAM:SEQ".
+type DeadLetterCursor struct {
+	Stream string
+	Seq    uint64
+}
+
+func (c DeadLetterCursor) String() string { return c.Stream + ":" + strconv.FormatUint(c.Seq, 10) }
+
+// ParseDeadLetterCursor reads "STREAM:SEQ"; "" is the start.
+func ParseDeadLetterCursor(s string) (DeadLetterCursor, error) {
+	if s == "" {
+		return DeadLetterCursor{}, nil
+	}
+	stream, seq, ok := strings.Cut(s, ":")
+	n, err := strconv.ParseUint(seq, 10, 63)
+	if !ok || err != nil || !ValidID(stream) {
+		return DeadLetterCursor{}, fmt.Errorf("%w: want STREAM:SEQ", ErrBadCursor)
+	}
+	return DeadLetterCursor{Stream: stream, Seq: n}, nil
+}
+
+// DeadLetterQuerier is what the dead-letter reads need.
+type DeadLetterQuerier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+const deadLetterColumns = `stream, seq, subject, reason, detail, coalesce(dead_letter_field(data, 'type'), ''),
+	coalesce(dead_letter_field(data, 'id'), ''), coalesce(dead_letter_field(data, 'sessionId'), ''), org, member, at`
+
+// deadLetterWhere limits a read to the scope: $1 the org, $2 the member,
+// $3 whether the whole org is in scope. A dead letter no one owns (empty org)
+// is in no one's scope.
+const deadLetterWhere = `org = $1 AND org <> '' AND ($3 OR member = $2)`
+
+// ListDeadLetters returns up to limit of the scope's dead letters after the
+// cursor, in (stream, seq) order.
+func ListDeadLetters(ctx context.Context, q DeadLetterQuerier, scope DeadLetterScope, after DeadLetterCursor, limit int) ([]DeadLetter, error) {
+	rows, err := q.Query(ctx, `SELECT `+deadLetterColumns+` FROM dead_letters
+		WHERE `+deadLetterWhere+` AND (stream, seq) > ($4, $5) ORDER BY stream, seq LIMIT $6`,
+		scope.Org, scope.Member, scope.WholeOrg, after.Stream, int64(after.Seq), limit)
+	if err != nil {
+		return nil, fmt.Errorf("list dead letters: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (DeadLetter, error) {
+		var d DeadLetter
+		return d, r.Scan(d.targets()...)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list dead letters: %w", err)
+	}
+	return out, nil
+}
+
+// GetDeadLetter returns one of the scope's dead letters with its message.
+// One outside the scope is ErrNotFound, as one that does not exist.
+func GetDeadLetter(ctx context.Context, q DeadLetterQuerier, scope DeadLetterScope, stream string, seq uint64) (*DeadLetter, error) {
+	var d DeadLetter
+	var data []byte
+	err := q.QueryRow(ctx, `SELECT `+deadLetterColumns+`, data FROM dead_letters
+		WHERE `+deadLetterWhere+` AND stream = $4 AND seq = $5`,
+		scope.Org, scope.Member, scope.WholeOrg, stream, int64(seq)).Scan(append(d.targets(), &data)...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get dead letter %s:%d: %w", stream, seq, err)
+	}
+	d.Message = messageJSON(data)
+	return &d, nil
+}
+
+func (d *DeadLetter) targets() []any {
+	return []any{&d.Stream, &d.Seq, &d.Subject, &d.Reason, &d.Detail, &d.Type, &d.ID, &d.SessionID,
+		&d.Org, &d.Member, &d.At}
+}
+
+// messageJSON is data itself when it is JSON, else data as a JSON string
+// (invalid UTF-8 replaced), so the answer is always valid JSON.
+func messageJSON(data []byte) json.RawMessage {
+	if json.Valid(data) {
+		return data
+	}
+	s, _ := json.Marshal(strings.ToValidUTF8(string(data), "\uFFFD"))
+	return s
+}
