@@ -52,6 +52,7 @@ type Node struct {
 	projectors       []*streams.Projector
 	partitions       *partitionManager
 	accounting       *streams.Projector
+	sweeper          *recorder.Sweeper
 	projectorMetrics *streams.Metrics
 	http             *http.Server
 	listener         net.Listener
@@ -70,6 +71,9 @@ type Options struct {
 	// ProjectorPrefix is put before every projector's durable name, so a
 	// rebuild's projectors consume the log beside the live ones.
 	ProjectorPrefix string
+	// NoSweeper runs no sweeper (spine rebuild: it only replays the log,
+	// never adds to it).
+	NoSweeper bool
 	// AnalyzeInterval is how often stale planner statistics are refreshed
 	// (AnalyzeStale); 0 means DefaultAnalyzeInterval, negative never.
 	AnalyzeInterval time.Duration
@@ -241,7 +245,28 @@ func (n *Node) startProjectors(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	return n.startAccounting(ctx)
+	if err := n.startAccounting(ctx); err != nil {
+		return err
+	}
+	if opts.NoSweeper {
+		return nil
+	}
+	return n.startSweeper(ctx)
+}
+
+// startSweeper ends the sessions that went quiet or ignored a cancel. It
+// runs beside the projectors on every node; one sweeps at a time.
+func (n *Node) startSweeper(ctx context.Context) error {
+	w, err := recorder.NewSweeper(recorder.SweeperConfig{Pool: n.Pool, Publisher: n.Publisher,
+		IdleTimeout: n.cfg.IdleTimeout, CancelGrace: n.cfg.CancelGrace, Logger: n.log, Registerer: n.Registry})
+	if err != nil {
+		return err
+	}
+	if err := w.Start(ctx); err != nil {
+		return err
+	}
+	n.sweeper = w
+	return nil
 }
 
 // Projectors are the projectors this node runs now.
@@ -291,7 +316,7 @@ func (n *Node) startHTTP(ctx context.Context) error {
 	}
 	api := server.New(server.Config{Pool: n.Pool, Publisher: n.Publisher, Signer: n.Signer,
 		Gatherer: n.Registry, Registry: n.Registry, Logger: n.log, Ready: n.ready, Library: n.Library, JS: n.JS, MaxUploadBytes: n.cfg.MaxUploadBytes,
-		Desktop: n.Desktop, MCP: n.mcp(), Limits: n.limits()})
+		Desktop: n.Desktop, MCP: n.mcp(), Limits: n.limits(), CancelGrace: n.cfg.CancelGrace})
 	ln, err := net.Listen("tcp", n.cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen %s (set %s): %w", n.cfg.HTTPAddr, config.EnvHTTPAddr, err)
@@ -360,6 +385,9 @@ func (n *Node) Stop() {
 	}
 	if n.partitions != nil {
 		n.partitions.stop()
+	}
+	if n.sweeper != nil {
+		n.sweeper.Stop()
 	}
 	for _, p := range n.Projectors() {
 		p.Stop()

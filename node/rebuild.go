@@ -85,7 +85,7 @@ func Rebuild(ctx context.Context, cfg config.Config, log *slog.Logger, ro Rebuil
 func replay(ctx context.Context, cfg config.Config, log *slog.Logger, ro RebuildOptions) error {
 	// A prefix of its own: a consumer left by an earlier, interrupted
 	// rebuild can never be mistaken for this one's.
-	n, err := Start(ctx, cfg, log, &Options{NoHTTP: true, ProjectorPrefix: rebuildPrefix + randomHex(3) + "_"})
+	n, err := Start(ctx, cfg, log, &Options{NoHTTP: true, NoSweeper: true, ProjectorPrefix: rebuildPrefix + randomHex(3) + "_"})
 	if err != nil {
 		return err
 	}

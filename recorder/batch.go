@@ -130,7 +130,7 @@ func (b *batch) start(m streams.Message, e *streams.Envelope) error {
 		TaskID: e.TaskID, StepID: e.StepID, ParentRunID: e.ParentRunID, WorkerID: e.WorkerID,
 		Status: StatusRunning, SessionRunID: RunID(e.SessionID), Complete: true,
 		Partition: streams.Partition(e.SessionID, b.r.parts),
-		StartedAt: e.At, UpdatedAt: e.At, isNew: true}
+		StartedAt: e.At, UpdatedAt: e.At, received: storedAt(m), isNew: true}
 	if e.Prompt != "" {
 		s.PromptDigest = b.putBlob([]byte(Redact(e.Prompt)))
 	}
@@ -163,6 +163,7 @@ func (b *batch) chunk(m streams.Message, e *streams.Envelope) error {
 		b.hole(s, e, gap)
 	}
 	s.LastSeq, s.UpdatedAt, s.dirty = e.Seq, e.At, true
+	s.heard(m)
 	if e.Stream != "event" {
 		b.chunks = append(b.chunks, []any{s.ID, e.Seq, e.Stream, Redact(e.Text), e.At})
 		return nil
@@ -216,7 +217,28 @@ func (b *batch) control(m streams.Message, e *streams.Envelope) error {
 	body, _ := json.Marshal(map[string]string{"control": e.Control, "reason": Redact(e.Reason)})
 	b.observe(s, "", spine.ObsControl, body, e.At)
 	s.UpdatedAt = e.At
+	s.heard(m)
+	if e.Control == ControlCancel && s.cancelRequested == nil {
+		s.cancelRequested = storedAt(m) // the grace runs from the first cancel
+	}
 	return nil
+}
+
+// storedAt is when JetStream stored m; nil for a message that never went
+// through it (it then never counts as heard).
+func storedAt(m streams.Message) *time.Time {
+	if m.Time.IsZero() {
+		return nil
+	}
+	t := m.Time
+	return &t
+}
+
+// heard notes that the running session received m: its idle time starts over.
+func (s *Session) heard(m streams.Message) {
+	if t := storedAt(m); t != nil && !s.Ended() {
+		s.received, s.dirty = t, true
+	}
 }
 
 func (b *batch) end(m streams.Message, e *streams.Envelope) error {
@@ -241,6 +263,7 @@ func (b *batch) end(m streams.Message, e *streams.Envelope) error {
 func (b *batch) finish(s *Session, at time.Time) {
 	s.EndedAt, s.UpdatedAt = &at, at
 	s.dirty, s.needsFinal = true, true
+	s.received, s.cancelRequested = nil, nil // the sweeper's only; see migration 009
 	b.r.m.ended.WithLabelValues(s.App, s.Status).Inc()
 }
 

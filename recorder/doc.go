@@ -15,6 +15,10 @@
 //     records, and submit and next_task are protocol, never work;
 //   - a worker disconnect ends every live session on that worker with a
 //     named error; model and effort are what the app reported;
+//   - a session silent for the idle timeout ends timeout, and one still
+//     running a grace after its cancel ends cancelled: the Sweeper publishes
+//     their session.end to the log, deciding by the time JetStream stored
+//     the session's last envelope (kept on the row), never the producer's at;
 //   - credentials in content are redacted before anything is stored.
 //
 // A Recorder is a streams.Handler: a projector hands it a batch inside one

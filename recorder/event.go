@@ -105,6 +105,7 @@ func (b *batch) mcpCall(ctx context.Context, m streams.Message, e *streams.Envel
 	if rej != nil {
 		return rej, nil
 	}
+	s.heard(m) // the MCP node saw the session at work, protocol calls included
 	if slices.Contains(protocolTools, e.Tool) {
 		return nil, nil
 	}

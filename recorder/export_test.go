@@ -2,3 +2,6 @@ package recorder
 
 // MaxLoadedChunks lets tests bound loadTranscripts.
 var MaxLoadedChunks = &maxLoadedChunks
+
+// SweepLockKey is the advisory lock a sweep holds.
+var SweepLockKey = sweepLockKey

@@ -56,6 +56,11 @@ type Session struct {
 	isNew        bool // inserted by this batch
 	dirty        bool
 	needsFinal   bool // ended in this batch: write its transcript at flush
+
+	// received and cancelRequested are when JetStream stored the session's
+	// last envelope and its first cancel; the sweeper decides by them. Set
+	// only while the session runs.
+	received, cancelRequested *time.Time
 }
 
 // Ended reports whether the session has ended.
@@ -65,7 +70,8 @@ func (s *Session) Ended() bool { return s.EndedAt != nil }
 const sessionColumns = "id, org, member, app, kind, level, app_session_ref, workspace, plan_id, task_id, " +
 	"step_id, parent_run_id, worker_id, prompt_digest, status, session_run_id, transcript_file_id, " +
 	"recorded_steps, observation_count, dropped_actions, last_seq, exit_code, error, model, effort, " +
-	"usage, total_cost, billing, door, started_at, ended_at, updated_at, partition"
+	"usage, total_cost, billing, door, started_at, ended_at, updated_at, partition, " +
+	"received_at, cancel_requested_at"
 
 // sessionColumnNames are sessionColumns one by one, for COPY.
 var sessionColumnNames = strings.Split(sessionColumns, ", ")
@@ -75,7 +81,7 @@ func (s *Session) scanTargets() []any {
 		&s.PlanID, &s.TaskID, &s.StepID, &s.ParentRunID, &s.WorkerID, &s.PromptDigest, &s.Status,
 		&s.SessionRunID, &s.TranscriptFileID, &s.RecordedSteps, &s.observations, &s.DroppedActions,
 		&s.LastSeq, &s.ExitCode, &s.Error, &s.Model, &s.Effort, &s.Usage, &s.TotalCost, &s.Billing,
-		&s.Door, &s.StartedAt, &s.EndedAt, &s.UpdatedAt, &s.Partition}
+		&s.Door, &s.StartedAt, &s.EndedAt, &s.UpdatedAt, &s.Partition, &s.received, &s.cancelRequested}
 }
 
 func (s *Session) values() []any {
@@ -87,7 +93,7 @@ func (s *Session) values() []any {
 		s.PlanID, s.TaskID, s.StepID, s.ParentRunID, s.WorkerID, s.PromptDigest, s.Status,
 		s.SessionRunID, s.TranscriptFileID, s.RecordedSteps, s.observations, s.DroppedActions,
 		s.LastSeq, s.ExitCode, s.Error, s.Model, s.Effort, usage, s.TotalCost, s.Billing,
-		s.Door, s.StartedAt, s.EndedAt, s.UpdatedAt, s.Partition}
+		s.Door, s.StartedAt, s.EndedAt, s.UpdatedAt, s.Partition, s.received, s.cancelRequested}
 }
 
 func scanSessions(rows pgx.Rows) ([]*Session, error) {
@@ -157,15 +163,15 @@ func writeSessions(ctx context.Context, tx pgx.Tx, sessions []*Session) error {
 			recorded_steps = u.steps, observation_count = u.observations, dropped_actions = u.dropped,
 			last_seq = u.last_seq, exit_code = u.exit_code, error = u.error, model = u.model, effort = u.effort,
 			usage = u.usage::jsonb, total_cost = u.cost::numeric, billing = u.billing, door = u.door, ended_at = u.ended_at,
-			updated_at = u.updated_at
+			updated_at = u.updated_at, received_at = u.received_at, cancel_requested_at = u.cancel_requested_at
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::int[], $7::bigint[], $8::int[],
 			$9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[],
-			$16::timestamptz[], $17::timestamptz[])
+			$16::timestamptz[], $17::timestamptz[], $18::timestamptz[], $19::timestamptz[])
 			AS u(id, status, transcript, steps, observations, dropped, last_seq, exit_code, error, model, effort,
-				usage, cost, billing, door, ended_at, updated_at)
+				usage, cost, billing, door, ended_at, updated_at, received_at, cancel_requested_at)
 		WHERE s.id = u.id`, pgx.QueryExecModeExec,
 		u.id, u.status, u.transcript, u.steps, u.observations, u.dropped, u.lastSeq, u.exitCode, u.err, u.model,
-		u.effort, u.usage, u.cost, u.billing, u.door, u.endedAt, u.updatedAt)
+		u.effort, u.usage, u.cost, u.billing, u.door, u.endedAt, u.updatedAt, u.received, u.cancelRequested)
 	if err != nil {
 		return fmt.Errorf("update %d sessions: %w", len(u.id), err)
 	}
@@ -181,7 +187,7 @@ type sessionUpdates struct {
 	lastSeq                                                   []int64
 	exitCode                                                  []*int
 	usage, cost                                               []*string
-	endedAt                                                   []*time.Time
+	endedAt, received, cancelRequested                        []*time.Time
 	updatedAt                                                 []time.Time
 }
 
@@ -198,4 +204,5 @@ func (u *sessionUpdates) add(s *Session) {
 	u.usage, u.cost = append(u.usage, usage), append(u.cost, streams.CostText(s.TotalCost))
 	u.billing, u.door = append(u.billing, s.Billing), append(u.door, s.Door)
 	u.endedAt, u.updatedAt = append(u.endedAt, s.EndedAt), append(u.updatedAt, s.UpdatedAt)
+	u.received, u.cancelRequested = append(u.received, s.received), append(u.cancelRequested, s.cancelRequested)
 }

@@ -18,6 +18,8 @@ const (
 	CodeAdminRequired = "admin_required"
 	CodeInternal      = "internal"
 	CodeUnavailable   = "unavailable"
+	// CodeSessionEnded: the session has ended; it can no longer be cancelled.
+	CodeSessionEnded = "session_ended"
 	// CodeBodyTooSlow (408): the body fell below the minimum rate; the
 	// connection is closed.
 	CodeBodyTooSlow = "body_too_slow"

@@ -39,6 +39,10 @@ type Config struct {
 	MCP http.Handler
 	// Limits bound request bodies, bytes in flight and each org's ingest.
 	Limits Limits
+	// CancelGrace is how long a cancelled session may run before the
+	// sweeper ends it, as POST /v1/sessions/{id}/cancel reports it; 0 means
+	// recorder.DefaultCancelGrace.
+	CancelGrace time.Duration
 }
 
 // Server is spine's HTTP API.
@@ -76,6 +80,7 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /v1/sessions", s.authed(s.listSessions))
 	s.mux.Handle("GET /v1/sessions/{id}", s.authed(s.getSession))
 	s.mux.Handle("GET /v1/sessions/{id}/transcript", s.authed(s.getTranscript))
+	s.mux.Handle("POST /v1/sessions/{id}/cancel", s.authed(s.cancelSession))
 	s.mux.Handle("GET /v1/runs/{id}/steps", s.authed(s.getSteps))
 	s.libraryRoutes()
 	s.accountingRoutes()

@@ -35,6 +35,7 @@ func commands() []command {
 		{"publish", "publish envelopes from a JSON-lines file (FILE or - for stdin)", runPublish},
 		{"import", "import Claude Code and Codex output (files or directories)", runImport},
 		{"read", "read a session, its transcript or a run's steps", runRead},
+		{"cancel", "cancel a running session (its producer is told; spine ends it after a grace)", runCancel},
 		{"rebuild", "replay the streams into a fresh database; --verify compares with the live projections", runRebuild},
 		{"trace", "follow a file, artifact or session to what produced it", runTrace},
 		{"token", "create the token secret (token init) or mint a bearer token (token mint --org O --member M --role R)", runToken},

@@ -20,12 +20,14 @@ const (
 	EnvDataDir     = "SPINE_DATA_DIR"     // embedded NATS store, private PostgreSQL, dev secret
 	EnvTokenSecret = "SPINE_TOKEN_SECRET" // HMAC secret for bearer tokens; empty = generated under the data dir
 	EnvReplicas    = "SPINE_STREAM_REPLICAS"
-	EnvURL         = "SPINE_URL"              // where CLI commands reach a running spine
-	EnvToken       = "SPINE_TOKEN"            // bearer token CLI commands send
-	EnvPublicURL   = "SPINE_PUBLIC_URL"       // where people reach spine, for links in cards and pages
-	EnvFileCap     = "SPINE_FILE_CAP"         // largest event content stored inline, bytes
-	EnvMaxUpload   = "SPINE_MAX_UPLOAD_BYTES" // largest upload, bytes
-	EnvPartitions  = "SPINE_PARTITIONS"       // recorder partitions (1 = none)
+	EnvURL         = "SPINE_URL"                  // where CLI commands reach a running spine
+	EnvToken       = "SPINE_TOKEN"                // bearer token CLI commands send
+	EnvPublicURL   = "SPINE_PUBLIC_URL"           // where people reach spine, for links in cards and pages
+	EnvFileCap     = "SPINE_FILE_CAP"             // largest event content stored inline, bytes
+	EnvMaxUpload   = "SPINE_MAX_UPLOAD_BYTES"     // largest upload, bytes
+	EnvPartitions  = "SPINE_PARTITIONS"           // recorder partitions (1 = none)
+	EnvIdleTimeout = "SPINE_SESSION_IDLE_TIMEOUT" // a running session silent this long ends timeout
+	EnvCancelGrace = "SPINE_CANCEL_GRACE"         // a cancelled session still running this long ends cancelled
 	// Request limits (docs/limits.md); "off" turns one off.
 	EnvBodyMinRate        = "SPINE_HTTP_BODY_MIN_RATE"           // bytes/s a request body must average after the grace
 	EnvBodyGrace          = "SPINE_HTTP_BODY_GRACE"              // time every body gets before the rate counts (Go duration)
@@ -45,7 +47,8 @@ const (
 // Vars lists every environment variable spine reads.
 var Vars = []string{EnvDatabaseURL, EnvNATSURL, EnvNATSListen, EnvHTTPAddr, EnvDataDir,
 	EnvTokenSecret, EnvReplicas, EnvURL, EnvToken, EnvPublicURL, EnvFileCap, EnvMaxUpload, EnvPartitions,
-	EnvBodyMinRate, EnvBodyGrace, EnvInflightBytes, EnvOrgBytesPerSec, EnvOrgEnvelopesPerSec}
+	EnvBodyMinRate, EnvBodyGrace, EnvInflightBytes, EnvOrgBytesPerSec, EnvOrgEnvelopesPerSec,
+	EnvIdleTimeout, EnvCancelGrace}
 
 // Config is spine serve's configuration.
 type Config struct {
@@ -72,6 +75,12 @@ type Config struct {
 	InflightBytes      int64         // default 256 MiB
 	OrgBytesPerSec     float64       // default 4 MiB/s
 	OrgEnvelopesPerSec float64       // default 5000/s
+	// IdleTimeout ends a running session that received no envelope for
+	// that long (status timeout); 0 means recorder.DefaultIdleTimeout (2h).
+	IdleTimeout time.Duration
+	// CancelGrace ends a session still running that long after its cancel
+	// (status cancelled); 0 means recorder.DefaultCancelGrace (60s).
+	CancelGrace time.Duration
 }
 
 // TokenSecretPath is where spine keeps its token secret when
@@ -111,6 +120,9 @@ func FromEnv() (Config, error) {
 		}
 	}
 	if err := c.readLimits(); err != nil {
+		return c, err
+	}
+	if err := durations(&c); err != nil {
 		return c, err
 	}
 	abs, err := filepath.Abs(c.DataDir)
@@ -162,4 +174,20 @@ func limit(env string) (float64, error) {
 		return 0, fmt.Errorf("%s=%q: want a positive number, or off", env, v)
 	}
 	return n, nil
+}
+
+// durations reads the session timeouts: Go durations ("2h", "90s"), from a
+// second to a week.
+func durations(c *Config) error {
+	for env, d := range map[string]*time.Duration{EnvIdleTimeout: &c.IdleTimeout, EnvCancelGrace: &c.CancelGrace} {
+		v := os.Getenv(env)
+		if v == "" {
+			continue
+		}
+		var err error
+		if *d, err = time.ParseDuration(v); err != nil || *d < time.Second || *d > 7*24*time.Hour {
+			return fmt.Errorf("%s=%q: want a duration from 1s to 168h, such as 2h or 90s", env, v)
+		}
+	}
+	return nil
 }

@@ -12,16 +12,21 @@ func TestFromEnvDefaultsAndLimits(t *testing.T) {
 	}
 	c, err := FromEnv()
 	if err != nil || c.HTTPAddr != DefaultHTTPAddr || c.NATSListen != DefaultNATSListen || c.Replicas != 1 ||
-		c.FileCap != 0 || c.MaxUploadBytes != 0 || !strings.HasSuffix(c.DataDir, "/data") {
+		c.FileCap != 0 || c.MaxUploadBytes != 0 || !strings.HasSuffix(c.DataDir, "/data") || c.IdleTimeout != 0 ||
+		c.CancelGrace != 0 {
 		t.Fatalf("defaults = %+v, %v", c, err)
 	}
 	t.Setenv(EnvFileCap, "2048")
 	t.Setenv(EnvMaxUpload, "1000000")
 	t.Setenv(EnvReplicas, "3")
-	if c, err = FromEnv(); err != nil || c.FileCap != 2048 || c.MaxUploadBytes != 1000000 || c.Replicas != 3 {
+	t.Setenv(EnvIdleTimeout, "30m")
+	t.Setenv(EnvCancelGrace, "90s")
+	if c, err = FromEnv(); err != nil || c.FileCap != 2048 || c.MaxUploadBytes != 1000000 || c.Replicas != 3 ||
+		c.IdleTimeout != 30*time.Minute || c.CancelGrace != 90*time.Second {
 		t.Fatalf("set = %+v, %v", c, err)
 	}
-	for k, bad := range map[string]string{EnvFileCap: "9999999", EnvMaxUpload: "-1", EnvReplicas: "7"} {
+	for k, bad := range map[string]string{EnvFileCap: "9999999", EnvMaxUpload: "-1", EnvReplicas: "7",
+		EnvIdleTimeout: "2", EnvCancelGrace: "500ms"} {
 		t.Setenv(k, bad)
 		if _, err := FromEnv(); err == nil || !strings.Contains(err.Error(), k) {
 			t.Errorf("%s=%s: %v", k, bad, err)

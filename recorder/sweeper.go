@@ -1,0 +1,250 @@
+package recorder
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/spinehq/spine/streams"
+)
+
+// Sweeper defaults.
+const (
+	DefaultIdleTimeout = 2 * time.Hour
+	DefaultCancelGrace = 60 * time.Second
+	MaxSweepInterval   = 15 * time.Second
+	minSweepInterval   = 10 * time.Millisecond // tests' tiny timeouts must not spin
+	// MaxSweepBatch bounds the ends one sweep publishes; the rest wait for
+	// the next.
+	MaxSweepBatch = 1000
+)
+
+// Errors a sweeper's end puts on the session row.
+const (
+	ErrorIdleTimeout = "idle_timeout"         // status timeout: nothing received for the idle timeout
+	ErrorCancelGrace = "cancel_grace_expired" // status cancelled: no end within the grace after a cancel
+)
+
+// SweeperConfig configures a Sweeper.
+type SweeperConfig struct {
+	Pool      *pgxpool.Pool      // required
+	Publisher *streams.Publisher // required
+	// IdleTimeout: a running session whose last envelope JetStream stored
+	// this long ago ends timeout; 0 means DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// CancelGrace: a running session whose first cancel JetStream stored
+	// this long ago ends cancelled; 0 means DefaultCancelGrace.
+	CancelGrace time.Duration
+	// Interval between sweeps; 0 means a quarter of the shorter of the two,
+	// at most MaxSweepInterval.
+	Interval   time.Duration
+	Now        func() time.Time      // nil: time.Now
+	Logger     *slog.Logger          // nil: discard
+	Registerer prometheus.Registerer // nil: metrics not registered
+}
+
+// Sweeper ends the sessions nobody will end: one gone quiet for the idle
+// timeout (status timeout) and one still running a grace period after its
+// cancel (status cancelled). It never writes a row: it publishes a
+// session.end to the log, which the recorder and accounting project like
+// any other (transcript file, router-call row), so a rebuild replays the
+// same end. Each sweep runs on one node only, under an advisory lock; the
+// end's id is derived from the session id, so two nodes or a restart that
+// publish it again are stored once (JetStream's duplicate window).
+type Sweeper struct {
+	cfg   SweeperConfig
+	log   *slog.Logger
+	swept *prometheus.CounterVec
+	// acked are the ends this process published that were still due at the
+	// last sweep: not sent again while the recorder catches up.
+	acked map[string]bool
+	stop  context.CancelFunc
+	done  chan struct{}
+}
+
+// NewSweeper validates cfg and fills its defaults.
+func NewSweeper(cfg SweeperConfig) (*Sweeper, error) {
+	if cfg.Pool == nil || cfg.Publisher == nil {
+		return nil, errors.New("sweeper: Pool and Publisher are required")
+	}
+	if cfg.IdleTimeout < 0 || cfg.CancelGrace < 0 || cfg.Interval < 0 {
+		return nil, errors.New("sweeper: IdleTimeout, CancelGrace and Interval must not be negative")
+	}
+	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout)
+	cfg.CancelGrace = cmp.Or(cfg.CancelGrace, DefaultCancelGrace)
+	cfg.Interval = cmp.Or(cfg.Interval, max(min(cfg.IdleTimeout, cfg.CancelGrace, 4*MaxSweepInterval)/4, minSweepInterval))
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	w := &Sweeper{cfg: cfg, log: cfg.Logger, acked: map[string]bool{},
+		swept: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "spine_recorder_swept_total",
+			Help: "Session ends the sweeper published, by status (timeout: idle; cancelled: no end within the grace)."},
+			[]string{"status"})}
+	if w.log == nil {
+		w.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.Registerer != nil {
+		cfg.Registerer.MustRegister(w.swept)
+	}
+	return w, nil
+}
+
+// Start sweeps every Interval in the background until Stop.
+func (w *Sweeper) Start(ctx context.Context) error {
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	w.stop, w.done = cancel, make(chan struct{})
+	go func() {
+		defer close(w.done)
+		t := time.NewTicker(w.cfg.Interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case <-t.C:
+				if _, err := w.Sweep(runCtx); err != nil && runCtx.Err() == nil {
+					w.log.Warn("sweep failed; retried at the next", "err", err)
+				}
+			}
+		}
+	}()
+	return nil
+}
+
+// Stop ends the background sweeps. Safe to call twice.
+func (w *Sweeper) Stop() {
+	if w.stop == nil {
+		return
+	}
+	w.stop()
+	<-w.done
+}
+
+// sweepLockKey is the advisory lock one sweep holds (its transaction's).
+var sweepLockKey = func() int64 {
+	h := fnv.New64a()
+	h.Write([]byte("spine.sweeper"))
+	return int64(h.Sum64())
+}()
+
+// Sweep runs one pass and returns how many ends it published. A node that
+// finds another one sweeping does nothing.
+func (w *Sweeper) Sweep(ctx context.Context) (int, error) {
+	tx, err := w.cfg.Pool.Begin(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("sweep: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	var mine bool
+	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, sweepLockKey).Scan(&mine); err != nil {
+		return 0, fmt.Errorf("sweep lock: %w", err)
+	}
+	if !mine {
+		return 0, nil
+	}
+	now := w.cfg.Now()
+	due, err := dueSessions(ctx, tx, now.Add(-w.cfg.IdleTimeout), now.Add(-w.cfg.CancelGrace))
+	if err != nil {
+		return 0, err
+	}
+	n, err := w.publish(ctx, due, now)
+	if err != nil {
+		return n, err
+	}
+	return n, tx.Commit(ctx)
+}
+
+// due is a running session the sweeper ends.
+type due struct {
+	id        string
+	cancelled bool // its cancel's grace is over (else it went quiet)
+}
+
+func dueSessions(ctx context.Context, tx pgx.Tx, quietBefore, cancelBefore time.Time) ([]due, error) {
+	rows, err := tx.Query(ctx, `SELECT id, coalesce(cancel_requested_at < $2, false) FROM sessions
+		WHERE ended_at IS NULL AND (received_at < $1 OR cancel_requested_at < $2) ORDER BY id LIMIT $3`,
+		quietBefore, cancelBefore, MaxSweepBatch)
+	if err != nil {
+		return nil, fmt.Errorf("sessions due: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (due, error) {
+		var d due
+		return d, r.Scan(&d.id, &d.cancelled)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sessions due: %w", err)
+	}
+	return out, nil
+}
+
+// publish sends the ends of due sessions, all at once, and waits for the
+// log to store them.
+func (w *Sweeper) publish(ctx context.Context, due []due, now time.Time) (int, error) {
+	still := make(map[string]bool, len(due))
+	futures := map[*streams.Envelope]jetstream.PubAckFuture{}
+	for _, d := range due {
+		e := sweptEnd(d, now)
+		still[e.ID] = true
+		if w.acked[e.ID] {
+			continue
+		}
+		f, err := w.cfg.Publisher.PublishAsync(e, nil)
+		if err != nil {
+			return 0, fmt.Errorf("sweep session %s: %w", d.id, err)
+		}
+		futures[e] = f
+	}
+	n := 0
+	var failed error
+	for e, f := range futures {
+		select {
+		case ack := <-f.Ok():
+			w.acked[e.ID] = true
+			if !ack.Duplicate {
+				n++
+				w.swept.WithLabelValues(e.Status).Inc()
+				w.log.Info("session ended by the sweeper", "session", e.SessionID, "status", e.Status, "error", e.Error)
+			}
+		case err := <-f.Err():
+			failed = cmp.Or(failed, fmt.Errorf("sweep session %s: %w", e.SessionID, err))
+		case <-ctx.Done():
+			return n, ctx.Err()
+		}
+	}
+	for id := range w.acked {
+		if !still[id] {
+			delete(w.acked, id) // projected: the session has ended
+		}
+	}
+	return n, failed
+}
+
+// sweptEnd is the end the sweeper publishes for d. Its id is the same for
+// every end the sweeper could publish for the session.
+func sweptEnd(d due, now time.Time) *streams.Envelope {
+	e := &streams.Envelope{V: streams.Version, Type: streams.TypeSessionEnd, ID: SweptEndID(d.id), At: now.UTC(),
+		SessionID: d.id, Status: "timeout", Error: ErrorIdleTimeout}
+	if d.cancelled {
+		e.Status, e.Error = "cancelled", ErrorCancelGrace
+	}
+	return e
+}
+
+// SweptEndID is the id of the end the sweeper publishes for a session: a
+// digest, since a session id may already be as long as an id can be.
+func SweptEndID(sessionID string) string {
+	sum := sha256.Sum256([]byte("spine.sweeper\x00" + sessionID))
+	return "swept-end-" + hex.EncodeToString(sum[:16])
+}
