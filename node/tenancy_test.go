@@ -120,6 +120,25 @@ func TestSessionIDHeldByAnotherOwnerIsRefusedAtTheDoor(t *testing.T) {
 	}
 }
 
+// A session a trusted producer started over NATS is held too: the recorder
+// claims its id when it projects the start.
+func TestTrustedSessionIsHeldOnceRecorded(t *testing.T) {
+	f := newFixture(t)
+	if _, err := f.n.Publisher.Publish(t.Context(), spinetest.Start("T"), nil); err != nil {
+		t.Fatal(err)
+	}
+	f.waitCaughtUp()
+	squat := spinetest.Start("T")
+	squat.ID = "T-squat"
+	r := f.ingest(f.token("o2", "m1"), squat, spinetest.Text("T", 1, "x"))
+	if r.Results[0].Status != http.StatusConflict || r.Results[1].Status != http.StatusNotFound {
+		t.Fatalf("squat on a recorded session = %+v", r.Results)
+	}
+	if r := f.ingest(f.token("acme", "alice"), spinetest.Text("T", 1, "mine")); r.Accepted != 1 {
+		t.Fatalf("the owner's chunk = %+v", r.Results)
+	}
+}
+
 // Two owners racing to start one id: exactly one is answered 202, the other
 // 409, and the session is the winner's.
 func TestRacingStartsHaveOneWinner(t *testing.T) {

@@ -87,3 +87,34 @@ func mustMarshal(t *testing.T, e *streams.Envelope) []byte {
 	}
 	return b
 }
+
+// A dead letter is its sender's when a verified caller sent it, else the
+// owner of the session it was for, else the owner it names itself: a
+// trusted duplicate start is its own owner's, never the owner of the
+// session it collided with.
+func TestDeadLettersNameTheirOwner(t *testing.T) {
+	h := running(t)
+	bobs := spinetest.Start("s1")
+	bobs.ID, bobs.Owner = "s1-start-bob", &streams.Owner{Org: "acme", Member: "bob"}
+	h.Publish(spinetest.Start("s1"), spinetest.End("s1", "done", "", ""), bobs)
+	h.Publish(spinetest.Text("s1", 1, "after the end"), spinetest.Text("ghost", 1, "no start"))
+	h.PublishRaw(streams.SessionSubject("s1", streams.TypeSessionChunk), mustMarshal(t, spinetest.Text("s1", 2, "from eve")),
+		nats.Header{streams.HeaderOrg: {"evil"}, streams.HeaderMember: {"eve"}})
+	h.WaitCaughtUp()
+	rows, err := h.Pool.Query(ctx, `SELECT reason, org || '/' || member FROM dead_letters ORDER BY seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for rows.Next() {
+		var reason, owner string
+		if err := rows.Scan(&reason, &owner); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, reason+" "+owner)
+	}
+	want := []string{"duplicate_start acme/bob", "session_ended acme/alice", "unknown_session /", "owner_mismatch evil/eve"}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Fatalf("dead letters %q, want %q", got, want)
+	}
+}

@@ -9,6 +9,7 @@
 //	spine token init                  create the token secret in the data dir
 //	spine token mint [--org O] [--member M] [--role member|admin] [--ttl D]
 //	spine cost [--from D] [--to D] [--group-by G] [--json]; spine cost plan ID
+//	spine deadletters [STREAM:SEQ] [--limit N] [--after C] [--json]
 //	spine bench ingest [flags]        measure ingest against a raw baseline
 package main
 
@@ -40,6 +41,7 @@ func commands() []command {
 		{"trace", "follow a file, artifact or session to what produced it", runTrace},
 		{"token", "create the token secret (token init) or mint a bearer token (token mint --org O --member M --role R)", runToken},
 		{"cost", "cost reports: calls, tokens and reported dollars by billing; plan spend", runCost},
+		{"deadletters", "your envelopes refused after they were accepted, with the reason", runDeadLetters},
 		{"bench", "benchmark ingest against a raw JetStream + COPY baseline", runBench},
 	}
 }
@@ -72,7 +74,7 @@ func run(ctx context.Context, args []string) error {
 func usage() {
 	fmt.Fprintln(os.Stderr, "spine records coding-agent sessions and serves them back.\n\nUsage: spine COMMAND [flags]\n\nCommands:")
 	for _, c := range commands() {
-		fmt.Fprintf(os.Stderr, "  %-8s %s\n", c.name, c.usage)
+		fmt.Fprintf(os.Stderr, "  %-11s %s\n", c.name, c.usage)
 	}
 	fmt.Fprintln(os.Stderr, "\nRun 'spine COMMAND -h' for a command's flags. Settings come from SPINE_* variables (see README).")
 }
