@@ -2,6 +2,7 @@ package accounting
 
 import (
 	"math"
+	"regexp"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,6 +12,13 @@ import (
 // own; later ones are counted as "other", so a producer reporting made-up
 // model names cannot blow up the metric's cardinality.
 const DefaultModelCap = 20
+
+// modelName is the shape of a model the app set's vendors serve: Anthropic's
+// claude-*, OpenAI's gpt-*, o1…o9 and codex-*, with an optional platform
+// prefix (anthropic., us.anthropic.) and a context suffix ([1m]). /metrics
+// needs no token, so a model label is only ever such a name, or "other":
+// a producer's free text (a key pasted as the model) never becomes a label.
+var modelName = regexp.MustCompile(`^(?:[a-z0-9-]{1,20}[./]){0,2}(?:claude|gpt|codex|o[1-9])(?:[-.][a-z0-9.:-]{1,60})?(?:\[[0-9a-z]{1,8}\])?$`)
 
 // Label values for what was not reported, or past the model cap.
 const (
@@ -52,11 +60,14 @@ func newMetrics(reg prometheus.Registerer, modelCap int) *metrics {
 	return m
 }
 
-// model is the label for a served model: itself within the cap, "other"
-// past it, "unknown" when the app did not say.
+// model is the label for a served model: itself if it is a model name and
+// within the cap, "other" otherwise, "unknown" when the app did not say.
 func (m *metrics) model(name string) string {
 	if name == "" {
 		return labelUnknown
+	}
+	if !modelName.MatchString(name) {
+		return labelOther
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -38,3 +38,26 @@ func value(t *testing.T, c prometheus.Counter) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// A model label is a model's name or "other": free text a producer puts in
+// model (a key, a sentence, a redaction mark) never becomes a label.
+func TestModelLabelIsAModelName(t *testing.T) {
+	m := newMetrics(prometheus.NewRegistry(), 0)
+	for name, want := range map[string]string{
+		"claude-sonnet-4-5-20250929":                   "claude-sonnet-4-5-20250929",
+		"claude-opus-4-1-20250805[1m]":                 "claude-opus-4-1-20250805[1m]",
+		"us.anthropic.claude-3-5-sonnet-20240620-v1:0": "us.anthropic.claude-3-5-sonnet-20240620-v1:0",
+		"gpt-5-codex":                           "gpt-5-codex",
+		"o4-mini":                               "o4-mini",
+		"":                                      labelUnknown,
+		"sk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAA": labelOther,
+		"[REDACTED]":                            labelOther,
+		"my model is great":                     labelOther,
+		"claude-" + string(make([]byte, 100)):   labelOther,
+		"Claude-Sonnet":                         labelOther,
+	} {
+		if got := m.model(name); got != want {
+			t.Errorf("model(%q) = %q, want %q", name, got, want)
+		}
+	}
+}

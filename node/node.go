@@ -26,6 +26,7 @@ import (
 	"github.com/spinehq/spine/library"
 	"github.com/spinehq/spine/migrations"
 	"github.com/spinehq/spine/recorder"
+	"github.com/spinehq/spine/secrets"
 	"github.com/spinehq/spine/server"
 	"github.com/spinehq/spine/spine/desktop"
 	"github.com/spinehq/spine/streams"
@@ -292,7 +293,7 @@ func (n *Node) StartProjector(ctx context.Context, cfg streams.ProjectorConfig) 
 	cfg.Pool, cfg.JS, cfg.Logger, cfg.Metrics = n.Pool, n.JS, n.log, n.projectorMetrics
 	cfg.Name = n.opts.ProjectorPrefix + cfg.Name
 	if cfg.Redact == nil {
-		cfg.Redact = recorder.RedactBytes
+		cfg.Redact = secrets.Bytes
 	}
 	p, err := streams.NewProjector(cfg)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/spinehq/spine/library"
+	"github.com/spinehq/spine/secrets"
 	"github.com/spinehq/spine/spine"
 	"github.com/spinehq/spine/streams"
 )
@@ -41,11 +42,11 @@ func (b *batch) describe(ev *streams.Event) (detail, result map[string]any) {
 	detail, result = map[string]any{}, map[string]any{}
 	switch ev.Action {
 	case "command":
-		detail["command"] = Redact(ev.Command)
+		detail["command"] = secrets.String(ev.Command)
 		result["exitCode"] = ev.ExitCode
-		result["output"] = Redact(ev.Output)
+		result["output"] = secrets.String(ev.Output)
 	case "file_read", "file_write":
-		detail["path"] = Redact(ev.Path)
+		detail["path"] = secrets.String(ev.Path)
 		b.content(ev, detail)
 		for _, k := range []string{"contentDigest", "size", "contentOmitted", "contentMissing", "contentUnknown", "contentPushed"} {
 			if v, ok := detail[k]; ok {
@@ -53,15 +54,15 @@ func (b *batch) describe(ev *streams.Event) (detail, result map[string]any) {
 			}
 		}
 	case "fetch":
-		detail["url"] = Redact(ev.URL)
+		detail["url"] = secrets.String(ev.URL)
 		result["status"] = ev.Status
 		if ev.Output != "" {
-			result["output"] = Redact(ev.Output)
+			result["output"] = secrets.String(ev.Output)
 		}
 	case "mcp_call":
 		detail["server"], detail["tool"], detail["callId"] = ev.Server, ev.Tool, ev.CallID
 		if ev.Output != "" {
-			result["output"] = Redact(ev.Output)
+			result["output"] = secrets.String(ev.Output)
 		}
 	}
 	return detail, result
@@ -82,7 +83,7 @@ func (b *batch) content(ev *streams.Event, detail map[string]any) {
 		detail["contentDigest"], detail["size"] = ev.ContentDigest, *ev.Size
 		detail["contentPushed"] = true
 	case ev.Content != "" || ev.Size == nil:
-		data := []byte(Redact(ev.Content))
+		data := []byte(secrets.String(ev.Content))
 		detail["size"] = len(data)
 		if len(data) > b.r.fileCap {
 			detail["contentDigest"] = library.Digest(data)
@@ -111,7 +112,7 @@ func (b *batch) mcpCall(ctx context.Context, m streams.Message, e *streams.Envel
 	}
 	result := map[string]any{"status": e.Status, "durationMs": e.DurationMs}
 	if e.Error != "" {
-		result["error"] = Redact(e.Error)
+		result["error"] = secrets.String(e.Error)
 	}
 	existing, err := b.callStep(ctx, s.SessionRunID, e.CallID)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/spinehq/spine/internal/spinetest"
 	"github.com/spinehq/spine/library"
 	"github.com/spinehq/spine/recorder"
+	"github.com/spinehq/spine/secrets"
 	"github.com/spinehq/spine/streams"
 )
 
@@ -307,7 +308,7 @@ func TestSecretsAreRedactedBeforeStorage(t *testing.T) {
 		t.Error("blobs hold a secret")
 	}
 	tr, _ := recorder.ReadTranscript(ctx, h.Pool, alice, "s1", 0, 10)
-	if !strings.Contains(tr.Chunks[0].Text, recorder.Redacted) {
+	if !strings.Contains(tr.Chunks[0].Text, secrets.Redacted) {
 		t.Fatalf("transcript chunk = %q", tr.Chunks[0].Text)
 	}
 }

@@ -20,6 +20,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/spinehq/spine/secrets"
 )
 
 // Message is one stored message handed to a Handler.
@@ -55,7 +57,8 @@ type ProjectorConfig struct {
 	// MaxWait is how long a fetch waits to fill a batch; 0 means
 	// DefaultMaxWait. It bounds the latency a quiet stream adds.
 	MaxWait time.Duration
-	// Redact cleans a dead letter's bytes before they are stored; nil keeps them.
+	// Redact cleans a dead letter's bytes before they are stored and
+	// published; nil uses secrets.Bytes. The detail is always redacted.
 	Redact  func([]byte) []byte
 	Logger  *slog.Logger // nil: discard
 	Metrics *Metrics     // nil: unregistered metrics
@@ -621,10 +624,12 @@ func (p *Projector) deadLetter(ctx context.Context, tx pgx.Tx, msgs []Message, r
 }
 
 func (p *Projector) deadLetterOne(ctx context.Context, tx pgx.Tx, m Message, rej *Rejection) error {
-	data := m.Data
-	if p.cfg.Redact != nil {
-		data = p.cfg.Redact(data)
+	redact := p.cfg.Redact
+	if redact == nil {
+		redact = secrets.Bytes
 	}
+	data := redact(m.Data)
+	rej = &Rejection{Reason: rej.Reason, Detail: secrets.String(rej.Detail)}
 	msg := nats.NewMsg(DLQSubject(p.cfg.Stream, rej.Reason))
 	msg.Data = data
 	msg.Header.Set(jetstream.MsgIDHeader, "dlq-"+p.cfg.Stream+"-"+strconv.FormatUint(m.Seq, 10))

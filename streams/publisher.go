@@ -17,11 +17,17 @@ const (
 	HeaderMember = "Spine-Member"
 )
 
-// Publisher validates envelopes and publishes them with their id as
-// Nats-Msg-Id, so a retried publish is stored once. An envelope from a
-// verified caller is deduplicated within that caller's ids only (MsgID).
+// Publisher validates envelopes, removes the secrets from their free text
+// (see Envelope.Redacted) and publishes them with their id as Nats-Msg-Id,
+// so a retried publish is stored once. An envelope from a verified caller
+// is deduplicated within that caller's ids only (MsgID). It is the door of
+// every envelope: HTTP ingest, importers and trusted NATS producers all
+// publish through one, so nothing secret reaches the log.
 type Publisher struct {
 	js jetstream.JetStream
+	// Unredacted publishes envelopes as given. Only spine bench sets it,
+	// to measure what redaction costs; false (the zero value) redacts.
+	Unredacted bool
 }
 
 // NewPublisher returns a publisher on js.
@@ -78,6 +84,9 @@ func (p *Publisher) PublishAsync(e *Envelope, opts *PublishOpts) (jetstream.PubA
 func (p *Publisher) message(e *Envelope, opts *PublishOpts) (*nats.Msg, error) {
 	if err := e.Validate(); err != nil {
 		return nil, err
+	}
+	if !p.Unredacted {
+		e = e.Redacted()
 	}
 	data, err := e.Marshal()
 	if err != nil {

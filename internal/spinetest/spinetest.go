@@ -23,6 +23,7 @@ import (
 	"github.com/spinehq/spine/internal/pgtest"
 	"github.com/spinehq/spine/migrations"
 	"github.com/spinehq/spine/recorder"
+	"github.com/spinehq/spine/secrets"
 	"github.com/spinehq/spine/streams"
 )
 
@@ -110,7 +111,7 @@ func (h *Harness) StartRecorder(opts *RecorderOpts) *streams.Projector {
 	}
 	p, err := streams.NewProjector(streams.ProjectorConfig{Name: "recorder", Stream: streams.StreamSessions,
 		Accept: streams.SubjectMatcher(streams.RecorderSubjects()), Handler: recorder.New(opts.Config), Pool: pool, JS: h.JS, BatchSize: opts.BatchSize,
-		MaxWait: 20 * time.Millisecond, Logger: Logger(h.T), Redact: recorder.RedactBytes, BeforeAck: opts.BeforeAck,
+		MaxWait: 20 * time.Millisecond, Logger: Logger(h.T), Redact: secrets.Bytes, BeforeAck: opts.BeforeAck,
 		OnCommit: func(uint64, []streams.Message) { h.signal() }})
 	if err != nil {
 		h.T.Fatal(err)

@@ -234,14 +234,19 @@ func (s *Service) publish(ctx context.Context, m *Message, opts publishOpts) (ui
 }
 
 // prepare stamps m's version and id, replaces U+0000 (which PostgreSQL
-// cannot store) with U+FFFD, and validates it.
+// cannot store) with U+FFFD, validates it and removes its secrets: every
+// desktop route (runner and member, HTTP and MCP) publishes through here.
 func (m *Message) prepare() error {
 	m.V = 1
 	if m.ID == "" {
 		m.ID = newID("m-")
 	}
 	streams.Scrub(m)
-	return m.Validate()
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	m.redact()
+	return nil
 }
 
 func isWrongLastSequence(err error) bool {

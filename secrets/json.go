@@ -1,0 +1,135 @@
+package secrets
+
+import (
+	"bytes"
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// JSON returns raw with the secrets inside its strings replaced. The
+// result is valid JSON whenever raw is, and raw without a secret comes
+// back as it is. A string value is read together with its key, so
+// {"authorization": "Basic abc"} loses only abc. Bytes that are not JSON
+// are redacted as text.
+func JSON(raw []byte) []byte { return Default().JSON(raw) }
+
+// Bytes is JSON for bytes that may or may not be JSON, such as a dead
+// letter's message.
+func Bytes(b []byte) []byte { return Default().JSON(b) }
+
+// JSON is the package's JSON for r.
+func (r *Redactor) JSON(raw []byte) []byte {
+	if !json.Valid(raw) {
+		if !utf8.Valid(raw) {
+			return []byte(r.String(string(bytes.ToValidUTF8(raw, []byte("\uFFFD")))))
+		}
+		s := string(raw)
+		if out := r.String(s); out != s {
+			return []byte(out)
+		}
+		return raw
+	}
+	var out []byte // nil until the first change
+	prev, key := 0, ""
+	for i := 0; i < len(raw); {
+		if raw[i] != '"' {
+			i++
+			continue
+		}
+		end := stringEnd(raw, i)
+		s := unquote(raw[i:end])
+		var red string
+		if isKey(raw, end) {
+			red, key = r.String(s), s
+		} else if afterColon(raw, i) {
+			red = r.value(key, s)
+		} else {
+			red = r.String(s)
+		}
+		if red != s {
+			out = append(append(out, raw[prev:i]...), quote(red)...)
+			prev = end
+		}
+		i = end
+	}
+	if out == nil {
+		return raw
+	}
+	return append(out, raw[prev:]...)
+}
+
+// value redacts s on its own and as the value of key, so a label that
+// only the key carries still finds the secret.
+func (r *Redactor) value(key, s string) string {
+	prefix := key + ": "
+	spans := r.find(s)
+	for _, sp := range r.find(prefix + s) {
+		if sp.end <= len(prefix) {
+			continue
+		}
+		spans = append(spans, span{max(sp.start, len(prefix)) - len(prefix), sp.end - len(prefix)})
+	}
+	spans = merge(spans)
+	if len(spans) == 0 {
+		return s
+	}
+	return replace(s, spans)
+}
+
+// stringEnd is the index just past the string literal starting at raw[i].
+func stringEnd(raw []byte, i int) int {
+	for j := i + 1; j < len(raw); j++ {
+		switch raw[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return len(raw)
+}
+
+func unquote(lit []byte) string {
+	if bytes.IndexByte(lit, '\\') < 0 {
+		return string(lit[1 : len(lit)-1])
+	}
+	var s string
+	if json.Unmarshal(lit, &s) != nil {
+		return string(lit[1 : len(lit)-1])
+	}
+	return s
+}
+
+func quote(s string) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+func isKey(raw []byte, end int) bool {
+	for ; end < len(raw); end++ {
+		switch raw[end] {
+		case ' ', '\t', '\r', '\n':
+		case ':':
+			return true
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+func afterColon(raw []byte, i int) bool {
+	for i--; i >= 0; i-- {
+		switch raw[i] {
+		case ' ', '\t', '\r', '\n':
+		case ':':
+			return true
+		default:
+			return false
+		}
+	}
+	return false
+}

@@ -1,0 +1,334 @@
+package secrets
+
+import (
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/zricethezav/gitleaks/v8/config"
+)
+
+// Redacted replaces every secret.
+const Redacted = "[REDACTED]"
+
+// Redactor finds and replaces secrets. It is safe for concurrent use.
+type Redactor struct {
+	rules  []rule
+	words  *keywords
+	byWord [][]int // keyword index → rules that need it
+	always []int   // rules without keywords
+}
+
+var (
+	defaultOnce sync.Once
+	defaultR    *Redactor
+)
+
+// Default is the redactor every door uses: gitleaks' default rules and
+// spine's own, compiled once, on first use.
+func Default() *Redactor {
+	defaultOnce.Do(func() {
+		gl, err := gitleaksRules()
+		if err != nil {
+			// The rule set is embedded in the binary: failing to load it
+			// is a build defect, and running without it would store keys.
+			panic(err)
+		}
+		defaultR = newRedactor(append(append([]rule(nil), spineRules...), gl...))
+	})
+	return defaultR
+}
+
+func newRedactor(rules []rule) *Redactor {
+	r := &Redactor{rules: rules}
+	index := map[string]int{}
+	var words []string
+	for i, ru := range rules {
+		if len(ru.keywords) == 0 {
+			r.always = append(r.always, i)
+		}
+		for _, k := range ru.keywords {
+			w, ok := index[k]
+			if !ok {
+				w = len(words)
+				index[k] = w
+				words = append(words, k)
+				r.byWord = append(r.byWord, nil)
+			}
+			r.byWord[w] = append(r.byWord[w], i)
+		}
+	}
+	r.words = newKeywords(words)
+	return r
+}
+
+// String returns s with every secret replaced by Redacted. Text without
+// any is returned as is, without a copy.
+func String(s string) string { return Default().String(s) }
+
+// String is the package's String for r.
+func (r *Redactor) String(s string) string {
+	spans := r.find(s)
+	if len(spans) == 0 {
+		return s
+	}
+	return replace(s, spans)
+}
+
+// Contains reports whether s holds a secret any rule finds.
+func (r *Redactor) Contains(s string) bool { return len(r.find(s)) > 0 }
+
+type span struct{ start, end int }
+
+// find lists the secrets' byte ranges in s, sorted and merged.
+func (r *Redactor) find(s string) []span {
+	if s == "" {
+		return nil
+	}
+	var spans []span
+	for _, c := range r.candidates(s) {
+		ru := &r.rules[c.rule]
+		if ru.wide || c.whole {
+			spans = ru.find(s, 0, len(s), spans)
+			continue
+		}
+		for _, w := range merge(c.windows) {
+			spans = ru.find(s, w.start, w.end, spans)
+		}
+	}
+	return merge(spans)
+}
+
+// candidate is a rule whose keywords occur in the text, with the windows
+// around each occurrence, or whole: run over the whole text.
+type candidate struct {
+	rule    int
+	whole   bool
+	windows []span
+}
+
+// candidates are the rules whose keywords occur in s: one pass of the
+// keyword automaton. Regexps then run only around the keywords, a line
+// either side: gitleaks' generic rule costs milliseconds per kilobyte over
+// a whole text, microseconds over a line. Non-ASCII text is folded first,
+// which may change byte lengths and so lose the offsets: there a candidate
+// runs over the whole text.
+func (r *Redactor) candidates(s string) []candidate {
+	exact := isASCII(s)
+	text := s
+	if !exact {
+		text = fold(s)
+	}
+	var idx map[int]int // rule → index in out
+	var out []candidate
+	get := func(rule int) *candidate {
+		if idx == nil {
+			idx = map[int]int{}
+		}
+		k, ok := idx[rule]
+		if !ok {
+			k = len(out)
+			idx[rule] = k
+			out = append(out, candidate{rule: rule})
+		}
+		return &out[k]
+	}
+	for _, i := range r.always {
+		get(i).whole = true
+	}
+	r.words.walk(text, func(word, start, end int) {
+		var w span
+		if exact {
+			w = window(s, start, end)
+		}
+		for _, i := range r.byWord[word] {
+			c := get(i)
+			switch {
+			case !exact:
+				c.whole = true
+			case !c.whole:
+				c.windows = append(c.windows, w)
+			}
+		}
+	})
+	return out
+}
+
+// Context a window keeps around a keyword: a line either side, and at
+// most windowReach bytes each way on a long line (minified JSON).
+const windowReach = 2048
+
+func window(s string, start, end int) span {
+	lo := lineStart(s, start)
+	if lo > 0 {
+		lo = lineStart(s, lo-1)
+	}
+	hi := lineEnd(s, end)
+	if hi < len(s) {
+		hi = lineEnd(s, hi+1)
+	}
+	return span{max(lo, start-windowReach), min(hi, end+windowReach)}
+}
+
+func lineStart(s string, i int) int { return strings.LastIndexByte(s[:i], '\n') + 1 }
+
+func lineEnd(s string, i int) int {
+	if j := strings.IndexByte(s[i:], '\n'); j >= 0 {
+		return i + j
+	}
+	return len(s)
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// fold lower-cases non-ASCII text the way the rules' (?i) compares it:
+// besides unicode.ToLower, the Kelvin sign matches k and the long s
+// matches s, so "ſecret" cannot slip past the keyword "secret".
+func fold(s string) string {
+	return strings.Map(func(c rune) rune {
+		switch c {
+		case '\u212A':
+			return 'k'
+		case '\u017F':
+			return 's'
+		}
+		return unicode.ToLower(c)
+	}, s)
+}
+
+// find appends to spans the secrets this rule finds in s[lo:hi].
+func (ru *rule) find(whole string, lo, hi int, spans []span) []span {
+	s := whole[lo:hi]
+	for _, m := range ru.re.FindAllStringIndex(s, -1) {
+		sp, ok := ru.secret(s, m[0], m[1])
+		if !ok || sp.end <= sp.start {
+			continue
+		}
+		secret := s[sp.start:sp.end]
+		if ru.entropy > 0 && entropy(secret) <= ru.entropy {
+			continue
+		}
+		if allowed(ru.allow, secret, s[m[0]:m[1]], line(s, m[0], m[1])) {
+			continue
+		}
+		spans = append(spans, span{lo + sp.start, lo + sp.end})
+	}
+	return spans
+}
+
+// secret narrows the match [start, end) to the rule's secret group, as
+// gitleaks does: the group numbered, else the first non-empty one, else
+// the whole match.
+func (ru *rule) secret(s string, start, end int) (span, bool) {
+	g := ru.re.FindStringSubmatchIndex(s[start:end])
+	if g == nil {
+		return span{start, end}, true
+	}
+	if ru.group == lastGroup {
+		for k := len(g) - 2; k >= 2; k -= 2 {
+			if g[k] >= 0 && g[k+1] > g[k] {
+				return span{start + g[k], start + g[k+1]}, true
+			}
+		}
+		return span{}, false
+	}
+	if ru.group > 0 {
+		if 2*ru.group+1 >= len(g) || g[2*ru.group] < 0 {
+			return span{}, false
+		}
+		return span{start + g[2*ru.group], start + g[2*ru.group+1]}, true
+	}
+	for k := 2; k+1 < len(g); k += 2 {
+		if g[k] >= 0 && g[k+1] > g[k] {
+			return span{start + g[k], start + g[k+1]}, true
+		}
+	}
+	return span{start, end}, true
+}
+
+// allowed applies gitleaks' allowlists to one finding. Lists that name
+// commits or paths cannot match a string that has neither: under "AND"
+// such a list never allows, under "OR" only its regexes and stop words count.
+func allowed(lists []*config.Allowlist, secret, match, line string) bool {
+	for _, a := range lists {
+		target := secret
+		switch a.RegexTarget {
+		case "match":
+			target = match
+		case "line":
+			target = line
+		}
+		regex := len(a.Regexes) > 0 && a.RegexAllowed(target)
+		stop, _ := a.ContainsStopWord(secret)
+		stop = stop && len(a.StopWords) > 0
+		if a.MatchCondition == config.AllowlistMatchAnd {
+			if len(a.Commits) == 0 && len(a.Paths) == 0 && (len(a.Regexes) > 0 || len(a.StopWords) > 0) &&
+				(regex || len(a.Regexes) == 0) && (stop || len(a.StopWords) == 0) {
+				return true
+			}
+			continue
+		}
+		if regex || stop {
+			return true
+		}
+	}
+	return false
+}
+
+// line is the line of s around [start, end).
+func line(s string, start, end int) string { return s[lineStart(s, start):lineEnd(s, end)] }
+
+func entropy(s string) float64 {
+	counts := map[rune]int{}
+	for _, c := range s {
+		counts[c]++
+	}
+	var e float64
+	n := float64(len(s))
+	for _, c := range counts {
+		f := float64(c) / n
+		e -= f * math.Log2(f)
+	}
+	return e
+}
+
+// merge sorts spans and joins those that overlap or touch.
+func merge(spans []span) []span {
+	if len(spans) < 2 {
+		return spans
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i].start < spans[j].start })
+	out := spans[:1]
+	for _, sp := range spans[1:] {
+		last := &out[len(out)-1]
+		if sp.start <= last.end {
+			last.end = max(last.end, sp.end)
+			continue
+		}
+		out = append(out, sp)
+	}
+	return out
+}
+
+func replace(s string, spans []span) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	prev := 0
+	for _, sp := range spans {
+		b.WriteString(s[prev:sp.start])
+		b.WriteString(Redacted)
+		prev = sp.end
+	}
+	b.WriteString(s[prev:])
+	return b.String()
+}

@@ -1,0 +1,153 @@
+package secrets
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// Shapes is every credential shape spine must never store, one per case:
+// the other packages' tests send these through their doors.
+var Shapes = map[string]string{
+	"aws secret, spaced": "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY",
+	"aws secret, env":    "AWS_SECRET_ACCESS_KEY=Zq8vLmN3pR7sT1uW4xY6zA9bC2dE5fG0hJ3kM6nP",
+	"aws session key id": "ASIAQX7ZPL4MNB2VRT5K",
+	"aws key id":         "AKIAQX7ZPL4MNB2VRT5K",
+	"anthropic":          "sk-ant-api03-Qm9uZXlNYWtlc1RoZVdvcmxkR29Sb3VuZA",
+	"github":             "ghp_R4nd0mT0k3nV4lu3Th4tL00ksR34l1234",
+	"slack":              "xoxb-1234567890-abcdefGHIJKL",
+	"jwt":                "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV",
+	"bearer":             "Bearer c2VjcmV0LWJlYXJlci10b2tlbi12YWx1ZQ",
+	"basic, json":        `"authorization": "Basic dXNlcjpzM2NyM3RQYXNzd29yZA=="`,
+	"url credentials":    "https://deploy:Pa55w0rdInUrl9@git.example.com/repo.git",
+	"password":           "password=hunter2hunter2",
+	"pem private key":    "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF8PbnGy0AHB7MhgHcTz6sE2I2yPB\naFDrBz9vFqU4yMzvbqTVeDXVS4eE2bdpL9BYUY1eXkpKGDFuvv4gU7CnbJ9nESD\n-----END RSA PRIVATE KEY-----",
+}
+
+// secretPart is the credential inside each shape: what must not survive.
+var secretPart = map[string]string{
+	"aws secret, spaced": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY",
+	"aws secret, env":    "Zq8vLmN3pR7sT1uW4xY6zA9bC2dE5fG0hJ3kM6nP",
+	"aws session key id": "ASIAQX7ZPL4MNB2VRT5K",
+	"aws key id":         "AKIAQX7ZPL4MNB2VRT5K",
+	"anthropic":          "Qm9uZXlNYWtlc1RoZVdvcmxkR29Sb3VuZA",
+	"github":             "R4nd0mT0k3nV4lu3Th4tL00ksR34l1234",
+	"slack":              "1234567890-abcdefGHIJKL",
+	"jwt":                "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV",
+	"bearer":             "c2VjcmV0LWJlYXJlci10b2tlbi12YWx1ZQ",
+	"basic, json":        "dXNlcjpzM2NyM3RQYXNzd29yZA==",
+	"url credentials":    "Pa55w0rdInUrl9",
+	"password":           "hunter2hunter2",
+	"pem private key":    "MIIEpAIBAAKCAQEA0Z3VS5JJcds3xfn",
+}
+
+func TestShapesAreRedacted(t *testing.T) {
+	for name, shape := range Shapes {
+		for _, in := range []string{shape, "before " + shape + " after", "line1\n" + shape + "\nline3"} {
+			got := String(in)
+			if strings.Contains(got, secretPart[name]) {
+				t.Errorf("%s: String(%q) = %q keeps the secret", name, in, got)
+			}
+			if !strings.Contains(got, Redacted) {
+				t.Errorf("%s: String(%q) = %q redacted nothing", name, in, got)
+			}
+		}
+	}
+}
+
+func TestOnlyTheSecretGoes(t *testing.T) {
+	cases := map[string]string{
+		"Authorization: Bearer abc.def.ghi":                                "Authorization: Bearer [REDACTED]",
+		"curl -H 'authorization: token123456' x":                           "curl -H 'authorization: [REDACTED]' x",
+		`curl -H "Authorization: Bearer abcdefgh12345678" https://api/x`:   `curl -H "Authorization: Bearer [REDACTED]" https://api/x`,
+		`{"authorization": "Basic dXNlcjpwYXNzd29yZA=="}`:                  `{"authorization": "Basic [REDACTED]"}`,
+		"use Bearer eyJhbGciOiJIUzI1NiJ9xyz now":                           "use Bearer [REDACTED] now",
+		"ANTHROPIC_API_KEY=sk-ant-api03-ABCDEFGHIJKLMNOPQRSTUV":            "ANTHROPIC_API_KEY=[REDACTED]",
+		"key sk-proj-ABCDEFGHIJKLMNOPQRSTUV end":                           "key [REDACTED] end",
+		`{"api_key": "abcd1234efgh"}`:                                      `{"api_key": "[REDACTED]"}`,
+		"password=hunter2hunter2":                                          "password=[REDACTED]",
+		"token ghp_ABCDEFGHIJKLMNOPQRSTUVWXYZ0123":                         "token [REDACTED]",
+		"aws AKIAABCDEFGHIJKLMNOP id":                                      "aws [REDACTED] id",
+		"aws ASIAABCDEFGHIJKLMNOP id":                                      "aws [REDACTED] id",
+		"slack xoxb-1234567890-abcdef":                                     "slack [REDACTED]",
+		"jwt eyJhbGciOiJI.eyJzdWIiOiIxMjM0.SflKxwRJSMeKKF2QT4fw end":       "jwt [REDACTED] end",
+		"aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY": "aws_secret_access_key = [REDACTED]",
+		"AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY":   "AWS_SECRET_ACCESS_KEY=[REDACTED]",
+		"git clone https://me:s3cretpass@github.com/o/r.git now":           "git clone https://me:[REDACTED]@github.com/o/r.git now",
+		"-----BEGIN PRIVATE KEY-----\nMIIBVgIBADANBgkqhkiG9w0BAQEFAASCAUAwggE8AgEAAkEA\n-----END PRIVATE KEY-----\nnext": "-----BEGIN PRIVATE KEY-----[REDACTED]-----END PRIVATE KEY-----\nnext",
+		"plain prose about an API and a secret plan": "plain prose about an API and a secret plan",
+		"héllo Bearer abcdefghijklmnop":              "héllo Bearer [REDACTED]",
+		"ＡＰＩ text with no secret":                    "ＡＰＩ text with no secret",
+		"ſecret_key=abcdefgh1234":                    "ſecret_key=[REDACTED]",
+	}
+	for in, want := range cases {
+		if got := String(in); got != want {
+			t.Errorf("String(%q)\n got %q\nwant %q", in, got, want)
+		}
+	}
+}
+
+func TestJSONStaysValid(t *testing.T) {
+	in := []byte(`{"v":1,"type":"session.chunk","text":"curl -H \"Authorization: Bearer abcdefgh12345678\" https://api/x","usage":{"authorization":"Basic dXNlcjpwYXNzd29yZA==","n":3,"note":"password=hunter2hunter2"}}`)
+	out := JSON(in)
+	if !json.Valid(out) {
+		t.Fatalf("JSON(%s) = %s: not JSON", in, out)
+	}
+	var got struct {
+		Text  string
+		Usage map[string]any
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Text != `curl -H "Authorization: Bearer [REDACTED]" https://api/x` {
+		t.Errorf("text = %q", got.Text)
+	}
+	if got.Usage["authorization"] != "Basic [REDACTED]" || got.Usage["note"] != "password=[REDACTED]" || got.Usage["n"] != 3.0 {
+		t.Errorf("usage = %v", got.Usage)
+	}
+	clean := []byte(`{"a": "nothing here", "b": [1, 2, "x"]}`)
+	if out := JSON(clean); string(out) != string(clean) {
+		t.Errorf("clean JSON changed: %s", out)
+	}
+	if out := string(JSON([]byte(`not json password=hunter2hunter2`))); out != "not json password=[REDACTED]" {
+		t.Errorf("text fallback = %q", out)
+	}
+}
+
+func TestJoinedCatchesASplitKey(t *testing.T) {
+	key := "sk-ant-api03-Qm9uZXlNYWtlc1RoZVdvcmxkR29Sb3VuZA"
+	parts := []string{"export ANTHROPIC=" + key[:14], key[14:] + "\nnext line"}
+	for i, p := range parts {
+		if got := String(p); got != p {
+			t.Fatalf("piece %d alone is redacted (%q): the split case needs pieces that are not", i, got)
+		}
+	}
+	got := Joined(parts)
+	if len(got) != 2 || got[0] != "export ANTHROPIC=[REDACTED]" || got[1] != "[REDACTED]\nnext line" {
+		t.Fatalf("Joined = %q", got)
+	}
+	if clean := []string{"a", "b"}; &Joined(clean)[0] != &clean[0] {
+		t.Error("clean parts were copied")
+	}
+}
+
+// FuzzRedact: redaction never panics, is idempotent, never grows a clean
+// text, and keeps valid JSON valid.
+func FuzzRedact(f *testing.F) {
+	for _, s := range Shapes {
+		f.Add(s)
+	}
+	f.Add("nothing to see")
+	f.Add("pässword=ÄÖÜ12345")
+	f.Add(`{"authorization":"Bearer abcdefghijkl\"x"}`)
+	f.Fuzz(func(t *testing.T, s string) {
+		once := String(s)
+		if twice := String(once); twice != once {
+			t.Fatalf("not idempotent: %q → %q → %q", s, once, twice)
+		}
+		if json.Valid([]byte(s)) && !json.Valid(JSON([]byte(s))) {
+			t.Fatalf("JSON(%q) = %q is not JSON", s, JSON([]byte(s)))
+		}
+	})
+}
