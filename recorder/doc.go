@@ -19,7 +19,11 @@
 //     running a grace after its cancel ends cancelled: the Sweeper publishes
 //     their session.end to the log, deciding by the time JetStream stored
 //     the session's last envelope (kept on the row), never the producer's at;
-//   - credentials in content are redacted before anything is stored.
+//   - credentials in content are redacted before anything is stored;
+//   - a session id is held by the first owner to start it (session_owners:
+//     ClaimSessions at the HTTP door, and again when a start is projected);
+//   - a rejection names whose dead letter it is: a start's own owner, else
+//     the owner of the session the message was for.
 //
 // A Recorder is a streams.Handler: a projector hands it a batch inside one
 // transaction and it returns a rejection for each message that breaks a

@@ -6,9 +6,16 @@
 //	GET  /v1/sessions/{id}                 the session row
 //	GET  /v1/sessions/{id}/transcript      ?since=&limit= a bounded page of prose
 //	GET  /v1/runs/{id}/steps               ?since=&limit= steps with their observations
+//	GET  /v1/deadletters                   ?after=&limit= the caller's dead letters (an admin's: the org's)
+//	GET  /v1/deadletters/{stream}/{seq}    one, with the message as stored
 //	GET  /healthz /readyz /metrics
 //
 // Every /v1 route needs a member bearer token and is scoped to its org and
 // member: another member's session answers exactly as a missing one does.
 // Errors are {"error":{"code","message"}} with a 4xx or 5xx status.
+//
+// Ingest deduplicates within the caller's own envelope ids, and a session
+// id belongs to the first owner to start it: a start for an id another
+// owner holds is 409 session_exists, and anything else for a session the
+// caller does not hold is the 404 unknown_session of one never started.
 package server

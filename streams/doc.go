@@ -29,7 +29,9 @@
 //
 // A Publisher validates an envelope before anything reaches the log and
 // publishes it with its id as Nats-Msg-Id, so a producer that retries within
-// DuplicateWindow stores its envelope once (the PubAck says Duplicate).
+// DuplicateWindow stores its envelope once (the PubAck says Duplicate). A
+// verified caller's id is scoped to its org and member (MsgID): another
+// tenant's ids can neither make its envelopes duplicates nor be probed.
 //
 //	pub := streams.NewPublisher(js)
 //	e, err := streams.Decode(body) // or build an Envelope and Validate it
@@ -53,7 +55,9 @@
 // A Handler returns one result per message. A *Rejection dead-letters that
 // message, in the same transaction (the dead_letters table) and on
 // StreamDLQ (headers Spine-Reason, Spine-Detail, Spine-Stream, Spine-Seq,
-// Spine-Subject), and the batch goes on: one bad message never blocks the
+// Spine-Subject), with the owner who may read it (DeadLetterOwner;
+// ListDeadLetters and GetDeadLetter read them back within an owner's
+// scope), and the batch goes on: one bad message never blocks the
 // ones behind it. A returned error means the database failed: the batch is
 // rolled back and retried with backoff, and nothing is acked meanwhile.
 //
