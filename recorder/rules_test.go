@@ -356,3 +356,38 @@ func TestHugeHoleSaturatesDroppedActions(t *testing.T) {
 	}
 	session(t, h, "s2") // the stream went on
 }
+
+// TestSplitKeyIsCaughtWhereChunksAreRead: a key cut across two chunks of
+// one stream, each piece passing the door unrecognised, is redacted in both
+// pieces by the transcript read, whether the cut is inside a page or at its
+// edge. The limit this shows: the chunk rows keep each piece as it came.
+func TestSplitKeyIsCaughtWhereChunksAreRead(t *testing.T) {
+	h := running(t)
+	key := "sk-ant-api03-Qm9uZXlNYWtlc1RoZVdvcmxkR29Sb3VuZA"
+	head, tail := key[:14], key[14:]
+	h.Publish(spinetest.Start("s1"),
+		spinetest.Text("s1", 1, "export ANTHROPIC_KEY="+head),
+		spinetest.Stderr("s1", 2, "warning: unrelated"),
+		spinetest.Text("s1", 3, tail+"\necho done\n"))
+	h.WaitCaughtUp()
+	for _, c := range []struct {
+		since int64
+		limit int
+	}{{0, 10}, {0, 1}, {1, 5}, {2, 5}} {
+		tr, err := recorder.ReadTranscript(ctx, h.Pool, alice, "s1", c.since, c.limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ch := range tr.Chunks {
+			if strings.Contains(ch.Text, head) || strings.Contains(ch.Text, tail) {
+				t.Errorf("since %d limit %d: chunk %d serves a piece of the key: %q", c.since, c.limit, ch.Seq, ch.Text)
+			}
+			if ch.Seq == 3 && ch.Text != secrets.Redacted+"\necho done\n" {
+				t.Errorf("since %d limit %d: chunk 3 = %q", c.since, c.limit, ch.Text)
+			}
+		}
+	}
+	if n := count(t, h, `SELECT count(*) FROM session_chunks WHERE position($1 in text) > 0`, tail); n != 1 {
+		t.Errorf("the limit changed: %d chunk rows keep the unrecognised piece, want 1", n)
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/spinehq/spine/secrets"
 )
 
 // Chunk is one stdout or stderr chunk of a transcript.
@@ -139,6 +141,8 @@ type TranscriptPage struct {
 
 // ReadTranscript returns chunks with seq > since: at most limit of them and
 // at most MaxPageBytes of text (always at least one chunk if any exist).
+// Each stream's chunks are redacted as one text, with the chunks around
+// the page as context (see redactAcross).
 func ReadTranscript(ctx context.Context, q Queryer, owner Owner, id string, since int64, limit int) (*TranscriptPage, error) {
 	s, err := GetSession(ctx, q, owner, id)
 	if err != nil {
@@ -146,17 +150,37 @@ func ReadTranscript(ctx context.Context, q Queryer, owner Owner, id string, sinc
 	}
 	page := &TranscriptPage{SessionID: id, Status: s.Status, Ended: s.Ended(), Complete: s.Complete,
 		Next: since, Chunks: []Chunk{}, TranscriptFileID: s.TranscriptFileID}
+	if err := readPage(ctx, q, page, id, since, limit); err != nil {
+		return nil, err
+	}
+	before, err := neighbours(ctx, q, `SELECT stream, right(text, $3) FROM session_chunks
+		WHERE session_id = $1 AND seq <= $2 ORDER BY seq DESC LIMIT $4`, id, since)
+	if err != nil {
+		return nil, err
+	}
+	after := map[string]string{}
+	if page.More {
+		if after, err = neighbours(ctx, q, `SELECT stream, left(text, $3) FROM session_chunks
+			WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $4`, id, page.Next); err != nil {
+			return nil, err
+		}
+	}
+	redactAcross(before, page.Chunks, after)
+	return page, nil
+}
+
+func readPage(ctx context.Context, q Queryer, page *TranscriptPage, id string, since int64, limit int) error {
 	rows, err := q.Query(ctx, `SELECT seq, stream, text, at FROM session_chunks
 		WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, id, since, limit+1)
 	if err != nil {
-		return nil, fmt.Errorf("read transcript %s: %w", id, err)
+		return fmt.Errorf("read transcript %s: %w", id, err)
 	}
 	defer rows.Close()
 	size := 0
 	for rows.Next() {
 		var c Chunk
 		if err := rows.Scan(&c.Seq, &c.Stream, &c.Text, &c.At); err != nil {
-			return nil, fmt.Errorf("read transcript %s: %w", id, err)
+			return fmt.Errorf("read transcript %s: %w", id, err)
 		}
 		if len(page.Chunks) == limit || (len(page.Chunks) > 0 && size+len(c.Text) > MaxPageBytes) {
 			page.More = true
@@ -166,7 +190,58 @@ func ReadTranscript(ctx context.Context, q Queryer, owner Owner, id string, sinc
 		page.Chunks = append(page.Chunks, c)
 		page.Next = c.Seq
 	}
-	return page, rows.Err()
+	return rows.Err()
+}
+
+// How far around a page redactAcross looks for each stream's neighbour:
+// up to contextChunks chunks each way, and contextChars of each.
+const (
+	contextChunks = 16
+	contextChars  = 4096
+)
+
+// neighbours runs one of ReadTranscript's context queries and keeps, for
+// each stream, the text of the nearest chunk.
+func neighbours(ctx context.Context, q Queryer, sql, id string, seq int64) (map[string]string, error) {
+	out := map[string]string{}
+	rows, err := q.Query(ctx, sql, id, seq, contextChars, contextChunks)
+	if err != nil {
+		return nil, fmt.Errorf("read transcript %s: %w", id, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var stream, text string
+		if err := rows.Scan(&stream, &text); err != nil {
+			return nil, fmt.Errorf("read transcript %s: %w", id, err)
+		}
+		if _, ok := out[stream]; !ok {
+			out[stream] = text
+		}
+	}
+	return out, rows.Err()
+}
+
+// redactAcross redacts each stream's chunks as one text, so a key the
+// producer cut in two (the end of one chunk, the start of the next of the
+// same stream) is replaced in both pieces. Each piece was redacted on its
+// own at the door; the piece no rule recognises alone is caught only here.
+// before and after are each stream's neighbouring text outside the page:
+// a key cut at the page's edge is caught too, and they are not returned.
+func redactAcross(before map[string]string, chunks []Chunk, after map[string]string) {
+	byStream := map[string][]int{}
+	for i, c := range chunks {
+		byStream[c.Stream] = append(byStream[c.Stream], i)
+	}
+	for stream, idx := range byStream {
+		parts := []string{before[stream]}
+		for _, i := range idx {
+			parts = append(parts, chunks[i].Text)
+		}
+		parts = secrets.Joined(append(parts, after[stream]))
+		for k, i := range idx {
+			chunks[i].Text = parts[k+1]
+		}
+	}
 }
 
 // SessionMark is how far spine has recorded one session.
