@@ -36,7 +36,7 @@ func LoadOrCreateSecret(path string) ([]byte, error) {
 		secret, err = createSecret(path)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("token secret %s: %w", path, err)
+		return nil, fmt.Errorf("secret %s: %w", path, err)
 	}
 	return secret, nil
 }
@@ -70,7 +70,7 @@ func createSecret(path string) ([]byte, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create dir: %w", err)
 	}
-	tmp, err := writeTemp(dir, hex.EncodeToString(secret)+"\n")
+	tmp, err := writeTemp(path, hex.EncodeToString(secret)+"\n")
 	if err != nil {
 		return nil, err
 	}
@@ -85,9 +85,9 @@ func createSecret(path string) ([]byte, error) {
 	return secret, nil
 }
 
-// writeTemp writes text to a new 0600 file in dir, synced, and returns its name.
-func writeTemp(dir, text string) (string, error) {
-	f, err := os.CreateTemp(dir, ".token.secret-*")
+// writeTemp writes text to a new 0600 file beside path, synced, and returns its name.
+func writeTemp(path, text string) (string, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
 	if err != nil {
 		return "", fmt.Errorf("create temp: %w", err)
 	}

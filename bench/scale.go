@@ -53,7 +53,8 @@ type instance struct {
 // with cfg.Cluster) and cfg.Instances nodes on it, all on the run's
 // database and all reporting commits to tb.commits, whichever leads.
 func (tb *testbed) startInstances(ctx context.Context, cfg Config) error {
-	secret := randomHex(32) // one token secret, as a deployment shares one
+	secret := randomHex(32)    // one token secret, as a deployment shares one
+	natsToken := randomHex(32) // the first instance's NATS client token, which the others present
 	tb.replicas = 1
 	if cfg.Cluster {
 		c, err := startCluster(ctx, tb.dir)
@@ -73,8 +74,9 @@ func (tb *testbed) startInstances(ctx context.Context, cfg Config) error {
 			nodeCfg.NATSURL = tb.cluster.serverURL(i)
 		case i == 0 && count > 1:
 			nodeCfg.NATSListen = "127.0.0.1:0" // the others connect to the first one's server
+			nodeCfg.NATSToken = natsToken
 		case i > 0:
-			nodeCfg.NATSURL = tb.instances[0].node.NATSURL()
+			nodeCfg.NATSURL, nodeCfg.NATSToken = tb.instances[0].node.NATSURL(), natsToken
 		}
 		inst := &instance{}
 		onCommit := func(last uint64, msgs []streams.Message) {

@@ -81,6 +81,9 @@ func serve(t *testing.T, bin string, env []string) *exec.Cmd {
 	return cmd
 }
 
+// natsToken is the embedded server's client token (SPINE_NATS_TOKEN).
+var natsToken = strings.Repeat("4e", 32)
+
 // SIGKILL at random points of a long ingest, many times: every
 // acknowledged publish is projected exactly once, and the final
 // projections equal an uninterrupted replay of the same log.
@@ -94,7 +97,8 @@ func TestSIGKILLDuringIngest(t *testing.T) {
 	natsAddr := freeAddr(t)
 	env := []string{config.EnvDatabaseURL + "=" + dbURL, config.EnvDataDir + "=" + dataDir,
 		config.EnvNATSListen + "=" + natsAddr, config.EnvHTTPAddr + "=" + freeAddr(t),
-		config.EnvTokenSecret + "=" + strings.Repeat("cd", 32), config.EnvNATSURL + "="}
+		config.EnvTokenSecret + "=" + strings.Repeat("cd", 32), config.EnvNATSURL + "=",
+		config.EnvNATSToken + "=" + natsToken}
 
 	rng := rand.New(rand.NewPCG(42, 7))
 	acked := map[string]int64{} // session → last acknowledged seq
@@ -110,7 +114,7 @@ func TestSIGKILLDuringIngest(t *testing.T) {
 	cmd := serve(t, bin, env)
 	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
 
-	cfg := config.Config{DatabaseURL: dbURL, NATSURL: "nats://" + natsAddr, DataDir: dataDir, NATSListen: "off"}
+	cfg := config.Config{DatabaseURL: dbURL, NATSURL: "nats://" + natsAddr, NATSToken: natsToken, DataDir: dataDir, NATSListen: "off"}
 	waitProjected(t, cfg, acked)
 	res, err := node.Rebuild(context.Background(), cfg, spinetest.Logger(t), node.RebuildOptions{Verify: true})
 	if err != nil {
@@ -126,7 +130,7 @@ func TestSIGKILLDuringIngest(t *testing.T) {
 // ack, and records what was acknowledged.
 func publishFor(t *testing.T, addr string, acked map[string]int64, round int, d time.Duration) {
 	t.Helper()
-	nc, err := nats.Connect("nats://"+addr, nats.MaxReconnects(0))
+	nc, err := nats.Connect("nats://"+addr, nats.Token(natsToken), nats.MaxReconnects(0))
 	if err != nil {
 		t.Fatal(err)
 	}

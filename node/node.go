@@ -171,9 +171,8 @@ func (n *Node) migrate(ctx context.Context) error {
 func (n *Node) startNATS(ctx context.Context) error {
 	var err error
 	if n.cfg.NATSURL != "" {
-		n.NC, err = nats.Connect(n.cfg.NATSURL, nats.Name("spine"), nats.MaxReconnects(-1))
-		if err != nil {
-			return fmt.Errorf("connect %s=%s: %w", config.EnvNATSURL, n.cfg.NATSURL, err)
+		if err := n.connectNATS(); err != nil {
+			return err
 		}
 	} else {
 		if err := n.startEmbedded(); err != nil {
@@ -192,12 +191,36 @@ func (n *Node) startNATS(ctx context.Context) error {
 	return streams.EnsureStreams(ctx, n.JS, n.cfg.Replicas)
 }
 
-func (n *Node) startEmbedded() error {
-	listen := n.cfg.NATSListen
-	if listen == "off" {
-		listen = ""
+func (n *Node) connectNATS() error {
+	opts, err := NATSAuth(n.cfg, n.cfg.NATSURL)
+	if err != nil {
+		return fmt.Errorf("%s: %w", config.EnvNATSURL, err)
 	}
-	emb, err := streams.StartEmbedded(streams.EmbeddedConfig{StoreDir: filepath.Join(n.cfg.DataDir, "nats"), Listen: listen})
+	n.NC, err = nats.Connect(n.cfg.NATSURL, append(opts, nats.Name("spine"), nats.MaxReconnects(-1))...)
+	if errors.Is(err, nats.ErrAuthorization) {
+		return fmt.Errorf("connect %s=%s: %w (%s)", config.EnvNATSURL, RedactNATSURL(n.cfg.NATSURL), err, NATSAuthHint(n.cfg))
+	}
+	if err != nil {
+		return fmt.Errorf("connect %s=%s: %w", config.EnvNATSURL, RedactNATSURL(n.cfg.NATSURL), err)
+	}
+	return nil
+}
+
+// startEmbedded runs the in-process server. Its client port, when it has
+// one, takes only clients with the token: any local process could
+// otherwise publish as any org and member.
+func (n *Node) startEmbedded() error {
+	ecfg := streams.EmbeddedConfig{StoreDir: filepath.Join(n.cfg.DataDir, "nats"), Listen: n.cfg.NATSListen}
+	if ecfg.Listen == "off" {
+		ecfg.Listen = ""
+	}
+	if ecfg.Listen != "" {
+		var err error
+		if ecfg.Token, err = embeddedToken(n.cfg); err != nil {
+			return err
+		}
+	}
+	emb, err := streams.StartEmbedded(ecfg)
 	if err != nil {
 		return fmt.Errorf("%w (set %s=off or another address)", err, config.EnvNATSListen)
 	}

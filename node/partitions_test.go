@@ -30,14 +30,15 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // when one stops, the other takes its partitions over; every session is
 // recorded whole and in order, and the projections equal a replay.
 func TestPartitionsShareAndTakeOver(t *testing.T) {
-	emb, err := streams.StartEmbedded(streams.EmbeddedConfig{StoreDir: t.TempDir(), Listen: "127.0.0.1:0"})
+	natsToken := strings.Repeat("7a", 32) // a shared NATS's own token, given to each node as SPINE_NATS_TOKEN
+	emb, err := streams.StartEmbedded(streams.EmbeddedConfig{StoreDir: t.TempDir(), Listen: "127.0.0.1:0", Token: natsToken})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer emb.Stop()
 	_, dbURL := pgtest.New(t)
 	cfg := func() config.Config {
-		return config.Config{DatabaseURL: dbURL, NATSURL: emb.ClientURL(), HTTPAddr: "127.0.0.1:0",
+		return config.Config{DatabaseURL: dbURL, NATSURL: emb.ClientURL(), NATSToken: natsToken, HTTPAddr: "127.0.0.1:0",
 			DataDir: t.TempDir(), TokenSecret: secret, Replicas: 1, Partitions: 4}
 	}
 	a, err := node.Start(context.Background(), cfg(), spinetest.Logger(t), &node.Options{BatchSize: 20})

@@ -66,8 +66,10 @@ func Rebuild(ctx context.Context, cfg config.Config, log *slog.Logger, ro Rebuil
 		defer dropDatabase(context.WithoutCancel(ctx), live.URL, name, log)
 	}
 	rcfg := cfg
-	rcfg.DatabaseURL, rcfg.NATSURL = rebuiltURL, reachableNATS(cfg)
-	rcfg.NATSListen = "off"
+	rcfg.DatabaseURL, rcfg.NATSListen = rebuiltURL, "off"
+	if rcfg.NATSURL, err = reachableNATS(cfg); err != nil {
+		return nil, err
+	}
 	if err := replay(ctx, rcfg, log, ro); err != nil {
 		return nil, err
 	}
@@ -166,21 +168,30 @@ func verify(ctx context.Context, liveURL, rebuiltURL string, res *RebuildResult)
 }
 
 // reachableNATS is the log a rebuild reads: the configured NATS, else a
-// running spine's embedded server, else "" (start the embedded server).
-func reachableNATS(cfg config.Config) string {
+// running spine's embedded server, else "" (start the embedded server). A
+// server that refuses spine's credentials is an error: it is there, and
+// starting a second one on its store is not an answer.
+func reachableNATS(cfg config.Config) (string, error) {
 	if cfg.NATSURL != "" {
-		return cfg.NATSURL
+		return cfg.NATSURL, nil
 	}
 	if cfg.NATSListen == "" || cfg.NATSListen == "off" {
-		return ""
+		return "", nil
 	}
 	u := "nats://" + cfg.NATSListen
-	nc, err := nats.Connect(u, nats.Timeout(time.Second), nats.MaxReconnects(0))
+	opts, err := NATSAuth(cfg, u)
 	if err != nil {
-		return ""
+		return "", err
+	}
+	nc, err := nats.Connect(u, append(opts, nats.Timeout(time.Second), nats.MaxReconnects(0))...)
+	if errors.Is(err, nats.ErrAuthorization) {
+		return "", fmt.Errorf("rebuild: the NATS server at %s refused spine's client token (%s)", u, NATSAuthHint(cfg))
+	}
+	if err != nil {
+		return "", nil
 	}
 	nc.Close()
-	return u
+	return u, nil
 }
 
 func createDatabase(ctx context.Context, liveURL, name string) (string, error) {

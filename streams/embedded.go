@@ -17,17 +17,25 @@ type EmbeddedConfig struct {
 	// Listen is the client listener ("127.0.0.1:4223"). Empty means no
 	// listener: only in-process connections (tests, a single spine).
 	Listen string
+	// Token is what every client, in-process ones included, must present
+	// (nats.Token, or nats://TOKEN@host:port). Empty means none, which is
+	// refused with a Listen address (ErrListenWithoutToken).
+	Token string
 	// ServerName defaults to "spine-embedded".
 	ServerName string
 }
 
 // Embedded is a running in-process nats-server.
 type Embedded struct {
-	srv *server.Server
+	srv   *server.Server
+	token string
 }
 
 // StartEmbedded starts a nats-server in this process and waits until it is ready.
 func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
+	if cfg.Listen != "" && cfg.Token == "" {
+		return nil, ErrListenWithoutToken
+	}
 	opts := &server.Options{
 		ServerName: cmp.Or(cfg.ServerName, "spine-embedded"),
 		JetStream:  true,
@@ -36,6 +44,9 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		NoLog:      true,
 		DontListen: cfg.Listen == "",
 		MaxPayload: MaxEnvelopeBytes + 64<<10,
+		// Authorization is nats-server's single-token auth: nothing more
+		// is needed while one spine is the only user of its server.
+		Authorization: cfg.Token,
 	}
 	if cfg.Listen != "" {
 		host, port, err := net.SplitHostPort(cfg.Listen)
@@ -59,12 +70,15 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		srv.Shutdown()
 		return nil, fmt.Errorf("embedded nats: not ready after 10s (is %s in use?)", cfg.Listen)
 	}
-	return &Embedded{srv: srv}, nil
+	return &Embedded{srv: srv, token: cfg.Token}, nil
 }
 
-// Connect opens an in-process client connection.
+// Connect opens an in-process client connection, with the token.
 func (e *Embedded) Connect(opts ...nats.Option) (*nats.Conn, error) {
 	opts = append([]nats.Option{nats.InProcessServer(e.srv), nats.Name("spine")}, opts...)
+	if e.token != "" {
+		opts = append(opts, nats.Token(e.token))
+	}
 	return nats.Connect("", opts...)
 }
 

@@ -39,6 +39,10 @@ var ErrNotFound = errors.New("not found")
 // ErrBadCursor: a page cursor that is not one this package wrote.
 var ErrBadCursor = errors.New("bad cursor")
 
+// ErrListenWithoutToken is returned by StartEmbedded for a client listener
+// without a token: anyone who can reach the port could publish as anyone.
+var ErrListenWithoutToken = errors.New("embedded nats: a client listener needs a token")
+
 // Rejection is a message that breaks a rule. It is dead-lettered with its
 // reason and never retried: the same bytes would break the same rule.
 type Rejection struct {

@@ -29,7 +29,7 @@ type client struct {
 func newClient(url, token string) (*client, error) {
 	token = cmp.Or(token, os.Getenv(config.EnvToken))
 	if token == "" {
-		return nil, usageError{"no token: pass --token or set SPINE_TOKEN (spine serve prints a development token; spine token mint makes one)"}
+		return nil, usageError{"no token: pass --token or set SPINE_TOKEN (spine serve prints a development token on a terminal; spine token mint makes one)"}
 	}
 	return &client{base: strings.TrimRight(cmp.Or(url, os.Getenv(config.EnvURL), config.DefaultURL), "/"),
 		token: token, http: &http.Client{Timeout: 60 * time.Second}}, nil

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/spinehq/spine/recorder/importer"
@@ -31,7 +30,7 @@ func runImport(ctx context.Context, args []string) error {
 	dryRun := fs.Bool("dry-run", false, "read and count everything, publish nothing")
 	urlFlag := fs.String("url", "", "spine HTTP API (default $SPINE_URL or http://127.0.0.1:7070)")
 	token := fs.String("token", "", "bearer token (default $SPINE_TOKEN); imported sessions belong to its member")
-	natsURL := fs.String("nats", "", "publish straight to this NATS server instead of HTTP ingest (trusted producers)")
+	natsURL := fs.String("nats", "", "publish straight to this NATS server instead of HTTP ingest (trusted producers; credentials as for spine publish --nats)")
 	org := fs.String("org", "dev", "with --nats: the org that owns the imported sessions")
 	member := fs.String("member", "dev", "with --nats: the member who owns the imported sessions")
 	batch := fs.Int("batch", 500, "envelopes per HTTP request")
@@ -55,9 +54,9 @@ func runImport(ctx context.Context, args []string) error {
 	switch {
 	case *dryRun:
 	case *natsURL != "":
-		nc, err := nats.Connect(*natsURL)
+		nc, err := dialNATS(*natsURL)
 		if err != nil {
-			return fmt.Errorf("connect %s: %w", *natsURL, err)
+			return err
 		}
 		defer nc.Close()
 		js, err := jetstream.New(nc)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,6 +13,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/spinehq/spine/internal/config"
+	"github.com/spinehq/spine/node"
 	"github.com/spinehq/spine/server"
 	"github.com/spinehq/spine/streams"
 )
@@ -30,7 +33,7 @@ func runPublish(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("publish", flag.ContinueOnError)
 	url := fs.String("url", "", "spine HTTP API (default $SPINE_URL or http://127.0.0.1:7070)")
 	token := fs.String("token", "", "bearer token (default $SPINE_TOKEN)")
-	natsURL := fs.String("nats", "", "publish straight to this NATS server instead of HTTP ingest (trusted producers)")
+	natsURL := fs.String("nats", "", "publish straight to this NATS server instead of HTTP ingest (trusted producers; credentials: the URL's, $SPINE_NATS_TOKEN, or the data dir's nats.token for a server on this machine)")
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	batch := fs.Int("batch", 500, "envelopes per HTTP request")
 	fs.Usage = func() {
@@ -128,10 +131,32 @@ func publishHTTP(ctx context.Context, url, token string, size int, in io.Reader,
 	return flush()
 }
 
-func publishNATS(ctx context.Context, url string, in io.Reader, sum *publishSummary) error {
-	nc, err := nats.Connect(url)
+// dialNATS connects a trusted producer to the NATS at url with the
+// credentials node.NATSAuth picks: those in the URL, SPINE_NATS_TOKEN, or
+// the token of the embedded server of the data dir (SPINE_DATA_DIR).
+func dialNATS(url string) (*nats.Conn, error) {
+	cfg, err := config.FromEnv()
 	if err != nil {
-		return fmt.Errorf("connect %s: %w", url, err)
+		return nil, err
+	}
+	opts, err := node.NATSAuth(cfg, url)
+	if err != nil {
+		return nil, err
+	}
+	nc, err := nats.Connect(url, opts...)
+	if errors.Is(err, nats.ErrAuthorization) {
+		return nil, fmt.Errorf("connect %s: %w (%s)", node.RedactNATSURL(url), err, node.NATSAuthHint(cfg))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("connect %s: %w", node.RedactNATSURL(url), err)
+	}
+	return nc, nil
+}
+
+func publishNATS(ctx context.Context, url string, in io.Reader, sum *publishSummary) error {
+	nc, err := dialNATS(url)
+	if err != nil {
+		return err
 	}
 	defer nc.Close()
 	js, err := jetstream.New(nc)

@@ -57,7 +57,7 @@ func runServe(ctx context.Context, args []string) error {
 func printServing(w io.Writer, terminal bool, n *node.Node, cfg config.Config) error {
 	fmt.Fprintf(w, "\nspine is serving\n  http      http://%s  (/healthz /readyz /metrics /v1/...)\n", n.HTTPAddr())
 	if u := n.NATSURL(); u != "" {
-		fmt.Fprintf(w, "  nats      %s\n", u)
+		fmt.Fprintf(w, "  nats      %s%s\n", node.RedactNATSURL(u), natsTokenNote(cfg))
 	}
 	fmt.Fprintf(w, "  postgres  %s\n  data      %s\n\n", n.PostgresSource(), cfg.DataDir)
 	if !terminal {
@@ -75,6 +75,18 @@ func printServing(w io.Writer, terminal bool, n *node.Node, cfg config.Config) e
 	}
 	fmt.Fprintf(w, "A development token (org dev, member dev, 24h):\n  export SPINE_TOKEN=%s\n\n", tok)
 	return nil
+}
+
+// natsTokenNote says where the embedded server's client token is (never
+// the token itself).
+func natsTokenNote(cfg config.Config) string {
+	switch {
+	case cfg.NATSURL != "":
+		return ""
+	case cfg.NATSToken != "":
+		return "  (clients present " + config.EnvNATSToken + ")"
+	}
+	return "  (clients present the token in " + cfg.NATSTokenPath() + ")"
 }
 
 func runMigrate(ctx context.Context, args []string) error {

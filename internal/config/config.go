@@ -16,6 +16,7 @@ const (
 	EnvDatabaseURL = "SPINE_DATABASE_URL" // PostgreSQL URL; empty = discover (see pgboot)
 	EnvNATSURL     = "SPINE_NATS_URL"     // external NATS; empty = embedded server
 	EnvNATSListen  = "SPINE_NATS_LISTEN"  // embedded NATS client listener; "off" = in-process only
+	EnvNATSToken   = "SPINE_NATS_TOKEN"   // NATS client token; empty = generated under the data dir for the embedded server
 	EnvHTTPAddr    = "SPINE_HTTP_ADDR"    // HTTP listen address
 	EnvDataDir     = "SPINE_DATA_DIR"     // embedded NATS store, private PostgreSQL, dev secret
 	EnvTokenSecret = "SPINE_TOKEN_SECRET" // HMAC secret for bearer tokens; empty = generated under the data dir
@@ -45,7 +46,7 @@ const (
 )
 
 // Vars lists every environment variable spine reads.
-var Vars = []string{EnvDatabaseURL, EnvNATSURL, EnvNATSListen, EnvHTTPAddr, EnvDataDir,
+var Vars = []string{EnvDatabaseURL, EnvNATSURL, EnvNATSListen, EnvNATSToken, EnvHTTPAddr, EnvDataDir,
 	EnvTokenSecret, EnvReplicas, EnvURL, EnvToken, EnvPublicURL, EnvFileCap, EnvMaxUpload, EnvPartitions,
 	EnvBodyMinRate, EnvBodyGrace, EnvInflightBytes, EnvOrgBytesPerSec, EnvOrgEnvelopesPerSec,
 	EnvIdleTimeout, EnvCancelGrace}
@@ -55,6 +56,10 @@ type Config struct {
 	DatabaseURL string // empty: discover a PostgreSQL (pgboot)
 	NATSURL     string // empty: run an embedded nats-server
 	NATSListen  string // embedded server's client listener; "off" = none
+	// NATSToken is the token NATS clients present. The embedded server
+	// requires it (empty: read or create DataDir/nats.token); spine's own
+	// clients send it to any NATS URL without credentials of its own.
+	NATSToken   string
 	HTTPAddr    string // defaults to DefaultHTTPAddr
 	DataDir     string // defaults to DefaultDataDir
 	TokenSecret string // empty: read or create DataDir/token.secret
@@ -87,12 +92,17 @@ type Config struct {
 // SPINE_TOKEN_SECRET is not set.
 func (c Config) TokenSecretPath() string { return filepath.Join(c.DataDir, "token.secret") }
 
+// NATSTokenPath is where the embedded NATS server keeps its client token
+// when SPINE_NATS_TOKEN is not set.
+func (c Config) NATSTokenPath() string { return filepath.Join(c.DataDir, "nats.token") }
+
 // FromEnv reads the configuration from the environment.
 func FromEnv() (Config, error) {
 	c := Config{
 		DatabaseURL: os.Getenv(EnvDatabaseURL),
 		NATSURL:     os.Getenv(EnvNATSURL),
 		NATSListen:  cmp.Or(os.Getenv(EnvNATSListen), DefaultNATSListen),
+		NATSToken:   os.Getenv(EnvNATSToken),
 		HTTPAddr:    cmp.Or(os.Getenv(EnvHTTPAddr), DefaultHTTPAddr),
 		DataDir:     cmp.Or(os.Getenv(EnvDataDir), DefaultDataDir),
 		TokenSecret: os.Getenv(EnvTokenSecret),
