@@ -3,8 +3,11 @@ package node_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/spinehq/spine/internal/config"
 	"github.com/spinehq/spine/internal/pgtest"
@@ -218,4 +221,62 @@ func TestCancelEndsTheSessionAfterTheGrace(t *testing.T) {
 		t.Fatalf("a session nobody cancelled ended: %s", body)
 	}
 	f.rebuildVerifies()
+}
+
+// Two nodes, each with a sweeper, sharing the recorder by partitions: every
+// quiet session ends timeout exactly once, with one end in the log and no
+// dead letter, whichever node swept it.
+func TestTwoNodesEndEachQuietSessionOnce(t *testing.T) {
+	emb, err := streams.StartEmbedded(streams.EmbeddedConfig{StoreDir: t.TempDir(), Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer emb.Stop()
+	_, dbURL := pgtest.New(t)
+	cfg := func() config.Config {
+		return config.Config{DatabaseURL: dbURL, NATSURL: emb.ClientURL(), HTTPAddr: "127.0.0.1:0",
+			DataDir: t.TempDir(), TokenSecret: secret, Replicas: 1, Partitions: 2, IdleTimeout: 2 * time.Second}
+	}
+	var nodes []*node.Node
+	for range 2 {
+		n, err := node.Start(context.Background(), cfg(), spinetest.Logger(t), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer n.Stop()
+		nodes = append(nodes, n)
+	}
+	a, b := nodes[0], nodes[1]
+	waitFor(t, "one partition each", func() bool { return len(a.LeadingPartitions()) == 1 && len(b.LeadingPartitions()) == 1 })
+	const sessions = 8
+	for s := range sessions {
+		id := fmt.Sprintf("two-%d", s)
+		for _, e := range []*streams.Envelope{spinetest.Start(id), spinetest.Text(id, 1, "hi\n")} {
+			if _, err := a.Publisher.Publish(context.Background(), e, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	waitFor(t, "every session to time out", func() bool {
+		var n int
+		a.Pool.QueryRow(context.Background(), `SELECT count(*) FROM sessions WHERE status = 'timeout'`).Scan(&n)
+		return n == sessions
+	})
+	st, err := a.JS.Stream(context.Background(), streams.StreamSessions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(context.Background(), jetstream.WithSubjectFilter("spine.session.*.end"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ends uint64
+	for _, c := range info.State.Subjects {
+		ends += c
+	}
+	var dead int
+	a.Pool.QueryRow(context.Background(), `SELECT count(*) FROM dead_letters`).Scan(&dead)
+	if ends != sessions || len(info.State.Subjects) != sessions || dead != 0 {
+		t.Fatalf("%d ends on %d subjects for %d sessions, %d dead letters", ends, len(info.State.Subjects), sessions, dead)
+	}
 }
