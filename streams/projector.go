@@ -629,7 +629,7 @@ func (p *Projector) deadLetterOne(ctx context.Context, tx pgx.Tx, m Message, rej
 		redact = secrets.Bytes
 	}
 	data := redact(m.Data)
-	rej = &Rejection{Reason: rej.Reason, Detail: secrets.String(rej.Detail)}
+	rej = &Rejection{Reason: rej.Reason, Detail: secrets.String(rej.Detail), Owner: rej.Owner}
 	msg := nats.NewMsg(DLQSubject(p.cfg.Stream, rej.Reason))
 	msg.Data = data
 	msg.Header.Set(jetstream.MsgIDHeader, "dlq-"+p.cfg.Stream+"-"+strconv.FormatUint(m.Seq, 10))
