@@ -210,7 +210,8 @@ func loadTranscripts(ctx context.Context, tx pgx.Tx, ids []string) (map[string][
 	}
 	var (
 		cur    string
-		buf    bytes.Buffer
+		buf    bytes.Buffer // cur's lines as stored, to measure them
+		kept   []Chunk      // cur's chunks
 		total  int
 		chunks int  // of cur
 		skip   bool // cur is left to the reader
@@ -218,14 +219,18 @@ func loadTranscripts(ctx context.Context, tx pgx.Tx, ids []string) (map[string][
 	enc := json.NewEncoder(&buf)
 	done := func() {
 		if cur != "" && !skip {
-			out[cur] = bytes.Clone(buf.Bytes())
-			total += buf.Len()
+			var file bytes.Buffer
+			renderChunks(&file, nil, kept, nil)
+			out[cur] = file.Bytes()
+			total += file.Len()
 		}
 		buf.Reset()
+		kept = kept[:0]
 	}
 	leave := func() { // to the reader
 		skip = true
 		buf.Reset()
+		kept = kept[:0]
 		delete(out, cur)
 	}
 	for rows.Next() {
@@ -251,6 +256,7 @@ func loadTranscripts(ctx context.Context, tx pgx.Tx, ids []string) (map[string][
 		if err := enc.Encode(c); err != nil {
 			return nil, err
 		}
+		kept = append(kept, c)
 		if buf.Len() > library.PieceSize || total+buf.Len() > maxLoadedBytes {
 			leave()
 		}
@@ -279,16 +285,16 @@ func (b *batch) transcriptUnstored(ctx context.Context, s *Session) error {
 // all in this batch, byte for byte as TranscriptReader renders them from
 // the table (times at the microsecond, as PostgreSQL keeps them).
 func (b *batch) transcriptFromBatch(sessionID string) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+	var chunks []Chunk
 	for _, row := range b.chunks {
 		if row[0].(string) != sessionID {
 			continue
 		}
 		at := row[4].(time.Time)
-		c := Chunk{Seq: row[1].(int64), Stream: row[2].(string), Text: row[3].(string),
-			At: time.UnixMicro(at.UnixMicro()).UTC()}
-		_ = enc.Encode(c)
+		chunks = append(chunks, Chunk{Seq: row[1].(int64), Stream: row[2].(string), Text: row[3].(string),
+			At: time.UnixMicro(at.UnixMicro()).UTC()})
 	}
+	var buf bytes.Buffer
+	renderChunks(&buf, nil, chunks, nil)
 	return buf.Bytes()
 }

@@ -47,6 +47,7 @@ type TranscriptReader struct {
 	q         Queryer
 	sessionID string
 	after     int64
+	before    map[string]string // each stream's last text so far, as stored: the next page's context
 	buf       bytes.Buffer
 	done      bool
 	err       error
@@ -76,25 +77,45 @@ func (r *TranscriptReader) page() error {
 	if err != nil {
 		return fmt.Errorf("transcript of %s: %w", r.sessionID, err)
 	}
-	defer rows.Close()
-	enc := json.NewEncoder(&r.buf)
-	n := 0
-	for rows.Next() {
+	chunks, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Chunk, error) {
 		var c Chunk
-		if err := rows.Scan(&c.Seq, &c.Stream, &c.Text, &c.At); err != nil {
-			return fmt.Errorf("transcript of %s: %w", r.sessionID, err)
-		}
+		err := row.Scan(&c.Seq, &c.Stream, &c.Text, &c.At)
 		c.At = c.At.UTC()
-		if err := enc.Encode(c); err != nil {
-			return err
-		}
-		r.after, n = c.Seq, n+1
-	}
-	if err := rows.Err(); err != nil {
+		return c, err
+	})
+	if err != nil {
 		return fmt.Errorf("transcript of %s: %w", r.sessionID, err)
 	}
-	r.done = n < transcriptPage
+	r.done = len(chunks) < transcriptPage
+	if len(chunks) == 0 {
+		return nil
+	}
+	r.after = chunks[len(chunks)-1].Seq
+	after := map[string]string{}
+	if !r.done {
+		if after, err = neighbours(r.ctx, r.q, `SELECT stream, left(text, $3) FROM session_chunks
+			WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $4`, r.sessionID, r.after); err != nil {
+			return err
+		}
+	}
+	before := r.before
+	r.before = map[string]string{}
+	for _, c := range chunks {
+		r.before[c.Stream] = c.Text
+	}
+	renderChunks(&r.buf, before, chunks, after)
 	return nil
+}
+
+// renderChunks writes chunks as transcript lines, one JSON object each,
+// redacted across their boundaries (see redactAcross). Every way a
+// transcript file is made goes through here, so they agree byte for byte.
+func renderChunks(buf *bytes.Buffer, before map[string]string, chunks []Chunk, after map[string]string) {
+	redactAcross(before, chunks, after)
+	enc := json.NewEncoder(buf)
+	for _, c := range chunks {
+		_ = enc.Encode(c) // a Chunk always encodes
+	}
 }
 
 // ErrNotFound: no such session, or not the caller's. Both are one answer.

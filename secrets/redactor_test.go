@@ -4,52 +4,19 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/spinehq/spine/internal/secretstest"
 )
 
-// Shapes is every credential shape spine must never store, one per case:
-// the other packages' tests send these through their doors.
-var Shapes = map[string]string{
-	"aws secret, spaced": "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY",
-	"aws secret, env":    "AWS_SECRET_ACCESS_KEY=Zq8vLmN3pR7sT1uW4xY6zA9bC2dE5fG0hJ3kM6nP",
-	"aws session key id": "ASIAQX7ZPL4MNB2VRT5K",
-	"aws key id":         "AKIAQX7ZPL4MNB2VRT5K",
-	"anthropic":          "sk-ant-api03-Qm9uZXlNYWtlc1RoZVdvcmxkR29Sb3VuZA",
-	"github":             "ghp_R4nd0mT0k3nV4lu3Th4tL00ksR34l1234",
-	"slack":              "xoxb-1234567890-abcdefGHIJKL",
-	"jwt":                "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV",
-	"bearer":             "Bearer c2VjcmV0LWJlYXJlci10b2tlbi12YWx1ZQ",
-	"basic, json":        `"authorization": "Basic dXNlcjpzM2NyM3RQYXNzd29yZA=="`,
-	"url credentials":    "https://deploy:Pa55w0rdInUrl9@git.example.com/repo.git",
-	"password":           "password=hunter2hunter2",
-	"pem private key":    "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF8PbnGy0AHB7MhgHcTz6sE2I2yPB\naFDrBz9vFqU4yMzvbqTVeDXVS4eE2bdpL9BYUY1eXkpKGDFuvv4gU7CnbJ9nESD\n-----END RSA PRIVATE KEY-----",
-}
-
-// secretPart is the credential inside each shape: what must not survive.
-var secretPart = map[string]string{
-	"aws secret, spaced": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY",
-	"aws secret, env":    "Zq8vLmN3pR7sT1uW4xY6zA9bC2dE5fG0hJ3kM6nP",
-	"aws session key id": "ASIAQX7ZPL4MNB2VRT5K",
-	"aws key id":         "AKIAQX7ZPL4MNB2VRT5K",
-	"anthropic":          "Qm9uZXlNYWtlc1RoZVdvcmxkR29Sb3VuZA",
-	"github":             "R4nd0mT0k3nV4lu3Th4tL00ksR34l1234",
-	"slack":              "1234567890-abcdefGHIJKL",
-	"jwt":                "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV",
-	"bearer":             "c2VjcmV0LWJlYXJlci10b2tlbi12YWx1ZQ",
-	"basic, json":        "dXNlcjpzM2NyM3RQYXNzd29yZA==",
-	"url credentials":    "Pa55w0rdInUrl9",
-	"password":           "hunter2hunter2",
-	"pem private key":    "MIIEpAIBAAKCAQEA0Z3VS5JJcds3xfn",
-}
-
 func TestShapesAreRedacted(t *testing.T) {
-	for name, shape := range Shapes {
-		for _, in := range []string{shape, "before " + shape + " after", "line1\n" + shape + "\nline3"} {
+	for _, sh := range secretstest.Shapes {
+		for _, in := range []string{sh.Text, "before " + sh.Text + " after", "line1\n" + sh.Text + "\nline3", secretstest.All()} {
 			got := String(in)
-			if strings.Contains(got, secretPart[name]) {
-				t.Errorf("%s: String(%q) = %q keeps the secret", name, in, got)
+			if strings.Contains(got, sh.Secret) {
+				t.Errorf("%s: String(%q) = %q keeps the secret", sh.Name, in, got)
 			}
 			if !strings.Contains(got, Redacted) {
-				t.Errorf("%s: String(%q) = %q redacted nothing", name, in, got)
+				t.Errorf("%s: String(%q) = %q redacted nothing", sh.Name, in, got)
 			}
 		}
 	}
@@ -135,8 +102,8 @@ func TestJoinedCatchesASplitKey(t *testing.T) {
 // FuzzRedact: redaction never panics, is idempotent, never grows a clean
 // text, and keeps valid JSON valid.
 func FuzzRedact(f *testing.F) {
-	for _, s := range Shapes {
-		f.Add(s)
+	for _, sh := range secretstest.Shapes {
+		f.Add(sh.Text)
 	}
 	f.Add("nothing to see")
 	f.Add("pässword=ÄÖÜ12345")

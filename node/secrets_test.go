@@ -1,0 +1,359 @@
+package node_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"html"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spinehq/spine/gateway"
+	"github.com/spinehq/spine/internal/config"
+	"github.com/spinehq/spine/internal/pgtest"
+	"github.com/spinehq/spine/internal/secretstest"
+	"github.com/spinehq/spine/node"
+	"github.com/spinehq/spine/recorder"
+	"github.com/spinehq/spine/spine/desktop"
+	"github.com/spinehq/spine/streams"
+)
+
+// lockedBuffer collects the node's log.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// splitKey is cut across two stdout chunks; neither piece is a key alone.
+const splitKey = "sk-ant-api03-Zk9xV2hQ3mR7tY1uW4pL8nB6cD0eF5gHsplit"
+
+// secretText is every shape, one per line: what each free-text field gets.
+func secretText(field string) string { return field + ":\n" + secretstest.All() }
+
+// TestNoSecretReachesStorage is the proof: every shape through every door
+// into every free-text field, then the whole database (pg_dump, Library
+// blobs decompressed), every file of the JetStream store, the node's log
+// and every read API's body are searched; none holds a secret.
+func TestNoSecretReachesStorage(t *testing.T) {
+	_, dbURL := pgtest.New(t)
+	dataDir := t.TempDir()
+	logs := &lockedBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	n, err := node.Start(context.Background(), config.Config{DatabaseURL: dbURL, NATSListen: "off", HTTPAddr: "127.0.0.1:0",
+		DataDir: dataDir, TokenSecret: secret, Replicas: 1}, log, &node.Options{BatchSize: 50})
+	if err != nil {
+		t.Fatalf("start node: %v", err)
+	}
+	t.Cleanup(n.Stop)
+	f := &fixture{t: t, n: n, base: "http://" + n.HTTPAddr(), commits: make(chan struct{}, 1)}
+	tok := f.token("o1", "m1")
+
+	code, body := f.do("POST", "/v1/ingest", tok, envelopes(t, sessionEnvelopes("s-http", "w-http")...))
+	if code != 202 && code != 207 || bytes.Contains(body, []byte(`"refused":1`)) {
+		t.Fatalf("ingest = %d %s", code, body)
+	}
+	pub := streams.NewPublisher(n.JS)
+	for _, e := range sessionEnvelopes("s-nats", "w-nats") {
+		if _, err := pub.Publish(t.Context(), e, nil); err != nil {
+			t.Fatalf("trusted publish %s: %v", e.ID, err)
+		}
+	}
+	remote := desktopDoors(t, f, tok)
+	f.waitCaughtUp()
+
+	needles := []string{splitKey}
+	for _, sh := range secretstest.Shapes {
+		needles = append(needles, sh.Secret)
+	}
+	reads := readBodies(t, f, tok, remote)
+	places := map[string]string{"pg_dump": pgDump(t, dbURL), "library blobs": libraryBlobs(t, f)}
+	for path, data := range storeFiles(t, filepath.Join(dataDir, "nats")) {
+		places["jetstream "+path] = data
+	}
+	places["log"] = logs.String()
+	for name, b := range reads {
+		places["GET "+name] = html.UnescapeString(b)
+	}
+	for place, data := range places {
+		for _, needle := range needles {
+			if strings.Contains(data, needle) {
+				t.Errorf("%s holds %q", place, needle)
+			}
+		}
+	}
+	// The pieces of the split key are stored (the documented limit) but
+	// no read serves them.
+	for name, b := range reads {
+		if strings.Contains(b, splitKey[:16]) || strings.Contains(b, splitKey[16:]) {
+			t.Errorf("GET %s serves a piece of the split key", name)
+		}
+	}
+	if !strings.Contains(reads["transcript s-http"], "curl -H 'Authorization: Bearer [REDACTED]' https://api.example.com/v1") {
+		t.Errorf("the transcript lost the text around a secret: %s", reads["transcript s-http"])
+	}
+}
+
+// sessionEnvelopes is a whole session with secrets in every free-text
+// field of every envelope type, and a chunk after the end (a dead letter).
+func sessionEnvelopes(id, worker string) []*streams.Envelope {
+	at := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
+	env := func(typ, suffix string) *streams.Envelope {
+		at = at.Add(time.Millisecond)
+		return &streams.Envelope{V: 1, Type: typ, ID: id + "-" + suffix, At: at, SessionID: id}
+	}
+	start := env(streams.TypeSessionStart, "start")
+	start.App, start.Kind, start.WorkerID = "claude-code", "attach", worker
+	start.AppSessionRef, start.Workspace, start.Prompt = secretText("ref"), secretText("workspace"), secretText("prompt")
+	start.Owner = &streams.Owner{Org: "o1", Member: "m1"}
+	out := []*streams.Envelope{start}
+	seq := int64(0)
+	chunk := func(stream, text string, ev *streams.Event) {
+		seq++
+		c := env(streams.TypeSessionChunk, fmt.Sprint("c", seq))
+		c.Seq, c.Stream, c.Text, c.Event = seq, stream, text, ev
+		out = append(out, c)
+	}
+	chunk("stdout", secretText("stdout"), nil)
+	chunk("stderr", secretText("stderr"), nil)
+	chunk("stdout", "export KEY="+splitKey[:16], nil)
+	chunk("stdout", splitKey[16:]+"\nok\n", nil)
+	exit, status := 1, 200
+	chunk("event", "", &streams.Event{Action: "command", Command: secretText("command"), ExitCode: &exit, Output: secretText("output")})
+	chunk("event", "", &streams.Event{Action: "file_read", Path: "/tmp/" + secretText("path"), Content: secretText("read")})
+	chunk("event", "", &streams.Event{Action: "file_write", Path: ".env", Content: secretText("write")})
+	chunk("event", "", &streams.Event{Action: "fetch", URL: "https://deploy:Pa55w0rdInUrl9@git.example.com/x", Status: &status, Output: secretText("fetched")})
+	chunk("event", "", &streams.Event{Action: "mcp_call", Server: secretText("server"), Tool: "search", CallID: "call-1", Output: secretText("mcp")})
+	ctl := env(streams.TypeSessionControl, "ctl")
+	ctl.Control, ctl.Reason = "renew_credential", secretText("reason")
+	call := env(streams.TypeMCPCall, "mcp")
+	dur := int64(5)
+	call.CallID, call.Server, call.Tool, call.Status, call.Error, call.DurationMs = "call-2", secretText("server"), secretText("tool"), "error", secretText("error"), &dur
+	end := env(streams.TypeSessionEnd, "end")
+	end.Status, end.Error, end.Model, end.Effort = "failed", secretText("error"), "claude-x ASIAQX7ZPL4MNB2VRT5K", "high password=hunter2hunter2"
+	end.Usage = &streams.Usage{InputTokens: 3, Raw: []byte(fmt.Sprintf(`{"note":%q,"authorization":"Basic dXNlcjpzM2NyM3RQYXNzd29yZA=="}`, secretstest.All()))}
+	end.Artifacts = []streams.Artifact{{Name: "notes password=hunter2hunter2", Content: secretText("artifact")}}
+	late := env(streams.TypeSessionChunk, "late") // after the end: a dead letter
+	late.Seq, late.Stream, late.Text = seq+1, "stdout", secretText("late")
+	disc := &streams.Envelope{V: 1, Type: streams.TypeWorkerDisconnect, ID: id + "-disc", At: at.Add(time.Second),
+		WorkerID: "other-" + worker, Reason: secretText("disconnect")}
+	return append(out, ctl, call, end, late, disc)
+}
+
+// remoteDoors are the ids desktopDoors made.
+type remoteDoors struct{ http, mcp string }
+
+// desktopDoors drives the runner routes and remote-session create and send
+// over HTTP and MCP, each text carrying every shape.
+func desktopDoors(t *testing.T, f *fixture, tok string) remoteDoors {
+	t.Helper()
+	rt := decode[desktop.RunnerToken](t, f.mustDo(201, "POST", "/v1/desktop-runner/tokens", tok, map[string]string{"runnerId": "laptop-1"}))
+	f.mustDo(200, "POST", "/v1/desktop-runner/register", rt.Token, desktop.Inventory{Machine: "laptop password=hunter2hunter2",
+		Apps: []string{"claude-code"}, Capabilities: []string{desktop.KindRemoteSession}, ProtocolVersion: 1, ExecutionTargets: []string{"desktop"}})
+	sess := decode[desktop.Session](t, f.mustDo(201, "POST", "/v1/remote-sessions", tok,
+		map[string]any{"target": "desktop", "title": "fix AKIAQX7ZPL4MNB2VRT5J", "instructions": secretText("instructions")}))
+	c := decode[desktop.Claim](t, f.mustDo(200, "POST", "/v1/desktop-runner/tasks/"+sess.LatestTaskID+"/claim", rt.Token, nil))
+	task := "/v1/desktop-runner/tasks/" + c.Task.ID
+	f.mustDo(200, "POST", task+"/heartbeat", rt.Token, map[string]any{"fence": c.Fence})
+	evs := []desktop.RunnerEvent{
+		{Seq: 1, Type: desktop.EventSessionID, SessionID: "local password=hunter2hunter2"},
+		{Seq: 2, Type: desktop.EventAssistantText, Text: secretText("assistant")},
+		{Seq: 3, Type: desktop.EventUsage, Usage: []byte(fmt.Sprintf(`{"inputTokens":1,"note":%q}`, secretstest.All()))},
+		{Seq: 4, Type: desktop.EventTerminal, Status: "failed", Error: secretText("terminal")},
+	}
+	f.mustDo(200, "POST", task+"/events", rt.Token, map[string]any{"fence": c.Fence, "events": evs})
+	f.mustDo(200, "POST", task+"/complete", rt.Token, map[string]any{"fence": c.Fence, "status": "done", "error": secretText("complete")})
+	f.mustDo(202, "POST", "/v1/remote-sessions/"+sess.ID+"/messages", tok, map[string]string{"prompt": secretText("send")})
+
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "proof", Version: "1"}, nil).Connect(t.Context(),
+		&mcp.StreamableClientTransport{Endpoint: f.base + "/mcp", HTTPClient: &http.Client{Transport: bearerAuth(tok)}}, nil)
+	if err != nil {
+		t.Fatalf("mcp connect: %v", err)
+	}
+	defer cs.Close()
+	res := callTool(t, cs, "remoteSession.create", map[string]any{"target": "desktop", "title": "mcp password=hunter2hunter2",
+		"instructions": secretText("mcp instructions")})
+	data, _ := json.Marshal(res.StructuredContent)
+	id := decode[struct{ Session desktop.Session }](t, data).Session.ID
+	callTool(t, cs, "remoteSession.send", map[string]any{"sessionId": id, "prompt": secretText("mcp send")})
+	return remoteDoors{http: sess.ID, mcp: id}
+}
+
+func callTool(t *testing.T, cs *mcp.ClientSession, name string, args any) *mcp.CallToolResult {
+	t.Helper()
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: gateway.ToolExecute,
+		Arguments: map[string]any{"name": name, "arguments": args}})
+	if err != nil || res.IsError {
+		t.Fatalf("%s: %v %+v", name, err, res)
+	}
+	return res
+}
+
+type bearerAuth string
+
+func (b bearerAuth) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// mustDo sends a JSON body and wants the status.
+func (f *fixture) mustDo(want int, method, path, token string, body any) []byte {
+	f.t.Helper()
+	var data []byte
+	if body != nil {
+		data = []byte(mustJSON(f.t, body))
+	}
+	code, out := f.do(method, path, token, data)
+	if code != want {
+		f.t.Fatalf("%s %s = %d %s, want %d", method, path, code, out, want)
+	}
+	return out
+}
+
+// readBodies is the body of every read API over what the test sent.
+func readBodies(t *testing.T, f *fixture, tok string, remote remoteDoors) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	get := func(name, path string) string {
+		code, b := f.do("GET", path, tok, nil)
+		if code != 200 {
+			t.Errorf("GET %s = %d %s", path, code, b)
+		}
+		out[name] = string(b)
+		return string(b)
+	}
+	get("sessions", "/v1/sessions")
+	for _, id := range []string{"s-http", "s-nats"} {
+		sess := decode[recorder.Session](t, []byte(get("session "+id, "/v1/sessions/"+id)))
+		get("transcript "+id, "/v1/sessions/"+id+"/transcript")
+		get("transcript page "+id, "/v1/sessions/"+id+"/transcript?since=3&limit=1")
+		get("steps "+id, "/v1/runs/"+recorder.RunID(id)+"/steps")
+		get("provenance "+id, "/v1/provenance/"+id)
+		if sess.TranscriptFileID != "" {
+			get("transcript file "+id, "/v1/library/files/"+sess.TranscriptFileID)
+			get("provenance file "+id, "/v1/provenance/"+sess.TranscriptFileID)
+		}
+	}
+	get("cost", "/v1/cost/summary")
+	dls := decode[struct{ DeadLetters []streams.DeadLetter }](t, []byte(get("dead letters", "/v1/deadletters")))
+	if len(dls.DeadLetters) == 0 {
+		t.Error("no dead letter to read: the late chunks should have made two")
+	}
+	for _, dl := range dls.DeadLetters {
+		get(fmt.Sprint("dead letter ", dl.Seq), fmt.Sprintf("/v1/deadletters/%s/%d", dl.Stream, dl.Seq))
+	}
+	get("remote sessions", "/v1/remote-sessions")
+	for _, id := range []string{remote.http, remote.mcp} {
+		get("remote session "+id, "/v1/remote-sessions/"+id)
+		get("remote page "+id, "/ui/sessions/"+id+"?token="+tok)
+	}
+	return out
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// pgDump is the whole test database as SQL text.
+func pgDump(t *testing.T, url string) string {
+	t.Helper()
+	out, err := exec.CommandContext(t.Context(), "pg_dump", "--no-owner", "-d", url).Output()
+	if err != nil {
+		t.Fatalf("pg_dump: %v", err)
+	}
+	if !bytes.Contains(out, []byte("s-http")) {
+		t.Fatal("pg_dump holds none of the test's sessions")
+	}
+	return string(out)
+}
+
+// libraryBlobs is every Library piece, decompressed: pg_dump shows zstd
+// pieces as bytes a search cannot read.
+func libraryBlobs(t *testing.T, f *fixture) string {
+	t.Helper()
+	rows, err := f.n.Pool.Query(t.Context(), `SELECT encoding, data FROM library_pieces`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	dec, _ := zstd.NewReader(nil)
+	defer dec.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var enc string
+		var data []byte
+		if err := rows.Scan(&enc, &data); err != nil {
+			t.Fatal(err)
+		}
+		if enc == "zstd" {
+			if data, err = dec.DecodeAll(data, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b.Write(data)
+		b.WriteByte('\n')
+	}
+	if rows.Err() != nil {
+		t.Fatal(rows.Err())
+	}
+	return b.String()
+}
+
+// storeFiles is every file under the JetStream store directory.
+func storeFiles(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		out[strings.TrimPrefix(path, dir)] = string(data)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk := 0
+	for p, d := range out {
+		if strings.HasSuffix(p, ".blk") && strings.Contains(d, "s-http") {
+			blk++
+		}
+	}
+	if blk == 0 {
+		t.Fatal("no message block of the store holds the test's sessions")
+	}
+	return out
+}
