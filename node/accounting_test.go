@@ -25,7 +25,11 @@ type costFixture struct {
 	acct *streams.Projector
 }
 
-func newCostFixture(t *testing.T) *costFixture {
+func newCostFixture(t *testing.T) *costFixture { return newCostFixtureWith(t, nil) }
+
+// newCostFixtureWith is newCostFixture with edit applied to the accounting
+// projector's config before it starts.
+func newCostFixtureWith(t *testing.T, edit func(*streams.ProjectorConfig)) *costFixture {
 	t.Helper()
 	_, url := pgtest.New(t)
 	cfg := config.Config{DatabaseURL: url, NATSListen: "off", HTTPAddr: "127.0.0.1:0", DataDir: t.TempDir(),
@@ -37,7 +41,7 @@ func newCostFixture(t *testing.T) *costFixture {
 	t.Cleanup(n.Stop)
 	f := &costFixture{fixture: &fixture{t: t, n: n, base: "http://" + n.HTTPAddr(), commits: make(chan struct{}, 1), cfg: cfg}}
 	a := accounting.New(accounting.Config{Registerer: n.Registry})
-	f.acct, err = n.StartProjector(context.Background(), streams.ProjectorConfig{Name: accounting.ProjectorName,
+	pc := streams.ProjectorConfig{Name: accounting.ProjectorName,
 		Stream: streams.StreamSessions, Filter: accounting.Subjects(), Handler: a,
 		OnCommit: func(last uint64, msgs []streams.Message) {
 			a.Committed(last, msgs)
@@ -45,7 +49,11 @@ func newCostFixture(t *testing.T) *costFixture {
 			case f.commits <- struct{}{}:
 			default:
 			}
-		}})
+		}}
+	if edit != nil {
+		edit(&pc)
+	}
+	f.acct, err = n.StartProjector(context.Background(), pc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -366,14 +367,20 @@ func (n *Node) limits() server.Limits {
 		OrgBytesPerSec: c.OrgBytesPerSec, OrgEnvelopesPerSec: c.OrgEnvelopesPerSec}
 }
 
+// ready is /readyz: the log is connected and no projector this node runs
+// has stopped or keeps failing (each is named, with what fails).
 func (n *Node) ready(context.Context) error {
 	if n.NC == nil || !n.NC.IsConnected() {
 		return errors.New("nats: not connected")
 	}
+	var stuck []string
 	for _, p := range n.Projectors() {
-		if err := p.Err(); err != nil {
-			return fmt.Errorf("projector %s stopped: %w", p.Name(), err)
+		if err := p.Health(); err != nil {
+			stuck = append(stuck, err.Error())
 		}
+	}
+	if len(stuck) > 0 {
+		return errors.New(strings.Join(stuck, "; "))
 	}
 	return nil
 }

@@ -10,6 +10,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/spinehq/spine/secrets"
 )
 
 // DeadLetterOwner is who may read a message's dead letter: the verified
@@ -161,5 +165,77 @@ func messageJSON(data []byte) json.RawMessage {
 		return data
 	}
 	s, _ := json.Marshal(strings.ToValidUTF8(string(data), "\uFFFD"))
+	return s
+}
+
+// deadLetter records each rejected message in the dead_letters table (in
+// the batch's transaction) and on the DLQ stream (idempotently, by id,
+// before the commit so a crash cannot lose it).
+func (p *Projector) deadLetter(ctx context.Context, tx pgx.Tx, msgs []Message, results []error) error {
+	if len(results) != len(msgs) {
+		return fmt.Errorf("handler returned %d results for %d messages", len(results), len(msgs))
+	}
+	for i, res := range results {
+		if res == nil {
+			continue
+		}
+		rej, ok := AsRejection(res)
+		if !ok {
+			rej = Reject(ReasonHandlerError, "%v", res)
+		} else if !ValidID(rej.Reason) {
+			// The reason becomes a DLQ subject token: one that cannot be
+			// published would block the stream behind this message forever.
+			rej = Reject(ReasonHandlerError, "reason %q: %s", rej.Reason, rej.Detail)
+		}
+		if err := p.deadLetterOne(ctx, tx, msgs[i], rej); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *Projector) deadLetterOne(ctx context.Context, tx pgx.Tx, m Message, rej *Rejection) error {
+	redact := p.cfg.Redact
+	if redact == nil {
+		redact = secrets.Bytes
+	}
+	data := redact(m.Data)
+	rej = &Rejection{Reason: rej.Reason, Detail: secrets.String(rej.Detail), Owner: rej.Owner}
+	msg := nats.NewMsg(DLQSubject(p.cfg.Stream, rej.Reason))
+	msg.Data = data
+	msg.Header.Set(jetstream.MsgIDHeader, "dlq-"+p.cfg.Stream+"-"+strconv.FormatUint(m.Seq, 10))
+	msg.Header.Set("Spine-Reason", rej.Reason)
+	msg.Header.Set("Spine-Detail", headerSafe(rej.Detail))
+	msg.Header.Set("Spine-Stream", p.cfg.Stream)
+	msg.Header.Set("Spine-Seq", strconv.FormatUint(m.Seq, 10))
+	msg.Header.Set("Spine-Subject", m.Subject)
+	if _, err := p.cfg.JS.PublishMsg(ctx, msg); err != nil {
+		// The log's failure, not the message's: retry, never isolate.
+		return Transient(fmt.Errorf("publish dead letter %d: %w", m.Seq, err))
+	}
+	who := DeadLetterOwner(m, rej)
+	_, err := tx.Exec(ctx, `INSERT INTO dead_letters (stream, seq, subject, reason, detail, data, at, org, member)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING`,
+		p.cfg.Stream, int64(m.Seq), m.Subject, rej.Reason, strings.ReplaceAll(rej.Detail, "\x00", "\uFFFD"), data, m.Time,
+		who.Org, who.Member)
+	if err != nil {
+		return fmt.Errorf("record dead letter %d: %w", m.Seq, err)
+	}
+	p.m.deadLetters.WithLabelValues(p.cfg.Name, rej.Reason).Inc()
+	p.log.Info("dead letter", "seq", m.Seq, "reason", rej.Reason)
+	return nil
+}
+
+// headerSafe makes a value fit a NATS header: one line, bounded.
+func headerSafe(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r == '\r' || r == '\n' || r == 0 {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) > 1024 {
+		s = s[:1024]
+	}
 	return s
 }

@@ -24,6 +24,14 @@ const (
 	ReasonSessionEnded    = "session_ended"
 	ReasonDuplicateStart  = "duplicate_start"
 	ReasonOwnerMismatch   = "owner_mismatch"
+	// ReasonUnstorable: PostgreSQL refused the message's rows (whatever
+	// the SQLSTATE) every time it was applied alone; the detail holds the
+	// SQLSTATE and the database's message.
+	ReasonUnstorable = "unstorable"
+	// ReasonHandlerError: the handler failed on the message with an error
+	// of its own (not PostgreSQL's, not transient), or returned a
+	// per-message result that is not a *Rejection.
+	ReasonHandlerError = "handler_error"
 )
 
 // ErrRejected matches every *Rejection with errors.Is.
@@ -42,6 +50,21 @@ var ErrBadCursor = errors.New("bad cursor")
 // ErrListenWithoutToken is returned by StartEmbedded for a client listener
 // without a token: anyone who can reach the port could publish as anyone.
 var ErrListenWithoutToken = errors.New("embedded nats: a client listener needs a token")
+
+// ErrStopped is returned by Wait when the projector was stopped by a test hook.
+var ErrStopped = errors.New("projector stopped")
+
+// ErrForeignLog: the database's checkpoint is past the end of the stream,
+// so its projections were made from another log (another data directory
+// or NATS). Projecting would silently skip everything up to the checkpoint.
+var ErrForeignLog = errors.New("database was projected from another log")
+
+// ErrNotLeader ends a NoStandby projector that found another instance leading.
+var ErrNotLeader = errors.New("another instance leads this projector")
+
+// ErrCannotAdvance matches every *StuckError with errors.Is: a projector
+// that stopped, or keeps failing on the same messages.
+var ErrCannotAdvance = errors.New("projector cannot advance")
 
 // Rejection is a message that breaks a rule. It is dead-lettered with its
 // reason and never retried: the same bytes would break the same rule.

@@ -13,6 +13,8 @@ type Metrics struct {
 	retries     *prometheus.CounterVec
 	applied     *prometheus.CounterVec
 	skipped     *prometheus.CounterVec
+	isolated    *prometheus.CounterVec
+	failures    *prometheus.GaugeVec
 }
 
 // NewMetrics registers the projector metrics on reg (nil: not registered,
@@ -20,7 +22,7 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "spine_projector_lag",
-			Help: "Messages in the stream not yet applied by the projector (stream sequence minus checkpoint)."}, []string{"projector"}),
+			Help: "Messages not yet applied: the stream's last sequence minus the checkpoint (for a consumer with filter subjects, its pending plus unacked messages), measured from the log."}, []string{"projector"}),
 		checkpoint: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "spine_projector_checkpoint",
 			Help: "Last stream sequence the projector committed."}, []string{"projector"}),
 		batchSize: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "spine_projector_batch_size",
@@ -30,14 +32,19 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "spine_projector_dead_letters_total",
 			Help: "Messages dead-lettered, by reason."}, []string{"projector", "reason"}),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "spine_projector_retries_total",
-			Help: "Batches retried after a database or log failure."}, []string{"projector"}),
+			Help: "Failed attempts to apply a batch or one isolated message, each followed by a retry."}, []string{"projector"}),
 		applied: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "spine_projector_messages_total",
 			Help: "Messages applied (including dead-lettered ones)."}, []string{"projector"}),
 		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "spine_projector_redelivered_skipped_total",
 			Help: "Redelivered messages at or below the checkpoint, skipped."}, []string{"projector"}),
+		isolated: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "spine_projector_isolated_total",
+			Help: "Messages that kept failing alone and were dead-lettered so the projector could go on."}, []string{"projector"}),
+		failures: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "spine_projector_consecutive_failures",
+			Help: "Failed attempts in a row since the projector last committed or isolated a message (0 while it advances)."}, []string{"projector"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.lag, m.checkpoint, m.batchSize, m.batchTime, m.deadLetters, m.retries, m.applied, m.skipped)
+		reg.MustRegister(m.lag, m.checkpoint, m.batchSize, m.batchTime, m.deadLetters, m.retries, m.applied, m.skipped,
+			m.isolated, m.failures)
 	}
 	return m
 }

@@ -5,12 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"log/slog"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,8 +17,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/spinehq/spine/secrets"
 )
 
 // Message is one stored message handed to a Handler.
@@ -37,8 +32,11 @@ type Message struct {
 //
 // It returns one entry per message: nil, or a *Rejection that sends the
 // message to the dead-letter stream. A non-nil error aborts the whole batch,
-// which is rolled back and retried: use it for database failures only, never
-// for bad input, or one bad message would block the rest.
+// which is rolled back. An error IsTransient covers (the connection, the
+// server's availability, or one marked with Transient) is retried without
+// end; any other makes the projector apply the batch one message at a time
+// and dead-letter the message that keeps failing alone. Return a
+// *Rejection for bad input: isolation is the safety net, not the way.
 type Handler interface {
 	Apply(ctx context.Context, tx pgx.Tx, msgs []Message) ([]error, error)
 }
@@ -78,12 +76,29 @@ type ProjectorConfig struct {
 	// with ErrNotLeader instead of standing by (partition managers decide
 	// themselves which partitions an instance contends for).
 	NoStandby bool
+	// IsolateAfter is how many times a message must fail alone, the same
+	// way, before it is dead-lettered; 0 means DefaultIsolateAfter.
+	IsolateAfter int
+	// StuckAfter is how many failed attempts in a row make Health report
+	// the projector stuck; 0 means DefaultStuckAfter.
+	StuckAfter int
+	// LagInterval is how often spine_projector_lag is measured from the
+	// log; 0 means DefaultLagInterval.
+	LagInterval time.Duration
+	// LockTimeout bounds how long a statement of the projector waits for a
+	// lock (PostgreSQL's lock_timeout on its connection), so a lock held
+	// elsewhere shows as failed attempts instead of a silent wait; 0 means
+	// DefaultLockTimeout, negative no bound.
+	LockTimeout time.Duration
 }
 
 // Projector defaults.
 const (
 	DefaultBatchSize = 500
 	DefaultMaxWait   = 10 * time.Millisecond
+	// DefaultLockTimeout is far beyond any lock a projector's statements
+	// wait for in normal work (row locks held for one batch's commit).
+	DefaultLockTimeout = 30 * time.Second
 )
 
 // Projector turns a stream into PostgreSQL rows, exactly once in effect: a
@@ -91,23 +106,22 @@ const (
 // acked only after commit, and anything at or below the checkpoint is
 // skipped when redelivered.
 type Projector struct {
-	cfg  ProjectorConfig
-	log  *slog.Logger
-	m    *Metrics
-	done chan struct{}
-	stop context.CancelFunc
-	err  error
-	mu   sync.Mutex
-	last uint64
+	cfg    ProjectorConfig
+	log    *slog.Logger
+	m      *Metrics
+	done   chan struct{}
+	stop   context.CancelFunc
+	err    error
+	mu     sync.Mutex
+	last   uint64
+	health health
+	cons   jetstream.Consumer // the consumer while leading
 
 	leading atomic.Bool
 }
 
 // Leading reports whether this instance holds the projector's leadership.
 func (p *Projector) Leading() bool { return p.leading.Load() }
-
-// ErrStopped is returned by Wait when the projector was stopped by a test hook.
-var ErrStopped = errors.New("projector stopped")
 
 // NewProjector validates cfg and fills its defaults.
 func NewProjector(cfg ProjectorConfig) (*Projector, error) {
@@ -119,6 +133,10 @@ func NewProjector(cfg ProjectorConfig) (*Projector, error) {
 	}
 	cfg.BatchSize = cmp.Or(cfg.BatchSize, DefaultBatchSize)
 	cfg.MaxWait = cmp.Or(cfg.MaxWait, DefaultMaxWait)
+	cfg.IsolateAfter = cmp.Or(cfg.IsolateAfter, DefaultIsolateAfter)
+	cfg.StuckAfter = cmp.Or(cfg.StuckAfter, DefaultStuckAfter)
+	cfg.LagInterval = cmp.Or(cfg.LagInterval, DefaultLagInterval)
+	cfg.LockTimeout = cmp.Or(cfg.LockTimeout, DefaultLockTimeout)
 	p := &Projector{cfg: cfg, log: cfg.Logger, m: cfg.Metrics}
 	if p.log == nil {
 		p.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -133,6 +151,8 @@ func NewProjector(cfg ProjectorConfig) (*Projector, error) {
 	p.m.retries.WithLabelValues(cfg.Name)
 	p.m.applied.WithLabelValues(cfg.Name)
 	p.m.skipped.WithLabelValues(cfg.Name)
+	p.m.isolated.WithLabelValues(cfg.Name)
+	p.m.failures.WithLabelValues(cfg.Name)
 	return p, nil
 }
 
@@ -202,37 +222,6 @@ func (p *Projector) consumeAsLeader(ctx context.Context, conn *pgxpool.Conn) err
 	return p.run(ctx, conn, cons)
 }
 
-// ErrForeignLog: the database's checkpoint is past the end of the stream,
-// so its projections were made from another log (another data directory
-// or NATS). Projecting would silently skip everything up to the checkpoint.
-var ErrForeignLog = errors.New("database was projected from another log")
-
-func (p *Projector) checkSameLog(ctx context.Context, last uint64) error {
-	st, err := p.cfg.JS.Stream(ctx, p.cfg.Stream)
-	if err != nil {
-		return fmt.Errorf("stream %s: %w", p.cfg.Stream, err)
-	}
-	info, err := st.Info(ctx)
-	if err != nil {
-		return fmt.Errorf("stream %s: %w", p.cfg.Stream, err)
-	}
-	if last > info.State.LastSeq {
-		return fmt.Errorf("%w: checkpoint %s is at %d but stream %s ends at %d; point SPINE_DATABASE_URL at a fresh database (or the one made from this log), or SPINE_DATA_DIR/SPINE_NATS_URL at the log this database came from",
-			ErrForeignLog, p.cfg.Name, last, p.cfg.Stream, info.State.LastSeq)
-	}
-	return nil
-}
-
-// Preflight checks, before Start, that the database's checkpoint belongs to
-// this log, so a mismatch is an error at startup rather than a silent skip.
-func (p *Projector) Preflight(ctx context.Context) error {
-	last, err := p.readCheckpoint(ctx, p.cfg.Pool)
-	if err != nil {
-		return err
-	}
-	return p.checkSameLog(ctx, last)
-}
-
 // Err is why the projector stopped on its own (nil while it runs).
 func (p *Projector) Err() error {
 	select {
@@ -241,64 +230,6 @@ func (p *Projector) Err() error {
 	default:
 		return nil
 	}
-}
-
-// lockKey is the advisory lock key of a projector name.
-func lockKey(name string) int64 {
-	h := fnv.New64a()
-	h.Write([]byte("spine.projector." + name))
-	return int64(h.Sum64())
-}
-
-// acquireLeadership blocks until this instance holds the projector's lock
-// on a dedicated connection, or ctx ends.
-func (p *Projector) acquireLeadership(ctx context.Context) (*pgxpool.Conn, error) {
-	var conn *pgxpool.Conn
-	waiting := false
-	err := retry(ctx, p.log, func() error {
-		c, err := p.cfg.Pool.Acquire(ctx)
-		if err != nil {
-			return err
-		}
-		var ok bool
-		if err := c.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, lockKey(p.cfg.Name)).Scan(&ok); err != nil {
-			c.Release()
-			return err
-		}
-		if !ok {
-			c.Release()
-			if p.cfg.NoStandby {
-				return permanentError{ErrNotLeader}
-			}
-			if !waiting {
-				p.log.Info("another instance leads this projector; standing by")
-				waiting = true
-			}
-			return errStandby
-		}
-		conn = c
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	p.log.Debug("leading")
-	return conn, nil
-}
-
-var errStandby = errors.New("standing by")
-
-// ErrNotLeader ends a NoStandby projector that found another instance leading.
-var ErrNotLeader = errors.New("another instance leads this projector")
-
-func (p *Projector) releaseLeadership(conn *pgxpool.Conn) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, lockKey(p.cfg.Name)); err != nil {
-		// The lock dies with the connection: close it rather than pool it.
-		_ = conn.Conn().Close(ctx)
-	}
-	conn.Release()
 }
 
 // Stop lets the batch in flight commit and ack, then stops. Safe to call twice.
@@ -336,46 +267,6 @@ func (p *Projector) setLast(seq uint64) {
 	p.m.checkpoint.WithLabelValues(p.cfg.Name).Set(float64(seq))
 }
 
-// readCheckpoint reads the committed checkpoint (0 before the first batch).
-func (p *Projector) readCheckpoint(ctx context.Context, q interface {
-	QueryRow(context.Context, string, ...any) pgx.Row
-}) (uint64, error) {
-	var last int64
-	err := q.QueryRow(ctx, `SELECT last_seq FROM projector_checkpoints WHERE name = $1`, p.cfg.Name).Scan(&last)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return 0, fmt.Errorf("read checkpoint %s: %w", p.cfg.Name, err)
-	}
-	return uint64(last), nil
-}
-
-// resetConsumer recreates the durable consumer at checkpoint+1. PostgreSQL's
-// checkpoint is the truth; the consumer's own ack state is only a hint, and
-// starting from the checkpoint keeps per-session order across restarts
-// (a consumer left with unacked messages would deliver newer ones first).
-func (p *Projector) resetConsumer(ctx context.Context, last uint64) (jetstream.Consumer, error) {
-	err := p.cfg.JS.DeleteConsumer(ctx, p.cfg.Stream, p.cfg.Name)
-	if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return nil, fmt.Errorf("reset consumer %s: %w", p.cfg.Name, err)
-	}
-	cc := jetstream.ConsumerConfig{
-		Durable:        p.cfg.Name,
-		AckPolicy:      jetstream.AckAllPolicy,
-		AckWait:        2 * time.Minute,
-		MaxAckPending:  p.cfg.BatchSize * 4,
-		FilterSubjects: p.cfg.Filter,
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-	}
-	if last > 0 {
-		cc.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
-		cc.OptStartSeq = last + 1
-	}
-	cons, err := p.cfg.JS.CreateOrUpdateConsumer(ctx, p.cfg.Stream, cc)
-	if err != nil {
-		return nil, fmt.Errorf("create consumer %s: %w", p.cfg.Name, err)
-	}
-	return cons, nil
-}
-
 // run applies batches as they come. The next batch is fetched while the
 // current one is applied and committed, so the log and the database work
 // at the same time; batches are still applied strictly in order.
@@ -383,7 +274,11 @@ func (p *Projector) run(ctx context.Context, conn *pgxpool.Conn, cons jetstream.
 	fetchCtx, cancel := context.WithCancel(ctx)
 	batches := make(chan []jetstream.Msg, 1)
 	var wg sync.WaitGroup
+	p.mu.Lock()
+	p.cons = cons
+	p.mu.Unlock()
 	wg.Go(func() { p.fetch(fetchCtx, cons, batches) })
+	wg.Go(func() { p.watchLag(fetchCtx) })
 	defer func() {
 		cancel()
 		wg.Wait()
@@ -417,8 +312,7 @@ func (p *Projector) fetch(ctx context.Context, cons jetstream.Consumer, out chan
 			p.log.Debug("fetch ended", "err", err)
 		}
 		if len(raw) == 0 {
-			p.m.lag.WithLabelValues(p.cfg.Name).Set(0) // nothing pending
-			continue
+			continue // the lag is measured by watchLag: an empty fetch says nothing of what is unapplied
 		}
 		select {
 		case out <- raw:
@@ -428,48 +322,24 @@ func (p *Projector) fetch(ctx context.Context, cons jetstream.Consumer, out chan
 	}
 }
 
-// handle applies one fetched batch, retrying until it commits or the
-// projector is stopped, then acks.
+// handle applies one fetched batch (commitBatch: retrying, isolating what
+// keeps failing) until it is committed or the projector is stopped, then
+// acks.
 func (p *Projector) handle(ctx context.Context, conn *pgxpool.Conn, raw []jetstream.Msg) error {
-	msgs := make([]Message, 0, len(raw))
-	var pending uint64
-	for _, m := range raw {
-		md, err := m.Metadata()
-		if err != nil {
-			return fmt.Errorf("message metadata: %w", err)
-		}
-		msgs = append(msgs, Message{Seq: md.Sequence.Stream, Subject: m.Subject(), Data: m.Data(),
-			Header: m.Headers(), Time: md.Timestamp})
-		pending = md.NumPending
-	}
-	last := msgs[len(msgs)-1].Seq
-	err := retry(ctx, p.log, func() error {
-		err := p.apply(context.WithoutCancel(ctx), conn, msgs)
-		if IsDataError(err) {
-			// Some message makes a row PostgreSQL will never accept: find it
-			// rather than retry the batch forever.
-			err = p.applyOneByOne(context.WithoutCancel(ctx), conn, msgs)
-		}
-		if err != nil {
-			p.m.retries.WithLabelValues(p.cfg.Name).Inc()
-			keepAlive(raw[len(raw)-1])
-			if conn.Conn().IsClosed() {
-				return permanentError{errLostConnection}
-			}
-		}
+	msgs, pending, err := messages(raw)
+	if err != nil {
 		return err
-	})
+	}
+	err = p.commitBatch(ctx, conn, msgs, func() { _ = raw[len(raw)-1].InProgress() })
 	if errors.Is(err, errLostConnection) {
 		return err // the lock went with the connection: start over as a candidate
 	}
 	if err != nil {
 		return nil // stopped while retrying: nothing acked, redelivered from the checkpoint
 	}
-	p.setLast(last)
+	last := msgs[len(msgs)-1].Seq
 	p.m.lag.WithLabelValues(p.cfg.Name).Set(float64(pending))
-	if p.cfg.OnCommit != nil {
-		p.cfg.OnCommit(last, msgs)
-	}
+	p.committed(last, msgs)
 	if p.cfg.BeforeAck != nil {
 		if err := p.cfg.BeforeAck(last); err != nil {
 			return fmt.Errorf("%w: %v", ErrStopped, err)
@@ -482,67 +352,41 @@ func (p *Projector) handle(ctx context.Context, conn *pgxpool.Conn, raw []jetstr
 	return nil
 }
 
-func keepAlive(m jetstream.Msg) { _ = m.InProgress() }
+// messages converts a fetched batch, and says how many messages the
+// consumer had pending after its last one.
+func messages(raw []jetstream.Msg) ([]Message, uint64, error) {
+	msgs := make([]Message, 0, len(raw))
+	var pending uint64
+	for _, m := range raw {
+		md, err := m.Metadata()
+		if err != nil {
+			return nil, 0, fmt.Errorf("message metadata: %w", err)
+		}
+		msgs = append(msgs, Message{Seq: md.Sequence.Stream, Subject: m.Subject(), Data: m.Data(),
+			Header: m.Headers(), Time: md.Timestamp})
+		pending = md.NumPending
+	}
+	return msgs, pending, nil
+}
 
-// ReasonUnstorable is the dead-letter reason of a message whose rows
-// PostgreSQL refuses with a data or constraint error (SQLSTATE classes 22
-// and 23): retrying would fail the same way forever.
-const ReasonUnstorable = "unstorable"
+// committed records a commit up to last and tells OnCommit.
+func (p *Projector) committed(last uint64, msgs []Message) {
+	p.setLast(last)
+	if p.cfg.OnCommit != nil {
+		p.cfg.OnCommit(last, msgs)
+	}
+}
 
 // IsDataError reports whether err is PostgreSQL refusing the data itself
-// (a data exception or an integrity constraint violation), as opposed to a
-// failure that a retry can cure.
+// (a data exception or an integrity constraint violation, SQLSTATE classes
+// 22 and 23). Handlers that can refuse such a message on their own, in a
+// savepoint, dead-letter it at once as ReasonUnstorable.
 func IsDataError(err error) bool {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || len(pgErr.Code) < 2 {
 		return false
 	}
 	return pgErr.Code[:2] == "22" || pgErr.Code[:2] == "23"
-}
-
-// applyOneByOne applies a batch one message per transaction, so the
-// message PostgreSQL refuses is found and dead-lettered on its own while the
-// others are applied. Each transaction advances the checkpoint, so a crash
-// part way through loses and doubles nothing.
-func (p *Projector) applyOneByOne(ctx context.Context, conn *pgxpool.Conn, msgs []Message) error {
-	for _, m := range msgs {
-		err := p.apply(ctx, conn, []Message{m})
-		if IsDataError(err) {
-			err = p.poison(ctx, conn, m, err)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// poison dead-letters one message that cannot be stored, in its own
-// transaction with the checkpoint.
-func (p *Projector) poison(ctx context.Context, conn *pgxpool.Conn, m Message, cause error) error {
-	var pgErr *pgconn.PgError
-	errors.As(cause, &pgErr)
-	rej := Reject(ReasonUnstorable, "PostgreSQL refused its rows: SQLSTATE %s: %s", pgErr.Code, pgErr.Message)
-	p.log.Warn("message cannot be stored; dead-lettered", "seq", m.Seq, "sqlstate", pgErr.Code)
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	defer tx.Rollback(ctx)
-	ck, err := p.lockCheckpoint(ctx, tx)
-	if err != nil {
-		return err
-	}
-	if m.Seq <= uint64(ck) {
-		return nil
-	}
-	if err := p.deadLetterOne(ctx, tx, m, rej); err != nil {
-		return err
-	}
-	if _, err := tx.Exec(ctx, `UPDATE projector_checkpoints SET last_seq = $2 WHERE name = $1`, p.cfg.Name, int64(m.Seq)); err != nil {
-		return fmt.Errorf("advance checkpoint: %w", err)
-	}
-	return tx.Commit(ctx)
 }
 
 // apply runs one transaction: lock and read the checkpoint, hand the new
@@ -584,9 +428,8 @@ func (p *Projector) apply(ctx context.Context, conn *pgxpool.Conn, msgs []Messag
 			return err
 		}
 	}
-	last := fresh[len(fresh)-1].Seq
-	if _, err := tx.Exec(ctx, `UPDATE projector_checkpoints SET last_seq = $2 WHERE name = $1`, p.cfg.Name, int64(last)); err != nil {
-		return fmt.Errorf("advance checkpoint: %w", err)
+	if err := p.advanceCheckpoint(ctx, tx, fresh[len(fresh)-1].Seq); err != nil {
+		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("commit: %w", err)
@@ -595,132 +438,4 @@ func (p *Projector) apply(ctx context.Context, conn *pgxpool.Conn, msgs []Messag
 	p.m.batchSize.WithLabelValues(p.cfg.Name).Observe(float64(len(fresh)))
 	p.m.batchTime.WithLabelValues(p.cfg.Name).Observe(time.Since(start).Seconds())
 	return nil
-}
-
-// deadLetter records each rejected message in the dead_letters table (in
-// the batch's transaction) and on the DLQ stream (idempotently, by id,
-// before the commit so a crash cannot lose it).
-func (p *Projector) deadLetter(ctx context.Context, tx pgx.Tx, msgs []Message, results []error) error {
-	if len(results) != len(msgs) {
-		return fmt.Errorf("handler returned %d results for %d messages", len(results), len(msgs))
-	}
-	for i, res := range results {
-		if res == nil {
-			continue
-		}
-		rej, ok := AsRejection(res)
-		if !ok {
-			rej = Reject("handler_error", "%v", res)
-		} else if !ValidID(rej.Reason) {
-			// The reason becomes a DLQ subject token: one that cannot be
-			// published would block the stream behind this message forever.
-			rej = Reject("handler_error", "reason %q: %s", rej.Reason, rej.Detail)
-		}
-		if err := p.deadLetterOne(ctx, tx, msgs[i], rej); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (p *Projector) deadLetterOne(ctx context.Context, tx pgx.Tx, m Message, rej *Rejection) error {
-	redact := p.cfg.Redact
-	if redact == nil {
-		redact = secrets.Bytes
-	}
-	data := redact(m.Data)
-	rej = &Rejection{Reason: rej.Reason, Detail: secrets.String(rej.Detail), Owner: rej.Owner}
-	msg := nats.NewMsg(DLQSubject(p.cfg.Stream, rej.Reason))
-	msg.Data = data
-	msg.Header.Set(jetstream.MsgIDHeader, "dlq-"+p.cfg.Stream+"-"+strconv.FormatUint(m.Seq, 10))
-	msg.Header.Set("Spine-Reason", rej.Reason)
-	msg.Header.Set("Spine-Detail", headerSafe(rej.Detail))
-	msg.Header.Set("Spine-Stream", p.cfg.Stream)
-	msg.Header.Set("Spine-Seq", strconv.FormatUint(m.Seq, 10))
-	msg.Header.Set("Spine-Subject", m.Subject)
-	if _, err := p.cfg.JS.PublishMsg(ctx, msg); err != nil {
-		return fmt.Errorf("publish dead letter %d: %w", m.Seq, err)
-	}
-	who := DeadLetterOwner(m, rej)
-	_, err := tx.Exec(ctx, `INSERT INTO dead_letters (stream, seq, subject, reason, detail, data, at, org, member)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING`,
-		p.cfg.Stream, int64(m.Seq), m.Subject, rej.Reason, strings.ReplaceAll(rej.Detail, "\x00", "\uFFFD"), data, m.Time,
-		who.Org, who.Member)
-	if err != nil {
-		return fmt.Errorf("record dead letter %d: %w", m.Seq, err)
-	}
-	p.m.deadLetters.WithLabelValues(p.cfg.Name, rej.Reason).Inc()
-	p.log.Info("dead letter", "seq", m.Seq, "reason", rej.Reason)
-	return nil
-}
-
-// retry calls f until it succeeds, ctx ends, or f returns a permanent
-// error, backing off from 50ms to 5s (1s while standing by).
-func retry(ctx context.Context, log *slog.Logger, f func() error) error {
-	backoff := 50 * time.Millisecond
-	for {
-		err := f()
-		if err == nil {
-			return nil
-		}
-		var perm permanentError
-		if errors.As(err, &perm) {
-			return perm.err
-		}
-		limit := 5 * time.Second
-		if errors.Is(err, errStandby) {
-			limit = time.Second
-		} else {
-			log.Warn("retrying after failure", "err", err, "backoff", backoff)
-		}
-		if !sleep(ctx, backoff) {
-			return err
-		}
-		backoff = min(backoff*2, limit)
-	}
-}
-
-// permanentError stops retry at once.
-type permanentError struct{ err error }
-
-func (p permanentError) Error() string { return p.err.Error() }
-
-var errLostConnection = errors.New("projector connection lost")
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
-// headerSafe makes a value fit a NATS header: one line, bounded.
-func headerSafe(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if r == '\r' || r == '\n' || r == 0 {
-			return ' '
-		}
-		return r
-	}, s)
-	if len(s) > 1024 {
-		s = s[:1024]
-	}
-	return s
-}
-
-// lockCheckpoint reads the checkpoint inside tx, locking its row so two
-// instances can never apply the same messages at once.
-func (p *Projector) lockCheckpoint(ctx context.Context, tx pgx.Tx) (int64, error) {
-	var ck int64
-	if _, err := tx.Exec(ctx, `INSERT INTO projector_checkpoints (name, last_seq) VALUES ($1, 0) ON CONFLICT DO NOTHING`, p.cfg.Name); err != nil {
-		return 0, fmt.Errorf("checkpoint row: %w", err)
-	}
-	if err := tx.QueryRow(ctx, `SELECT last_seq FROM projector_checkpoints WHERE name = $1 FOR UPDATE`, p.cfg.Name).Scan(&ck); err != nil {
-		return 0, fmt.Errorf("lock checkpoint: %w", err)
-	}
-	return ck, nil
 }

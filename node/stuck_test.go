@@ -1,0 +1,182 @@
+package node_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/spinehq/spine/internal/spinetest"
+	"github.com/spinehq/spine/streams"
+)
+
+// publishRaw stores bytes on the log as they are, as a producer that skips
+// streams.Publisher's validation could, and returns their sequence.
+func (f *costFixture) publishRaw(subject, data string) uint64 {
+	f.t.Helper()
+	ack, err := f.n.JS.Publish(f.t.Context(), subject, []byte(data))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return ack.Sequence
+}
+
+// session publishes a start and an end of session id through the
+// Publisher, with end's extra fields, and returns the end's sequence.
+func (f *costFixture) session(id, endFields string) uint64 {
+	f.t.Helper()
+	var last uint64
+	for _, raw := range []string{
+		`{"v":1,"type":"session.start","id":"` + id + `-start","at":"2026-11-02T09:00:00Z","sessionId":"` + id +
+			`","app":"claude-code","kind":"run","owner":{"org":"acme","member":"alice"},"workerId":"w1"}`,
+		`{"v":1,"type":"session.end","id":"` + id + `-end","at":"2026-11-02T09:30:00Z","sessionId":"` + id +
+			`","status":"done","billing":"metered","door":"session"` + endFields + `}`,
+	} {
+		e, err := streams.Decode([]byte(raw))
+		if err != nil {
+			f.t.Fatalf("decode %s: %v", raw, err)
+		}
+		ack, err := f.n.Publisher.Publish(f.t.Context(), e, nil)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		last = ack.Sequence
+	}
+	return last
+}
+
+// incompressible is n hex characters PostgreSQL cannot compress.
+func incompressible(n int) string {
+	var b strings.Builder
+	sum := sha256.Sum256([]byte("seed"))
+	for b.Len() < n {
+		b.WriteString(hex.EncodeToString(sum[:]))
+		sum = sha256.Sum256(sum[:])
+	}
+	return b.String()[:n]
+}
+
+// The red team's case: a session.end whose model is 3,000 characters makes
+// a cost_days key over the btree's limit (SQLSTATE 54000). It is isolated
+// and dead-lettered with the SQLSTATE, and the next session gets its
+// router-call row.
+func TestOversizedModelIsIsolated(t *testing.T) {
+	f := newCostFixture(t)
+	start := f.publishRaw("spine.session.huge.start", `{"v":1,"type":"session.start","id":"huge-start",`+
+		`"at":"2026-11-02T09:00:00Z","sessionId":"huge","app":"claude-code","kind":"run","owner":{"org":"acme","member":"alice"}}`)
+	bad := f.publishRaw("spine.session.huge.end", `{"v":1,"type":"session.end","id":"huge-end","at":"2026-11-02T09:30:00Z",`+
+		`"sessionId":"huge","status":"done","billing":"metered","door":"session","model":"`+incompressible(3000)+`"}`)
+	good := f.session("after", `,"model":"claude-sonnet-4-5"`)
+	f.waitFor(good)
+
+	ctx := t.Context()
+	var calls int
+	if err := f.n.Pool.QueryRow(ctx, `SELECT count(*) FROM router_calls WHERE session_id = 'after'`).Scan(&calls); err != nil || calls != 1 {
+		t.Fatalf("the session after the bad one has %d router-call rows (%v), want 1", calls, err)
+	}
+	var reason, detail string
+	err := f.n.Pool.QueryRow(ctx, `SELECT reason, detail FROM dead_letters WHERE stream = $1 AND seq = $2`,
+		streams.StreamSessions, int64(bad)).Scan(&reason, &detail)
+	if err != nil || reason != streams.ReasonUnstorable || !strings.Contains(detail, "SQLSTATE 54000") ||
+		!strings.Contains(detail, "cost_days_pkey") {
+		t.Fatalf("dead letter of the oversized end: %q %q (%v)", reason, detail, err)
+	}
+	var others int
+	if err := f.n.Pool.QueryRow(ctx, `SELECT count(*) FROM dead_letters WHERE seq <> $1`, int64(bad)).Scan(&others); err != nil || others != 0 {
+		t.Fatalf("%d other dead letters (%v); the start at %d and the sessions around it are fine", others, err, start)
+	}
+	if err := f.acct.Health(); err != nil {
+		t.Fatalf("accounting after isolating: %v", err)
+	}
+}
+
+// failSignal wraps a handler and closes reached when an attempt begins
+// after at failed ones: the projector has counted them by then.
+type failSignal struct {
+	streams.Handler
+	at      int64
+	failed  atomic.Int64
+	once    sync.Once
+	reached chan struct{}
+}
+
+func (h *failSignal) Apply(ctx context.Context, tx pgx.Tx, msgs []streams.Message) ([]error, error) {
+	if h.failed.Load() >= h.at {
+		h.once.Do(func() { close(h.reached) })
+	}
+	res, err := h.Handler.Apply(ctx, tx, msgs)
+	if err != nil {
+		h.failed.Add(1)
+	}
+	return res, err
+}
+
+var lagLine = regexp.MustCompile(`(?m)^spine_projector_lag\{projector="accounting"\} (\S+)$`)
+
+// A projector that cannot advance (another session holds a lock on
+// router_calls) is named by /readyz with what fails, and its lag counts
+// what it has not applied; both clear once the lock goes.
+func TestReadyzNamesAStuckProjector(t *testing.T) {
+	signal := &failSignal{at: 2, reached: make(chan struct{})}
+	f := newCostFixtureWith(t, func(c *streams.ProjectorConfig) {
+		signal.Handler = c.Handler
+		c.Handler, c.StuckAfter, c.LockTimeout = signal, int(signal.at), 20*time.Millisecond
+	})
+	ctx := t.Context()
+	holder, err := pgx.Connect(ctx, f.cfg.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close(context.Background())
+	if _, err := holder.Exec(ctx, `BEGIN; LOCK TABLE router_calls IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	last := f.session("s1", `,"model":"claude-sonnet-4-5"`)
+	select {
+	case <-signal.reached:
+	case <-time.After(spinetest.WaitTimeout):
+		t.Fatal("accounting never failed on the lock")
+	}
+	code, body := f.do("GET", "/readyz", "", nil)
+	if code != 503 || !bytes.Contains(body, []byte(`"code":"unavailable"`)) ||
+		!bytes.Contains(body, []byte("projector accounting cannot advance")) || !bytes.Contains(body, []byte("SQLSTATE 55P03")) {
+		t.Fatalf("/readyz with accounting stuck = %d %s", code, body)
+	}
+	if lag := metricLag(t, f); lag <= 0 {
+		t.Fatalf("lag %v while accounting is stuck", lag)
+	}
+	if _, err := holder.Exec(ctx, `ROLLBACK`); err != nil {
+		t.Fatal(err)
+	}
+	f.waitFor(last)
+	if code, body := f.do("GET", "/readyz", "", nil); code != 200 {
+		t.Fatalf("/readyz after accounting caught up = %d %s", code, body)
+	}
+	if lag := metricLag(t, f); lag != 0 {
+		t.Fatalf("lag %v after accounting caught up", lag)
+	}
+}
+
+func metricLag(t *testing.T, f *costFixture) float64 {
+	t.Helper()
+	_, body := f.do("GET", "/metrics", "", nil)
+	m := lagLine.FindSubmatch(body)
+	if m == nil {
+		t.Fatalf("/metrics has no accounting lag:\n%s", body)
+	}
+	v, err := strconv.ParseFloat(string(m[1]), 64)
+	if err != nil {
+		t.Fatal(fmt.Errorf("lag %q: %w", m[1], err))
+	}
+	return v
+}

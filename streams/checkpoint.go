@@ -1,0 +1,98 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+func (p *Projector) checkSameLog(ctx context.Context, last uint64) error {
+	st, err := p.cfg.JS.Stream(ctx, p.cfg.Stream)
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", p.cfg.Stream, err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", p.cfg.Stream, err)
+	}
+	if last > info.State.LastSeq {
+		return fmt.Errorf("%w: checkpoint %s is at %d but stream %s ends at %d; point SPINE_DATABASE_URL at a fresh database (or the one made from this log), or SPINE_DATA_DIR/SPINE_NATS_URL at the log this database came from",
+			ErrForeignLog, p.cfg.Name, last, p.cfg.Stream, info.State.LastSeq)
+	}
+	return nil
+}
+
+// Preflight checks, before Start, that the database's checkpoint belongs to
+// this log, so a mismatch is an error at startup rather than a silent skip.
+func (p *Projector) Preflight(ctx context.Context) error {
+	last, err := p.readCheckpoint(ctx, p.cfg.Pool)
+	if err != nil {
+		return err
+	}
+	return p.checkSameLog(ctx, last)
+}
+
+// readCheckpoint reads the committed checkpoint (0 before the first batch).
+func (p *Projector) readCheckpoint(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) (uint64, error) {
+	var last int64
+	err := q.QueryRow(ctx, `SELECT last_seq FROM projector_checkpoints WHERE name = $1`, p.cfg.Name).Scan(&last)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return 0, fmt.Errorf("read checkpoint %s: %w", p.cfg.Name, err)
+	}
+	return uint64(last), nil
+}
+
+// resetConsumer recreates the durable consumer at checkpoint+1. PostgreSQL's
+// checkpoint is the truth; the consumer's own ack state is only a hint, and
+// starting from the checkpoint keeps per-session order across restarts
+// (a consumer left with unacked messages would deliver newer ones first).
+func (p *Projector) resetConsumer(ctx context.Context, last uint64) (jetstream.Consumer, error) {
+	err := p.cfg.JS.DeleteConsumer(ctx, p.cfg.Stream, p.cfg.Name)
+	if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, fmt.Errorf("reset consumer %s: %w", p.cfg.Name, err)
+	}
+	cc := jetstream.ConsumerConfig{
+		Durable:        p.cfg.Name,
+		AckPolicy:      jetstream.AckAllPolicy,
+		AckWait:        2 * time.Minute,
+		MaxAckPending:  p.cfg.BatchSize * 4,
+		FilterSubjects: p.cfg.Filter,
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	}
+	if last > 0 {
+		cc.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cc.OptStartSeq = last + 1
+	}
+	cons, err := p.cfg.JS.CreateOrUpdateConsumer(ctx, p.cfg.Stream, cc)
+	if err != nil {
+		return nil, fmt.Errorf("create consumer %s: %w", p.cfg.Name, err)
+	}
+	return cons, nil
+}
+
+// lockCheckpoint reads the checkpoint inside tx, locking its row so two
+// instances can never apply the same messages at once.
+func (p *Projector) lockCheckpoint(ctx context.Context, tx pgx.Tx) (int64, error) {
+	var ck int64
+	if _, err := tx.Exec(ctx, `INSERT INTO projector_checkpoints (name, last_seq) VALUES ($1, 0) ON CONFLICT DO NOTHING`, p.cfg.Name); err != nil {
+		return 0, fmt.Errorf("checkpoint row: %w", err)
+	}
+	if err := tx.QueryRow(ctx, `SELECT last_seq FROM projector_checkpoints WHERE name = $1 FOR UPDATE`, p.cfg.Name).Scan(&ck); err != nil {
+		return 0, fmt.Errorf("lock checkpoint: %w", err)
+	}
+	return ck, nil
+}
+
+// advanceCheckpoint moves the checkpoint to seq inside tx.
+func (p *Projector) advanceCheckpoint(ctx context.Context, tx pgx.Tx, seq uint64) error {
+	if _, err := tx.Exec(ctx, `UPDATE projector_checkpoints SET last_seq = $2 WHERE name = $1`, p.cfg.Name, int64(seq)); err != nil {
+		return fmt.Errorf("advance checkpoint: %w", err)
+	}
+	return nil
+}

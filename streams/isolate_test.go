@@ -1,0 +1,223 @@
+package streams_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/spinehq/spine/streams"
+)
+
+// refusingHandler projects into seen like seenHandler, except for two
+// messages it can never apply: "wide" writes a name past the btree's row
+// size limit (SQLSTATE 54000, not a data or constraint class), and "fail"
+// makes the handler return an error of its own for the batch.
+type refusingHandler struct{ seen *seenHandler }
+
+func (h refusingHandler) Apply(ctx context.Context, tx pgx.Tx, msgs []streams.Message) ([]error, error) {
+	var rest []streams.Message
+	for _, m := range msgs {
+		switch string(m.Data) {
+		case "wide": // md5 hex does not compress: 3,200 bytes reach the index as they are
+			_, err := tx.Exec(ctx, `INSERT INTO named (seq, name)
+				SELECT $1, string_agg(md5(i::text), '') FROM generate_series(1, 100) i`, int64(m.Seq))
+			if err != nil {
+				return nil, fmt.Errorf("insert name %d: %w", m.Seq, err)
+			}
+		case "fail":
+			return nil, fmt.Errorf("message %d: the handler cannot apply it", m.Seq)
+		default:
+			rest = append(rest, m)
+		}
+	}
+	return h.seen.Apply(ctx, tx, rest)
+}
+
+func deadLetters(t *testing.T, r *rig) map[uint64][2]string {
+	t.Helper()
+	rows, err := r.conn().Query(t.Context(), `SELECT seq, reason, detail FROM dead_letters`)
+	if err != nil {
+		t.Fatalf("read dead_letters: %v", err)
+	}
+	out := map[uint64][2]string{}
+	for rows.Next() {
+		var seq int64
+		var reason, detail string
+		if err := rows.Scan(&seq, &reason, &detail); err != nil {
+			t.Fatal(err)
+		}
+		out[uint64(seq)] = [2]string{reason, detail}
+	}
+	return out
+}
+
+// A message whose rows PostgreSQL refuses with a SQLSTATE outside the data
+// and constraint classes, and one the handler fails on with an error of its
+// own, are each isolated and dead-lettered with the error; the rest of
+// their batches and everything after them is projected.
+func TestMessagesThatKeepFailingAreIsolated(t *testing.T) {
+	r := newRig(t)
+	if _, err := r.pool.Exec(t.Context(), `CREATE TABLE named (seq bigint PRIMARY KEY, name text NOT NULL UNIQUE)`); err != nil {
+		t.Fatal(err)
+	}
+	seqs := r.publish("m-0", "wide", "m-2", "m-3", "fail", "m-5", "m-6", "m-7")
+	wide, fail := seqs[1], seqs[4]
+	p := r.start(func(c *streams.ProjectorConfig) { c.Handler = refusingHandler{r.handler} })
+	r.waitCommitted(seqs[len(seqs)-1])
+	later := r.publish("m-8", "m-9")
+	r.waitCommitted(later[len(later)-1])
+
+	r.wantSeen(without(append(seqs, later...), wide, fail))
+	dead := deadLetters(t, r)
+	if len(dead) != 2 {
+		t.Fatalf("dead letters %v, want %d and %d", dead, wide, fail)
+	}
+	if d := dead[wide]; d[0] != streams.ReasonUnstorable || !strings.Contains(d[1], "SQLSTATE 54000") ||
+		!strings.Contains(d[1], "index row size") {
+		t.Errorf("dead letter of the wide name: %q", d)
+	}
+	if d := dead[fail]; d[0] != streams.ReasonHandlerError || !strings.Contains(d[1], "the handler cannot apply it") {
+		t.Errorf("dead letter of the failing message: %q", d)
+	}
+	if n := streamMsgs(t, r.js, streams.StreamDLQ); n != 2 {
+		t.Errorf("SPINE_DLQ holds %d messages, want 2", n)
+	}
+	if got := r.metric("spine_projector_isolated_total"); got != 2 {
+		t.Errorf("isolated metric %v, want 2", got)
+	}
+	if err := p.Health(); err != nil || r.metric("spine_projector_consecutive_failures") != 0 {
+		t.Errorf("after isolating: health %v, %v failures in a row", err, r.metric("spine_projector_consecutive_failures"))
+	}
+}
+
+// Failures of the connection or of the server's availability are retried,
+// however often they repeat, and never isolate a message: a lock another
+// session holds (55P03, more times than isolation would allow) and the
+// projector's own backend terminated twice.
+func TestTransientFailuresAreRetriedNotIsolated(t *testing.T) {
+	r := newRig(t)
+	ctx := t.Context()
+	if _, err := r.pool.Exec(ctx, `CREATE TABLE held (x int)`); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := r.conn().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(context.Background())
+	if _, err := holder.Exec(ctx, `LOCK TABLE held IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	var locked, terminated atomic.Int64
+	locked.Store(streams.DefaultIsolateAfter + 2)
+	terminated.Store(2)
+	seqs := r.publish("m-0", "locked", "m-2", "terminated", "m-4")
+	r.start(func(c *streams.ProjectorConfig) {
+		c.Handler = transientHandler{seen: r.handler, locked: &locked, terminated: &terminated}
+	})
+	r.waitCommitted(seqs[len(seqs)-1])
+
+	r.wantSeen(seqs)
+	if dead := deadLetters(t, r); len(dead) != 0 {
+		t.Fatalf("transient failures dead-lettered %v", dead)
+	}
+	if locked.Load() >= 0 || terminated.Load() >= 0 {
+		t.Fatalf("failures left unused: %d locks, %d terminations", locked.Load(), terminated.Load())
+	}
+	if got := r.metric("spine_projector_isolated_total"); got != 0 {
+		t.Errorf("isolated metric %v, want 0", got)
+	}
+	if got := r.metric("spine_projector_retries_total"); got < streams.DefaultIsolateAfter+4 {
+		t.Errorf("retries metric %v, want at least %d", got, streams.DefaultIsolateAfter+4)
+	}
+}
+
+// transientHandler fails the way a database in trouble does: "locked"
+// takes a lock another session holds (NOWAIT: 55P03 at once) while locked
+// is positive, "terminated" ends its own backend while terminated is.
+type transientHandler struct {
+	seen               *seenHandler
+	locked, terminated *atomic.Int64
+}
+
+func (h transientHandler) Apply(ctx context.Context, tx pgx.Tx, msgs []streams.Message) ([]error, error) {
+	for _, m := range msgs {
+		var err error
+		switch {
+		case bytes.Equal(m.Data, []byte("locked")) && h.locked.Add(-1) >= 0:
+			_, err = tx.Exec(ctx, `LOCK TABLE held IN ACCESS EXCLUSIVE MODE NOWAIT`)
+		case bytes.Equal(m.Data, []byte("terminated")) && h.terminated.Add(-1) >= 0:
+			_, err = tx.Exec(ctx, `SELECT pg_terminate_backend(pg_backend_pid())`)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("message %d: %w", m.Seq, err)
+		}
+	}
+	return h.seen.Apply(ctx, tx, msgs)
+}
+
+// A projector blocked by a lock held elsewhere shows it: Health names it
+// with the SQLSTATE once it has failed StuckAfter times in a row, the lag
+// is what it has not applied (for a filtered consumer too), and both clear
+// when it catches up.
+func TestStuckProjectorIsVisible(t *testing.T) {
+	for name, filter := range map[string][]string{"whole stream": nil, "filtered": {"spine.session.>"}} {
+		t.Run(name, func(t *testing.T) { testStuckProjectorIsVisible(t, filter) })
+	}
+}
+
+func testStuckProjectorIsVisible(t *testing.T, filter []string) {
+	r := newRig(t)
+	ctx := t.Context()
+	holder, err := r.conn().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(context.Background())
+	if _, err := holder.Exec(ctx, `LOCK TABLE seen IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	const stuckAfter = 2
+	third := make(chan struct{})
+	r.handler.beforeApply = func(call int64, _ []streams.Message) {
+		if call == stuckAfter+1 { // the failures before it are counted
+			close(third)
+		}
+	}
+	seqs := r.publishN(6)
+	p := r.start(func(c *streams.ProjectorConfig) {
+		c.Filter, c.StuckAfter, c.LockTimeout = filter, stuckAfter, 20*time.Millisecond
+	})
+	select {
+	case <-third:
+	case <-time.After(waitTimeout):
+		t.Fatal("the projector never retried")
+	}
+	var stuck *streams.StuckError
+	if err := p.Health(); !errors.As(err, &stuck) || !errors.Is(err, streams.ErrCannotAdvance) ||
+		stuck.Projector != projectorName || stuck.Attempts < stuckAfter || stuck.Failure != "SQLSTATE 55P03 lock_not_available" ||
+		!strings.Contains(err.Error(), projectorName) {
+		t.Fatalf("health of a blocked projector: %v", err)
+	}
+	if lag := r.metric("spine_projector_lag"); lag != float64(len(seqs)) {
+		t.Errorf("lag %v while nothing is applied, want %d", lag, len(seqs))
+	}
+	if err := holder.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.waitCommitted(seqs[len(seqs)-1])
+	r.wantSeen(seqs)
+	if err := p.Health(); err != nil {
+		t.Errorf("health after catching up: %v", err)
+	}
+	if lag, n := r.metric("spine_projector_lag"), r.metric("spine_projector_consecutive_failures"); lag != 0 || n != 0 {
+		t.Errorf("after catching up: lag %v, %v failures in a row", lag, n)
+	}
+}
