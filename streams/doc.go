@@ -58,8 +58,15 @@
 // Spine-Subject), with the owner who may read it (DeadLetterOwner;
 // ListDeadLetters and GetDeadLetter read them back within an owner's
 // scope), and the batch goes on: one bad message never blocks the
-// ones behind it. A returned error means the database failed: the batch is
-// rolled back and retried with backoff, and nothing is acked meanwhile.
+// ones behind it. A returned error rolls the batch back, and nothing is
+// acked meanwhile. A failure of the connection or of the server's
+// availability (IsTransient) is retried with backoff, without end. Any
+// other may be one message's fault: the batch is applied one message per
+// transaction, and the message that fails alone DefaultIsolateAfter times
+// the same way is dead-lettered (unstorable, with the SQLSTATE and the
+// database's message, or handler_error), so one message never stops a
+// projector. Health reports a projector that stopped or keeps failing;
+// node's /readyz names it.
 //
 //	p, err := streams.NewProjector(streams.ProjectorConfig{
 //		Name:    "recorder",

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/spinehq/spine/secrets"
 )
 
 // A projector that cannot advance must be visible: Health names it (node's
@@ -80,7 +82,9 @@ func (p *Projector) failed(ctx context.Context, seq uint64, err error) {
 	n := p.health.failures
 	p.mu.Unlock()
 	p.m.failures.WithLabelValues(p.cfg.Name).Set(float64(n))
-	p.log.Warn("apply failed; retrying", "seq", seq, "attempt", n, "err", err)
+	// PostgreSQL's message can quote the data: keys are redacted from it.
+	p.log.Warn("apply failed; retrying", "seq", seq, "attempt", n, "failure", failureKind(err),
+		"err", secrets.String(err.Error()))
 	p.refreshLag(ctx)
 }
 
