@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -227,14 +228,15 @@ func TestCancelEndsTheSessionAfterTheGrace(t *testing.T) {
 // quiet session ends timeout exactly once, with one end in the log and no
 // dead letter, whichever node swept it.
 func TestTwoNodesEndEachQuietSessionOnce(t *testing.T) {
-	emb, err := streams.StartEmbedded(streams.EmbeddedConfig{StoreDir: t.TempDir(), Listen: "127.0.0.1:0"})
+	natsToken := strings.Repeat("5c", 32)
+	emb, err := streams.StartEmbedded(streams.EmbeddedConfig{StoreDir: t.TempDir(), Listen: "127.0.0.1:0", Token: natsToken})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer emb.Stop()
 	_, dbURL := pgtest.New(t)
 	cfg := func() config.Config {
-		return config.Config{DatabaseURL: dbURL, NATSURL: emb.ClientURL(), HTTPAddr: "127.0.0.1:0",
+		return config.Config{DatabaseURL: dbURL, NATSURL: emb.ClientURL(), NATSToken: natsToken, HTTPAddr: "127.0.0.1:0",
 			DataDir: t.TempDir(), TokenSecret: secret, Replicas: 1, Partitions: 2, IdleTimeout: 2 * time.Second}
 	}
 	var nodes []*node.Node
