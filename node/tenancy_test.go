@@ -2,12 +2,19 @@ package node_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/spinehq/spine/internal/config"
+	"github.com/spinehq/spine/internal/pgboot"
+	"github.com/spinehq/spine/internal/pgtest"
 	"github.com/spinehq/spine/internal/spinetest"
+	"github.com/spinehq/spine/node"
 	"github.com/spinehq/spine/streams"
 )
 
@@ -244,4 +251,45 @@ type DeadLetterPage struct {
 	}
 	Next string
 	More bool
+}
+
+// A rebuilt database holds the claim of every recorded session, so a
+// squat stays refused after `spine rebuild`.
+func TestRebuildKeepsSessionClaims(t *testing.T) {
+	_, url := pgtest.New(t)
+	cfg := config.Config{DatabaseURL: url, NATSListen: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
+		DataDir: t.TempDir(), TokenSecret: secret, Replicas: 1}
+	n, err := node.Start(context.Background(), cfg, spinetest.Logger(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Stop)
+	f := &fixture{t: t, n: n, base: "http://" + n.HTTPAddr(), cfg: cfg}
+	f.ingest(f.token("o1", "m1"), spinetest.Start("k1"))
+	if _, err := n.Publisher.Publish(t.Context(), spinetest.Start("k2"), nil); err != nil {
+		t.Fatal(err)
+	}
+	f.waitCaughtUp()
+	rcfg := cfg
+	rcfg.NATSURL = n.NATSURL()
+	res, err := node.Rebuild(t.Context(), rcfg, spinetest.Logger(t), node.RebuildOptions{Keep: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pgboot.DropDatabase(context.Background(), url, res.Database) })
+	pc, err := pgx.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc.Database = res.Database
+	conn, err := pgx.ConnectConfig(t.Context(), pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var claims string
+	err = conn.QueryRow(t.Context(), `SELECT string_agg(session_id || '=' || org || '/' || member, ' ' ORDER BY session_id) FROM session_owners`).Scan(&claims)
+	if err != nil || claims != "k1=o1/m1 k2=acme/alice" {
+		t.Fatalf("rebuilt claims %q (%v), want k1=o1/m1 k2=acme/alice", claims, err)
+	}
 }
