@@ -30,15 +30,16 @@ func TestIngest(t *testing.T) {
 	if !res.Verified {
 		t.Fatalf("not verified: %+v", c)
 	}
-	// Burst: 2 sessions × 50 chunks, 5 of each 50 events. Latency: 200
-	// chunks/s for 1s over 2 fresh sessions.
-	if c.SessionsSent != 4 || c.SessionsEnded != 4 {
-		t.Errorf("sessions sent %d, ended %d; want 4, 4", c.SessionsSent, c.SessionsEnded)
+	// Burst: 2 sessions × 50 chunks, 5 of each 50 events, seven times
+	// (once, then three times with redaction and three without).
+	// Latency: 200 chunks/s for 1s over 2 fresh sessions.
+	if c.SessionsSent != 16 || c.SessionsEnded != 16 {
+		t.Errorf("sessions sent %d, ended %d; want 16, 16", c.SessionsSent, c.SessionsEnded)
 	}
-	if got := c.TextChunksSent + c.EventChunksSent; got != 100+200 {
-		t.Errorf("chunks sent %d, want 300", got)
+	if got := c.TextChunksSent + c.EventChunksSent; got != 7*100+200 {
+		t.Errorf("chunks sent %d, want 900", got)
 	}
-	if c.ChunkRows+c.StepRows != 300 || c.RawRows != 100 || c.DeadLetters != 0 {
+	if c.ChunkRows+c.StepRows != 900 || c.RawRows != 100 || c.DeadLetters != 0 {
 		t.Errorf("rows: %+v", c)
 	}
 	if c.EventChunksSent == 0 {
@@ -48,6 +49,9 @@ func TestIngest(t *testing.T) {
 	checkThroughput(t, "raw", res.Raw)
 	if res.Ratio <= 0 {
 		t.Errorf("ratio %g, want > 0", res.Ratio)
+	}
+	if r := res.Redaction; r == nil || r.Rounds != 3 || r.Ratio <= 0 || r.RatioUnredacted <= 0 || r.MicrosPerEnvelope <= 0 {
+		t.Errorf("redaction = %+v", res.Redaction)
 	}
 	l := res.Latency
 	if l.Chunks != 200 {

@@ -17,6 +17,7 @@ type Result struct {
 	Raw         Throughput   `json:"raw,omitzero"`
 	Ratio       float64      `json:"ratio,omitzero"` // spine chunks/s ÷ raw chunks/s
 	Latency     Latency      `json:"latency,omitzero"`
+	Redaction   *Redaction   `json:"redaction,omitempty"` // absent in a soak
 	Soak        *Soak        `json:"soak,omitempty"` // with Config.Duration
 	Verified    bool         `json:"verified"`
 	Checks      Verification `json:"verification"`
@@ -77,6 +78,23 @@ func newThroughput(w counts, publish, total time.Duration, batches int) Throughp
 		PublishSeconds: round(publish.Seconds()), Seconds: round(s), Batches: batches,
 		ChunksPerSecond: round(float64(w.chunks) / s), MessagesPerSecond: round(float64(w.messages) / s),
 		MBPerSecond: round(float64(w.bytes) / s / 1e6)}
+}
+
+// Redaction is what redaction at the door costs, in the same run: spine's
+// burst sent Rounds times with streams.Publisher redacting and Rounds
+// times with Unredacted set, alternating; figures are medians.
+type Redaction struct {
+	Rounds                 int     `json:"rounds"`
+	ChunksPerSec           float64 `json:"chunksPerSec"`           // redacting
+	UnredactedChunksPerSec float64 `json:"unredactedChunksPerSec"` // redaction off
+	Ratio                  float64 `json:"ratio"`                  // redacting ÷ raw
+	RatioUnredacted        float64 `json:"ratioUnredacted"`        // redaction off ÷ raw
+	// Cost is the share of chunks/s redaction takes: 1 − redacting ÷ off
+	// (negative when noise outweighs it).
+	Cost float64 `json:"cost"`
+	// MicrosPerEnvelope is Envelope.Redacted alone over one burst, per
+	// envelope, on one goroutine.
+	MicrosPerEnvelope float64 `json:"microsPerEnvelope"`
 }
 
 // Latency is publish → committed for chunks offered at a fixed rate.

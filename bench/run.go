@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 )
 
@@ -62,6 +63,10 @@ func measure(ctx context.Context, tb *testbed, cfg Config, res *Result) (err err
 		return err
 	}
 	res.Ratio = round(res.Spine.ChunksPerSecond / res.Raw.ChunksPerSecond)
+	unredacted, err := measureRedaction(ctx, tb, cfg, res)
+	if err != nil {
+		return err
+	}
 	log.Info("latency phase", "rate", cfg.Rate, "seconds", cfg.LatencyDuration.Seconds(),
 		"raw_chunks_per_sec", res.Raw.ChunksPerSecond)
 	var latSent counts
@@ -71,9 +76,69 @@ func measure(ctx context.Context, tb *testbed, cfg Config, res *Result) (err err
 		}
 	}
 	log.Info("verifying")
-	if res.Checks, err = verify(ctx, tb.node.Pool, b.counts.plus(latSent), b.counts.chunks); err != nil {
+	if res.Checks, err = verify(ctx, tb.node.Pool, b.counts.plus(unredacted).plus(latSent), b.counts.chunks); err != nil {
 		return err
 	}
 	res.Verified = res.Checks.ok()
 	return nil
+}
+
+// redactionRounds is how many bursts measureRedaction sends each way.
+const redactionRounds = 3
+
+// measureRedaction sends redactionRounds bursts of the burst's shape with
+// redaction at the door on and as many with it off
+// (streams.Publisher.Unredacted), alternating which goes first (on off,
+// off on, on off) so neither gains from a warmer process or loses to a
+// fuller database, and fills res.Redaction with the medians. It returns
+// what it sent, for verification.
+func measureRedaction(ctx context.Context, tb *testbed, cfg Config, res *Result) (counts, error) {
+	var sent counts
+	var on, off []float64
+	for i := range 2 * redactionRounds {
+		redact := i%4 == 0 || i%4 == 3
+		b, err := newBurst(newWorkload(randomHex(4), cfg.Payload, cfg.Events).burst(cfg.Sessions, cfg.Chunks, time.Now()))
+		if err != nil {
+			return counts{}, err
+		}
+		cfg.Logger.Info("spine burst", "redaction", redact, "messages", b.counts.messages)
+		tb.setRedaction(redact)
+		t, err := runSpine(ctx, tb, b)
+		tb.setRedaction(true)
+		if err != nil {
+			return counts{}, err
+		}
+		if redact {
+			on = append(on, t.ChunksPerSecond)
+		} else {
+			off = append(off, t.ChunksPerSecond)
+		}
+		sent = sent.plus(b.counts)
+		if i == 0 {
+			res.Redaction = &Redaction{Rounds: redactionRounds, MicrosPerEnvelope: redactMicros(b)}
+		}
+	}
+	r := res.Redaction
+	r.ChunksPerSec, r.UnredactedChunksPerSec = middle(on), middle(off)
+	r.Ratio = round(r.ChunksPerSec / res.Raw.ChunksPerSecond)
+	r.RatioUnredacted = round(r.UnredactedChunksPerSec / res.Raw.ChunksPerSecond)
+	r.Cost = round(1 - r.ChunksPerSec/r.UnredactedChunksPerSec)
+	return sent, nil
+}
+
+// redactMicros is what Envelope.Redacted alone takes per envelope of b, on
+// one goroutine: the door's own work, apart from the noise of the
+// end-to-end figures.
+func redactMicros(b *burst) float64 {
+	start := time.Now()
+	for _, e := range b.envs {
+		e.Redacted()
+	}
+	return round(float64(time.Since(start).Microseconds()) / float64(len(b.envs)))
+}
+
+func middle(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return round(s[len(s)/2])
 }

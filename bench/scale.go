@@ -152,6 +152,13 @@ func (tb *testbed) scale() *Scale {
 	return s
 }
 
+// setRedaction turns redaction at the door on or off on every instance.
+func (tb *testbed) setRedaction(on bool) {
+	for _, inst := range tb.instances {
+		inst.node.Publisher.Unredacted = !on
+	}
+}
+
 // publish sends e through instance i mod N and counts it there.
 func (tb *testbed) publish(i int, e *streams.Envelope) (jetstream.PubAckFuture, error) {
 	inst := tb.instances[i%len(tb.instances)]

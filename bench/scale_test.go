@@ -49,10 +49,10 @@ func checkScale(t *testing.T, s *bench.Scale, instances int, nats string, replic
 
 func TestIngestInstances(t *testing.T) {
 	res := runTiny(t, bench.Config{Sessions: 4, Chunks: 20, Instances: 2, LatencyDuration: bench.NoLatency})
-	if res.Spine.Chunks != 80 || res.Raw.Chunks != 80 || res.Checks.ChunkRows+res.Checks.StepRows != 80 {
+	if res.Spine.Chunks != 80 || res.Raw.Chunks != 80 || res.Checks.ChunkRows+res.Checks.StepRows != 7*80 {
 		t.Errorf("chunks: spine %d, raw %d, checks %+v", res.Spine.Chunks, res.Raw.Chunks, res.Checks)
 	}
-	checkScale(t, res.Scale, 2, "embedded", 1, int64(res.Spine.Messages))
+	checkScale(t, res.Scale, 2, "embedded", 1, int64(7*res.Spine.Messages))
 	if p := res.Parameters; p.DuplicateWindow != streams.DuplicateWindow.Seconds() || p.Duration != 0 {
 		t.Errorf("parameters %+v", p)
 	}
@@ -66,7 +66,7 @@ func TestIngestCluster(t *testing.T) {
 	if res.Spine.Chunks != 30 || res.Raw.Chunks != 30 || res.Checks.RawRows != 30 {
 		t.Errorf("chunks: spine %d, raw %d, checks %+v", res.Spine.Chunks, res.Raw.Chunks, res.Checks)
 	}
-	checkScale(t, res.Scale, 3, "cluster", 3, int64(res.Spine.Messages))
+	checkScale(t, res.Scale, 3, "cluster", 3, int64(7*res.Spine.Messages))
 }
 
 // A soak of 2s at 100 chunks/s over 3 sessions of at most 25 chunks: 200
@@ -128,10 +128,11 @@ func TestScaleConfigRejectsNonsense(t *testing.T) {
 }
 
 // Partitioned: the projection is spread over the instances' partitions and
-// every chunk is still recorded once (the run's own verification).
+// every chunk is still recorded once (the run's own verification), in all
+// seven spine bursts (the first, then redaction at the door on and off).
 func TestIngestPartitions(t *testing.T) {
 	res := runTiny(t, bench.Config{Sessions: 6, Chunks: 20, Instances: 2, Partitions: 4, LatencyDuration: bench.NoLatency})
-	if res.Spine.Chunks != 120 || res.Checks.ChunkRows+res.Checks.StepRows != 120 {
+	if res.Spine.Chunks != 120 || res.Checks.ChunkRows+res.Checks.StepRows != 7*120 {
 		t.Errorf("chunks: spine %d, checks %+v", res.Spine.Chunks, res.Checks)
 	}
 	if res.Scale == nil || res.Scale.Note != bench.PartitionedNote {

@@ -23,9 +23,10 @@ ingest sends the same sessions through spine (publisher → JetStream →
 recorder → PostgreSQL) and through a raw baseline (plain JetStream publish,
 pull fetch, one COPY per batch) in one run, then offers chunks at a fixed
 rate to measure publish → committed latency. It prints one JSON object on
-stdout; "ratio" is spine's chunks/s over raw's. It uses a fresh temporary
-data directory and a database spine_bench_<random> on the PostgreSQL that
-spine serve would find ($SPINE_DATABASE_URL, 127.0.0.1:5432, or a private
+stdout; "ratio" is spine's chunks/s over raw's; "redaction" repeats spine's
+burst with redaction at the door off and gives both ratios and the cost.
+It uses a fresh temporary data directory and a database
+spine_bench_<random> on the PostgreSQL that spine serve would find ($SPINE_DATABASE_URL, 127.0.0.1:5432, or a private
 cluster), and removes both at the end. It exits 1 if the projections do not
 match what was sent.
 
