@@ -179,7 +179,7 @@ func TestCancelEndsTheSessionAfterTheGrace(t *testing.T) {
 	f := startQuiet(t, time.Hour, 500*time.Millisecond)
 	alice, bob := f.token("acme", "alice"), f.token("acme", "bob")
 	f.do("POST", "/v1/ingest", alice, envelopes(t, spinetest.Start("c1"), spinetest.Text("c1", 1, "on it\n"),
-		spinetest.Start("c2")))
+		spinetest.Start("c2"), spinetest.Start("c3")))
 	f.waitCaughtUp()
 
 	_, getMissing := f.do("GET", "/v1/sessions/nope", bob, nil)
@@ -221,6 +221,12 @@ func TestCancelEndsTheSessionAfterTheGrace(t *testing.T) {
 	if _, body := f.do("GET", "/v1/sessions/c2", alice, nil); decode[*recorder.Session](t, body).Ended() {
 		t.Fatalf("a session nobody cancelled ended: %s", body)
 	}
+	// The answer echoes the reason as the log keeps it.
+	code, body = f.do("POST", "/v1/sessions/c3/cancel", alice, []byte(`{"reason": "key sk-ant-api03-Zk9xV2hQ3mR7tY1uW4pL8nB6cD0eF5gH"}`))
+	if code != 202 || bytes.Contains(body, []byte("Zk9xV2hQ3mR7")) || !bytes.Contains(body, []byte(`"reason":"key `)) {
+		t.Fatalf("cancel with a key in its reason = %d %s", code, body)
+	}
+	f.waitEnded(alice, "c3") // before the rebuild: the live sweeper must have nothing left to publish
 	f.rebuildVerifies()
 }
 

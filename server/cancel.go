@@ -79,8 +79,9 @@ func (s *Server) publishCancel(w http.ResponseWriter, r *http.Request, id, reaso
 		return
 	}
 	grace := cmp.Or(s.cfg.CancelGrace, recorder.DefaultCancelGrace)
+	// The reason as the log keeps it: redacted at the door.
 	writeJSON(w, http.StatusAccepted, CancelResult{SessionID: id, Control: e.Control, ID: e.ID, Seq: ack.Sequence,
-		Duplicate: ack.Duplicate, Reason: reason, GraceSeconds: grace.Seconds()})
+		Duplicate: ack.Duplicate, Reason: e.Redacted().Reason, GraceSeconds: grace.Seconds()})
 }
 
 // readCancel reads the optional body: nothing, or {"reason": "..."}.
