@@ -91,9 +91,12 @@ func (p *Projector) failed(ctx context.Context, seq uint64, err error) {
 // advanced clears the failure: a message was committed or isolated.
 func (p *Projector) advanced() {
 	p.mu.Lock()
+	was := p.health.failures
 	p.health = health{}
 	p.mu.Unlock()
-	p.m.failures.WithLabelValues(p.cfg.Name).Set(0)
+	if was > 0 {
+		p.m.failures.WithLabelValues(p.cfg.Name).Set(0)
+	}
 }
 
 // watchLag measures the lag every LagInterval until ctx ends, so it is
