@@ -18,7 +18,7 @@ type Result struct {
 	Ratio       float64      `json:"ratio,omitzero"` // spine chunks/s ÷ raw chunks/s
 	Latency     Latency      `json:"latency,omitzero"`
 	Redaction   *Redaction   `json:"redaction,omitempty"` // absent in a soak
-	Soak        *Soak        `json:"soak,omitempty"` // with Config.Duration
+	Soak        *Soak        `json:"soak,omitempty"`      // with Config.Duration
 	Verified    bool         `json:"verified"`
 	Checks      Verification `json:"verification"`
 	Memory      Memory       `json:"memory"`
