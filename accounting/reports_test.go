@@ -178,7 +178,7 @@ func TestNullCostStaysNull(t *testing.T) {
 	// remains of a ceiling nor whether it is reached.
 	f.budget(budget("bp", "p", "5", nil))
 	f.wait()
-	p, err := accounting.GetPlanSpend(ctx, f.Pool, "acme", "p")
+	p, err := accounting.GetPlanSpend(ctx, f.Pool, "acme", "p", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func TestPlanCeilingsWithMixedCalls(t *testing.T) {
 	f.budget(budget("b1", "p1", "1.00", ptr(int64(5))))
 	f.budget(budget("b2", "p2", "", nil))
 	f.wait()
-	p, err := accounting.GetPlanSpend(ctx, f.Pool, "acme", "p1")
+	p, err := accounting.GetPlanSpend(ctx, f.Pool, "acme", "p1", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,13 +242,13 @@ func TestPlanCeilingsWithMixedCalls(t *testing.T) {
 	// A higher ceiling: the same spend is no longer at it. A cap of 4 is reached.
 	f.budget(budget("b3", "p1", "2.5", ptr(int64(4))))
 	f.wait()
-	p, _ = accounting.GetPlanSpend(ctx, f.Pool, "acme", "p1")
+	p, _ = accounting.GetPlanSpend(ctx, f.Pool, "acme", "p1", "")
 	if *p.Ceiling.Reached || num(p.Ceiling.Remaining) != "1.50" || !p.LoopCap.Reached || *p.LoopCap.Remaining != 0 {
 		t.Fatalf("p1 after the new budget: ceiling %+v cap %+v", p.Ceiling, p.LoopCap)
 	}
 	// p2 has only unknown-billed calls ($1.5 reported): nothing metered, so
 	// its metered spend is a known 0.
-	p2, err := accounting.GetPlanSpend(ctx, f.Pool, "acme", "p2")
+	p2, err := accounting.GetPlanSpend(ctx, f.Pool, "acme", "p2", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,11 +259,11 @@ func TestPlanCeilingsWithMixedCalls(t *testing.T) {
 	}
 	// Plans are per org; a plan with neither calls nor budget is not found.
 	for _, c := range []struct{ org, plan string }{{"globex", "p2"}, {"acme", "nope"}} {
-		if _, err := accounting.GetPlanSpend(ctx, f.Pool, c.org, c.plan); !errors.Is(err, accounting.ErrNotFound) {
+		if _, err := accounting.GetPlanSpend(ctx, f.Pool, c.org, c.plan, ""); !errors.Is(err, accounting.ErrNotFound) {
 			t.Fatalf("%s/%s: %v, want ErrNotFound", c.org, c.plan, err)
 		}
 	}
-	if g, _ := accounting.GetPlanSpend(ctx, f.Pool, "globex", "p1"); g.Calls != 1 || num(g.Ceiling.Spent) != "9.99" || g.Ceiling.Note != "" {
+	if g, _ := accounting.GetPlanSpend(ctx, f.Pool, "globex", "p1", ""); g.Calls != 1 || num(g.Ceiling.Spent) != "9.99" || g.Ceiling.Note != "" {
 		t.Fatalf("globex p1 %+v", g)
 	}
 }

@@ -13,18 +13,27 @@ import (
 // PlanSpend is where a plan stands. Metered and subscription spend
 // accumulate apart (the seed's tokenSpent and tokenSpentSubscription); the
 // dollar ceiling counts only metered dollars, the loop cap every call.
+//
+// Scoped to one member (Member set), it counts only that member's calls and
+// has no budget: a plan's standing against its budget counts every member's
+// calls, and which plan a session carries is the producer's word.
 type PlanSpend struct {
-	Org                    string  `json:"org"`
-	PlanID                 string  `json:"planId"`
-	TokenSpent             int64   `json:"tokenSpent"`             // metered
-	TokenSpentSubscription int64   `json:"tokenSpentSubscription"` // covered by a subscription
-	TokenSpentUnknown      int64   `json:"tokenSpentUnknown"`      // billing unknown
-	Calls                  int64   `json:"calls"`
-	Spend                  Row     `json:"spend"` // per billing class: calls, tokens, reported dollars
-	Ceiling                Ceiling `json:"ceiling"`
-	LoopCap                LoopCap `json:"loopCap"`
+	Org    string `json:"org"`
+	PlanID string `json:"planId"`
+	// Member is the one member whose calls are counted; absent when every
+	// member's are (an org admin's view).
+	Member                 string `json:"member,omitempty"`
+	TokenSpent             int64  `json:"tokenSpent"`             // metered
+	TokenSpentSubscription int64  `json:"tokenSpentSubscription"` // covered by a subscription
+	TokenSpentUnknown      int64  `json:"tokenSpentUnknown"`      // billing unknown
+	Calls                  int64  `json:"calls"`
+	Spend                  Row    `json:"spend"` // per billing class: calls, tokens, reported dollars
+	// Ceiling and LoopCap are the plan's budget against all its calls; nil
+	// (absent) when the spend is scoped to a member.
+	Ceiling *Ceiling `json:"ceiling,omitempty"`
+	LoopCap *LoopCap `json:"loopCap,omitempty"`
 	// BudgetSetBy and BudgetSetAt name the latest plan.budget event; empty
-	// when the plan never had one.
+	// when the plan never had one or the spend is scoped to a member.
 	BudgetSetBy string     `json:"budgetSetBy,omitempty"`
 	BudgetSetAt *time.Time `json:"budgetSetAt,omitempty"`
 }
@@ -81,22 +90,23 @@ type LoopCap struct {
 	Reached   bool   `json:"reached"` // Calls >= Cap
 }
 
-// GetPlanSpend reports a plan of the org. A plan with neither a budget nor
-// a call is ErrNotFound.
-func GetPlanSpend(ctx context.Context, q Querier, org, planID string) (*PlanSpend, error) {
-	rows, err := aggregate(ctx, q, `plan_id`, `plan_id = $2`, org, planID)
-	if err != nil {
+// GetPlanSpend reports a plan of the org: every member's calls and the
+// plan's budget when member is empty, else only that member's calls. A plan
+// with neither a budget nor a call, or a member without a call on it, is
+// ErrNotFound.
+func GetPlanSpend(ctx context.Context, q Querier, org, planID, member string) (*PlanSpend, error) {
+	p := &PlanSpend{Org: org, PlanID: planID, Member: member, Spend: Row{Key: planID}}
+	if err := p.readCalls(ctx, q); err != nil {
 		return nil, err
 	}
-	p := &PlanSpend{Org: org, PlanID: planID, Spend: Row{Key: planID}}
-	if len(rows) == 1 {
-		p.Spend = rows[0]
+	if member != "" {
+		if p.Calls == 0 {
+			return nil, ErrNotFound
+		}
+		return p, nil
 	}
-	m, s, u := p.Spend.Metered, p.Spend.Subscription, p.Spend.Unknown
-	p.TokenSpent, p.TokenSpentSubscription, p.TokenSpentUnknown = m.Tokens.Total, s.Tokens.Total, u.Tokens.Total
-	p.Calls = m.Calls + s.Calls + u.Calls
-	p.Ceiling.meteredSpent(m)
-	p.LoopCap = LoopCap{Calls: p.Calls}
+	p.Ceiling, p.LoopCap = &Ceiling{}, &LoopCap{Calls: p.Calls}
+	p.Ceiling.meteredSpent(p.Spend.Metered)
 	found, err := p.readBudget(ctx, q)
 	if err != nil {
 		return nil, err
@@ -105,6 +115,26 @@ func GetPlanSpend(ctx context.Context, q Querier, org, planID string) (*PlanSpen
 		return nil, ErrNotFound
 	}
 	return p, nil
+}
+
+// readCalls fills the spend from the plan's router calls (the member's
+// only, when p.Member is set).
+func (p *PlanSpend) readCalls(ctx context.Context, q Querier) error {
+	where, args := `plan_id = $2`, []any{p.Org, p.PlanID}
+	if p.Member != "" {
+		where, args = where+` AND member = $3`, append(args, p.Member)
+	}
+	rows, err := aggregate(ctx, q, `plan_id`, where, args...)
+	if err != nil {
+		return err
+	}
+	if len(rows) == 1 {
+		p.Spend = rows[0]
+	}
+	m, s, u := p.Spend.Metered, p.Spend.Subscription, p.Spend.Unknown
+	p.TokenSpent, p.TokenSpentSubscription, p.TokenSpentUnknown = m.Tokens.Total, s.Tokens.Total, u.Tokens.Total
+	p.Calls = m.Calls + s.Calls + u.Calls
+	return nil
 }
 
 // spentArg is Spent as a query argument: NULL when not reported, so the
@@ -149,9 +179,10 @@ func (p *PlanSpend) readBudget(ctx context.Context, q Querier) (bool, error) {
 	return true, nil
 }
 
-// CarriesPlan reports whether a session of the member carries the plan:
-// such a member may read the plan's spend. A session counts once it has
-// its router-call row (it has ended), since spend is counted from those.
+// CarriesPlan reports whether a session of the member carries the plan,
+// which is the producer's word: it earns a member no more than the spend of
+// their own calls on the plan. A session counts once it has its router-call
+// row (it has ended), since spend is counted from those.
 func CarriesPlan(ctx context.Context, q Querier, org, planID, member string) (bool, error) {
 	var ok bool
 	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT FROM router_calls

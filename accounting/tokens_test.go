@@ -63,7 +63,7 @@ func TestHugeTokenCounts(t *testing.T) {
 			t.Fatalf("%v: saturated total %+v", w, m)
 		}
 	}
-	p, err := accounting.GetPlanSpend(ctx, f.Pool, "acme", "p")
+	p, err := accounting.GetPlanSpend(ctx, f.Pool, "acme", "p", "")
 	if err != nil || p.TokenSpent != math.MaxInt64 {
 		t.Fatalf("plan spend %+v, %v", p, err)
 	}

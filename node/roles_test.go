@@ -2,22 +2,55 @@ package node_test
 
 import (
 	"bytes"
+	"io"
+	"maps"
+	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/spinehq/spine/accounting"
+	"github.com/spinehq/spine/internal/spinetest"
+	"github.com/spinehq/spine/streams"
 )
 
-// In the mixed fixture alice's sessions carry p1 and p2, bob's only p1, and
-// mallory has none. A member reads the spend of the plans their sessions
-// carry and sets no budget; an admin reads every plan of the org and sets
-// budgets; any other plan is the 404 of a plan that does not exist.
+// answer404 is a response as a caller sees it: status, headers but Date,
+// and body.
+type answer404 struct {
+	code   int
+	header http.Header
+	body   []byte
+}
+
+func (a answer404) same(b answer404) bool {
+	return a.code == b.code && bytes.Equal(a.body, b.body) && maps.EqualFunc(a.header, b.header,
+		func(x, y []string) bool { return strings.Join(x, "\n") == strings.Join(y, "\n") })
+}
+
+// doFull is do with the response's headers (Date left out: it is the
+// clock's, not the answer's).
+func (f *costFixture) doFull(method, path, token string, body []byte) answer404 {
+	f.t.Helper()
+	req, err := http.NewRequest(method, f.base+path, bytes.NewReader(body))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	resp.Header.Del("Date")
+	return answer404{code: resp.StatusCode, header: resp.Header, body: data}
+}
+
 func TestPlanRoles(t *testing.T) {
 	f := newCostFixture(t)
 	f.publishFile("../testdata/accounting/mixed.jsonl")
 	admin := f.adminToken("acme", "ada")
 	alice, bob, mallory := f.token("acme", "alice"), f.token("acme", "bob"), f.token("acme", "mallory")
-	_, missing := f.do("GET", "/v1/plans/nope/spend", admin, nil)
+	missing := f.doFull("GET", "/v1/plans/nope/spend", admin, nil)
 
 	code, body := f.do("POST", "/v1/plans/p1/budget", admin, []byte(`{"dollarCeiling": 3, "loopCap": 9}`))
 	if code != 202 {
@@ -31,11 +64,22 @@ func TestPlanRoles(t *testing.T) {
 	if code != 403 || !bytes.Contains(body, []byte(`"code":"admin_required"`)) {
 		t.Fatalf("bob overwriting p1's budget = %d %s, want 403 admin_required", code, body)
 	}
-	for _, who := range []string{alice, bob, admin} {
-		code, body = f.do("GET", "/v1/plans/p1/spend", who, nil)
+	code, body = f.do("GET", "/v1/plans/p1/spend", admin, nil)
+	p := decode[accounting.PlanSpend](t, body)
+	if code != 200 || p.Member != "" || p.Calls != 4 || p.BudgetSetBy != "ada" || p.Ceiling.Dollars.String() != "3" || *p.LoopCap.Cap != 9 {
+		t.Fatalf("the admin's p1 spend = %d %s", code, body)
+	}
+	// A member sees their own calls on the plan, and not the budget: its
+	// standing counts everyone's calls.
+	for _, c := range []struct {
+		token, member string
+		calls         int64
+	}{{alice, "alice", 3}, {bob, "bob", 1}} {
+		code, body = f.do("GET", "/v1/plans/p1/spend", c.token, nil)
 		p := decode[accounting.PlanSpend](t, body)
-		if code != 200 || p.BudgetSetBy != "ada" || p.Ceiling.Dollars.String() != "3" || *p.LoopCap.Cap != 9 {
-			t.Fatalf("p1 spend = %d %s", code, body)
+		if code != 200 || p.Member != c.member || p.Calls != c.calls || p.Ceiling != nil || p.LoopCap != nil ||
+			p.BudgetSetBy != "" || bytes.Contains(body, []byte(`"ceiling"`)) {
+			t.Fatalf("%s's p1 spend = %d %s, want %d calls of their own and no budget", c.member, code, body, c.calls)
 		}
 	}
 
@@ -51,9 +95,10 @@ func TestPlanRoles(t *testing.T) {
 		{"alice reading a plan nobody has", "GET", "/v1/plans/nope/spend", alice},
 		{"alice setting a plan nobody has", "POST", "/v1/plans/nope/budget", alice},
 	} {
-		code, body := f.do(c.method, c.path, c.token, []byte(`{"loopCap": 1}`))
-		if code != 404 || !bytes.Equal(body, missing) {
-			t.Errorf("%s = %d %s, want the 404 of a missing plan %s", c.name, code, body, missing)
+		got := f.doFull(c.method, c.path, c.token, []byte(`{"loopCap": 1}`))
+		if got.code != 404 || !got.same(missing) {
+			t.Errorf("%s = %d %v %s, want the 404 of a missing plan %v %s", c.name, got.code, got.header, got.body,
+				missing.header, missing.body)
 		}
 	}
 
@@ -70,8 +115,32 @@ func TestPlanRoles(t *testing.T) {
 	if code, body := f.do("GET", "/v1/plans/p7/spend", admin, nil); code != 200 {
 		t.Fatalf("admin reading p7 = %d %s", code, body)
 	}
-	if code, body := f.do("GET", "/v1/plans/p7/spend", alice, nil); code != 404 || !bytes.Equal(body, missing) {
-		t.Fatalf("alice reading p7 = %d %s", code, body)
+	if got := f.doFull("GET", "/v1/plans/p7/spend", alice, nil); !got.same(missing) {
+		t.Fatalf("alice reading p7 = %d %v %s", got.code, got.header, got.body)
+	}
+}
+
+// The red team's forgery: a session's planId is the producer's word, so
+// bob starts and ends a session "on" alice's plan p2 through /v1/ingest.
+// That earns him his own call on p2, never alice's two.
+func TestForgedPlanShowsOnlyOwnCalls(t *testing.T) {
+	f := newCostFixture(t)
+	f.publishFile("../testdata/accounting/mixed.jsonl")
+	bob, admin := f.token("acme", "bob"), f.adminToken("acme", "ada")
+	start, end := spinetest.Start("bob-on-p2"), spinetest.End("bob-on-p2", "done", "claude-sonnet-4-5", "")
+	start.PlanID, end.Billing, end.Usage = "p2", "metered", &streams.Usage{InputTokens: 7, OutputTokens: 1}
+	if r := f.ingest(bob, start, end); r.Accepted != 2 {
+		t.Fatalf("bob's forged session = %+v", r)
+	}
+	f.waitFor(f.sessionsLastSeq())
+
+	code, body := f.do("GET", "/v1/plans/p2/spend", bob, nil)
+	p := decode[accounting.PlanSpend](t, body)
+	if code != 200 || p.Member != "bob" || p.Calls != 1 || p.TokenSpent != 8 || p.TokenSpentUnknown != 0 {
+		t.Fatalf("bob reading p2 = %d %s, want his one call only", code, body)
+	}
+	if code, body = f.do("GET", "/v1/plans/p2/spend", admin, nil); code != 200 || decode[accounting.PlanSpend](t, body).Calls != 3 {
+		t.Fatalf("the admin reading p2 = %d %s, want alice's two calls and bob's", code, body)
 	}
 }
 

@@ -18,9 +18,11 @@ import (
 )
 
 // Who sees what: an org admin sees the org's whole cost summary, every plan's
-// spend, and sets budgets; a member sees the summary of their own calls and
-// the spend of the plans their sessions carry, and sets no budget. Any other
-// plan is the same 404 as one that does not exist.
+// spend and budget, and sets budgets; a member sees their own calls only,
+// in the summary and in a plan's spend, and sets no budget. Which plan a
+// session carries is the producer's word, so carrying one earns a member no
+// one else's calls. A plan without a call of the member is the same 404 as
+// one that does not exist.
 func (s *Server) accountingRoutes() {
 	s.mux.Handle("GET /v1/cost/summary", s.authed(s.costSummary))
 	s.mux.Handle("GET /v1/plans/{id}/spend", s.authed(s.planSpend))
@@ -72,32 +74,16 @@ func (s *Server) costSummary(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(body)
 }
 
-// mayReadPlan reports whether the caller may read the plan's spend: an
-// admin may read any plan of the org, a member one their sessions carry.
-func (s *Server) mayReadPlan(r *http.Request, id string) (bool, error) {
-	c := caller(r)
-	if c.IsAdmin() {
-		return true, nil
-	}
-	return accounting.CarriesPlan(r.Context(), s.cfg.Pool, c.Org, id, c.Member)
-}
-
+// planSpend answers an admin with the plan's whole spend and budget, a
+// member with their own calls on it.
 func (s *Server) planSpend(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if !streams.ValidID(id) {
 		notFound(w, "plan")
 		return
 	}
-	ok, err := s.mayReadPlan(r, id)
-	if err != nil {
-		s.internal(w, "plan spend", err)
-		return
-	}
-	if !ok {
-		notFound(w, "plan")
-		return
-	}
-	p, err := accounting.GetPlanSpend(r.Context(), s.cfg.Pool, caller(r).Org, id)
+	c := caller(r)
+	p, err := accounting.GetPlanSpend(r.Context(), s.cfg.Pool, c.Org, id, summaryScope(c))
 	if errors.Is(err, accounting.ErrNotFound) {
 		notFound(w, "plan")
 		return
@@ -153,14 +139,15 @@ func (s *Server) setBudget(w http.ResponseWriter, r *http.Request) {
 }
 
 // mayWriteBudget answers a caller who may not set the plan's budget: 403
-// admin_required to a member who may read the plan, and to anyone else the
-// 404 of a plan that does not exist. The answer comes before the body is
-// read, so a body's errors tell such a caller nothing.
+// admin_required to a member who may read their spend on the plan, and to
+// anyone else the 404 of a plan that does not exist. The answer comes
+// before the body is read, so a body's errors tell such a caller nothing.
 func (s *Server) mayWriteBudget(w http.ResponseWriter, r *http.Request, id string) bool {
-	if caller(r).IsAdmin() {
+	c := caller(r)
+	if c.IsAdmin() {
 		return true
 	}
-	ok, err := s.mayReadPlan(r, id)
+	ok, err := accounting.CarriesPlan(r.Context(), s.cfg.Pool, c.Org, id, c.Member)
 	switch {
 	case err != nil:
 		s.internal(w, "plan budget", err)

@@ -27,7 +27,8 @@ func runCost(ctx context.Context, args []string) error {
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: spine cost [flags]          your org's router calls: calls, tokens and reported dollars,\n"+
 			"                                   metered, subscription and unknown billing apart\n"+
-			"       spine cost plan ID [flags]  where a plan stands against its dollar ceiling and loop cap")
+			"       spine cost plan ID [flags]  where a plan stands against its dollar ceiling and loop cap\n"+
+			"                                   (a member's token: that member's own calls on it, no budget)")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterspersed(fs, args)
@@ -164,13 +165,21 @@ func costPlan(ctx context.Context, c *client, plan string, asJSON bool) error {
 	fmt.Fprintf(stdout, "tokens    metered %d, subscription %d, unknown %d\n", p.TokenSpent, p.TokenSpentSubscription, p.TokenSpentUnknown)
 	fmt.Fprintf(stdout, "dollars   metered %s, subscription %s, unknown %s (as reported)\n", dollarCell(&p.Spend.Metered),
 		dollarCell(&p.Spend.Subscription), dollarCell(&p.Spend.Unknown))
-	fmt.Fprintf(stdout, "ceiling   %s\n", ceilingLine(&p.Ceiling))
-	loop := "none"
-	if l := p.LoopCap; l.Cap != nil {
-		loop = fmt.Sprintf("%d calls of %d, %d left, reached: %v", l.Calls, *l.Cap, *l.Remaining, l.Reached)
+	if p.Member != "" {
+		fmt.Fprintf(stdout, "member    %s's calls only; the plan's budget is shown to org admins\n", p.Member)
+		return nil
 	}
-	fmt.Fprintf(stdout, "loop cap  %s\n", loop)
+	fmt.Fprintf(stdout, "ceiling   %s\n", ceilingLine(p.Ceiling))
+	fmt.Fprintf(stdout, "loop cap  %s\n", loopLine(p.LoopCap))
 	return nil
+}
+
+// loopLine says where a plan stands against its loop cap.
+func loopLine(l *accounting.LoopCap) string {
+	if l.Cap == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%d calls of %d, %d left, reached: %v", l.Calls, *l.Cap, *l.Remaining, l.Reached)
 }
 
 // ceilingLine says where a plan stands against its dollar ceiling; spend

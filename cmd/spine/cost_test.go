@@ -20,7 +20,7 @@ import (
 // fixture plus plan p9, whose one metered call reported usage but no cost
 // against a $5 ceiling. SPINE_URL and SPINE_TOKEN (acme/alice, an org
 // admin: the reports below are the org's) point at it.
-func costNode(t *testing.T) {
+func costNode(t *testing.T) *node.Node {
 	t.Helper()
 	ctx := context.Background()
 	_, url := pgtest.New(t)
@@ -75,6 +75,28 @@ func costNode(t *testing.T) {
 	}
 	t.Setenv(config.EnvURL, "http://"+n.HTTPAddr())
 	t.Setenv(config.EnvToken, tok)
+	return n
+}
+
+// A member's spine cost plan says whose calls it counts and shows no
+// budget: the plan's standing counts everyone's calls.
+func TestCostPlanAsMember(t *testing.T) {
+	n := costNode(t)
+	tok, err := n.Signer.Mint(auth.Claims{Org: "acme", Member: "bob"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(config.EnvToken, tok)
+	out, err := capture(t, "cost", "plan", "p1")
+	want := `plan      p1 (org acme)
+calls     1 (metered 1, subscription 0, unknown 0)
+tokens    metered 800, subscription 0, unknown 0
+dollars   metered not reported, subscription -, unknown - (as reported)
+member    bob's calls only; the plan's budget is shown to org admins
+`
+	if err != nil || out != want {
+		t.Errorf("bob's spine cost plan p1 = %v\n%s\nwant:\n%s", err, out, want)
+	}
 }
 
 // spine cost prints tables that keep silence visible: a cell nobody
