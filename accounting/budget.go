@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"regexp"
 	"strings"
 	"time"
@@ -44,9 +45,38 @@ type Budget struct {
 	// DollarCeiling is the most metered dollars the plan may spend, as a
 	// plain decimal (see MaxDollarDigits), stored exactly as written;
 	// subscription and unknown-billed dollars never count.
-	DollarCeiling *json.Number `json:"dollarCeiling"`
+	DollarCeiling *Dollars `json:"dollarCeiling"`
 	// LoopCap is the most calls (sessions) the plan may make, of any billing.
 	LoopCap *int64 `json:"loopCap"`
+}
+
+// Dollars is a dollar amount: a JSON number, never a string. encoding/json
+// would read "10" into a json.Number as 10; a budget is refused with
+// wrong_field_type instead, as every other number field of a message is.
+type Dollars string
+
+// String is the amount as written.
+func (d Dollars) String() string { return string(d) }
+
+// MarshalJSON writes the amount as the number it is.
+func (d Dollars) MarshalJSON() ([]byte, error) {
+	if !json.Valid([]byte(d)) {
+		return nil, fmt.Errorf("dollars %q is not a number", string(d))
+	}
+	return []byte(d), nil
+}
+
+// UnmarshalJSON takes a JSON number only.
+func (d *Dollars) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		return &json.UnmarshalTypeError{Value: "string", Type: reflect.TypeFor[float64]()}
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return err
+	}
+	*d = Dollars(n)
+	return nil
 }
 
 // A dollar amount is a plain decimal: at most MaxDollarDigits digits
@@ -81,6 +111,9 @@ func (b *Budget) Validate() error {
 	}
 	if _, err := b.At.MarshalJSON(); err != nil {
 		return streams.Reject(streams.ReasonInvalidField, "at: %v", err)
+	}
+	if err := streams.CheckTime("at", b.At); err != nil {
+		return err
 	}
 	if !streams.ValidOwnerID(b.Org) || !streams.ValidOwnerID(b.Member) {
 		return streams.Reject(streams.ReasonInvalidID, "org and member must be 1-%d letters, digits, '-', '_', '.' or '@'", streams.MaxIDLen)

@@ -205,7 +205,7 @@ func budget(id, plan string, ceiling string, loopCap *int64) *accounting.Budget 
 	b := &accounting.Budget{V: 1, Type: accounting.TypePlanBudget, ID: id, At: spinetest.T0, PlanID: plan,
 		Org: "acme", Member: "alice", LoopCap: loopCap}
 	if ceiling != "" {
-		n := json.Number(ceiling)
+		n := accounting.Dollars(ceiling)
 		b.DollarCeiling = &n
 	}
 	return b

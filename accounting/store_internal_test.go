@@ -95,7 +95,7 @@ func TestRefusedRowIsADataError(t *testing.T) {
 // statements did.
 func TestLatestBudgetInABatchWins(t *testing.T) {
 	ctx := context.Background()
-	ten, five := json.Number("10"), json.Number("5.50")
+	ten, five := Dollars("10"), Dollars("5.50")
 	at := time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)
 	err := inTx(t, func(tx pgx.Tx) error {
 		err := upsertBudgets(ctx, tx, []*Budget{

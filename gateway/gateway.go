@@ -9,11 +9,13 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spinehq/spine/auth"
 	"github.com/spinehq/spine/spine/desktop"
+	"github.com/spinehq/spine/streams"
 )
 
 // Tool names: the whole tool surface.
@@ -144,6 +146,9 @@ func unmarshalArgs(raw json.RawMessage, v any) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
 	}
+	if !utf8.Valid(raw) { // as ingest and the runner routes refuse it, never silently U+FFFD
+		return streams.Reject(streams.ReasonInvalidUTF8, "arguments are not valid UTF-8")
+	}
 	if err := json.Unmarshal(raw, v); err != nil {
 		return fmt.Errorf("arguments: %v", err)
 	}
@@ -175,6 +180,7 @@ func errorResult(b errorBody) *mcp.CallToolResult {
 func (g *Gateway) capabilityError(name string, err error) *mcp.CallToolResult {
 	var needs *desktop.NeedsRunnerError
 	var inv *desktop.InvalidError
+	var rej *streams.Rejection
 	switch {
 	case errors.Is(err, desktop.ErrUnknownSession):
 		return toolError("unknown_session", "no such remote session; remoteSession.list shows yours")
@@ -187,6 +193,8 @@ func (g *Gateway) capabilityError(name string, err error) *mcp.CallToolResult {
 		return errorResult(b)
 	case errors.As(err, &inv):
 		return toolError("invalid_arguments", inv.Msg)
+	case errors.As(err, &rej): // a field over its bound, a time out of range: the rule's own code
+		return toolError(rej.Reason, rej.Detail)
 	case errors.Is(err, desktop.ErrTooLarge):
 		return toolError("too_large", err.Error())
 	case errors.Is(err, desktop.ErrBusy):

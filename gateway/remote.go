@@ -8,11 +8,15 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spinehq/spine/spine/desktop"
+	"github.com/spinehq/spine/streams"
 )
 
 // decode reads a capability's arguments; bad ones are an InvalidError.
 func (c *call) decode(v any) error {
 	if err := unmarshalArgs(c.args, v); err != nil {
+		if _, ok := streams.AsRejection(err); ok {
+			return err
+		}
 		return &desktop.InvalidError{Msg: err.Error()}
 	}
 	return nil

@@ -139,6 +139,11 @@ func TestCostRoutes(t *testing.T) {
 			t.Errorf("budget %s = %d %s", bad, code, body)
 		}
 	}
+	// A ceiling is a JSON number: "10" is refused, never read as 10.
+	if code, body := f.do("POST", "/v1/plans/p1/budget", alice, []byte(`{"dollarCeiling": "10"}`)); code != 400 ||
+		!bytes.Contains(body, []byte(`"code":"wrong_field_type"`)) {
+		t.Errorf(`budget {"dollarCeiling": "10"} = %d %s, want 400 wrong_field_type`, code, body)
+	}
 	// Only plain decimals numeric stores exactly: a float reads 1e-20000 as
 	// 0, numeric cannot hold it, and the member would have had a 202.
 	for _, bad := range []string{`1e-20000`, `1e3`, `0.0000001`, `1000000000000`} {

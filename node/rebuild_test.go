@@ -67,7 +67,7 @@ func TestRebuildVerifies(t *testing.T) {
 	f.do("POST", "/v1/library/uploads?name=a.txt", alice, []byte("uploaded bytes"))
 	f.do("POST", "/v1/ingest", alice, envelopes(t, spinetest.Disconnect("w1", "gone")))
 	desktopTraffic(t, n) // desktop tasks with a lost lease, expiries, cancels
-	budget := `{"dollarCeiling":"5.00","loopCap":10}`
+	budget := `{"dollarCeiling":5.00,"loopCap":10}`
 	if code, resp := f.do("POST", "/v1/plans/plan-7/budget", f.adminToken("acme", "ada"), []byte(budget)); code >= 300 {
 		t.Fatalf("budget = %d %s", code, resp)
 	}

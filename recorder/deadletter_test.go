@@ -34,7 +34,7 @@ func TestDeadLettersLoseNothingElse(t *testing.T) {
 	h.Publish(spinetest.Text("s1", 6, "after end"))
 	h.WaitCaughtUp()
 
-	want := []string{streams.ReasonMalformed, streams.ReasonUnknownType, streams.ReasonWrongType, streams.ReasonTooLarge,
+	want := []string{streams.ReasonMalformed, streams.ReasonUnknownType, streams.ReasonWrongType, streams.ReasonFieldTooLong,
 		streams.ReasonUnknownSession, streams.ReasonInvalidUTF8, streams.ReasonSubject, streams.ReasonOwnerMismatch,
 		streams.ReasonSessionEnded}
 	dl := deadLetters(t, h)

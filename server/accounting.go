@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -97,7 +98,7 @@ func (s *Server) planSpend(w http.ResponseWriter, r *http.Request) {
 
 // BudgetRequest sets a plan's whole budget; a null or absent limit is none.
 type BudgetRequest struct {
-	DollarCeiling *json.Number `json:"dollarCeiling"` // metered dollars
+	DollarCeiling *accounting.Dollars `json:"dollarCeiling"` // metered dollars, a JSON number
 	LoopCap       *int64       `json:"loopCap"`       // calls of any billing
 }
 
@@ -120,7 +121,12 @@ func (s *Server) setBudget(w http.ResponseWriter, r *http.Request) {
 	}
 	var req BudgetRequest
 	if err := decodeStrict(w, r, accounting.MaxBudgetBytes, &req); err != nil {
-		writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
+		code := CodeBadRequest
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			code = streams.ReasonWrongType // "10" for 10: as ingest and the log refuse it
+		}
+		writeError(w, http.StatusBadRequest, code, err.Error())
 		return
 	}
 	c := caller(r)
@@ -170,7 +176,7 @@ func decodeStrict(w http.ResponseWriter, r *http.Request, limit int64, v any) er
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return errors.New("body: " + err.Error())
+		return fmt.Errorf("body: %w", err)
 	}
 	if dec.More() {
 		return errors.New("body: trailing data after the JSON object")

@@ -1,11 +1,14 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/spinehq/spine/auth"
 	"github.com/spinehq/spine/spine/desktop"
@@ -96,16 +99,41 @@ func isAuthError(err error) bool {
 	return false
 }
 
-// decodeBody reads a JSON body into v, answering 400 itself on failure.
+// decodeBody reads a JSON body into v, answering 4xx itself on failure.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxDesktopBody))
-	if err := dec.Decode(v); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge,
-				fmt.Sprintf("body over %d bytes: it must fit in one message of the log; send less at a time (fewer events per post)", maxDesktopBody))
-			return false
-		}
+	body, ok := readBody(w, r)
+	return ok && unmarshalBody(w, body, v)
+}
+
+// readBody reads a runner's or member's body: at most maxDesktopBody bytes
+// of UTF-8. Invalid UTF-8 is refused as ingest refuses it, never silently
+// turned into U+FFFD by the JSON decoder.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxDesktopBody))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge,
+			fmt.Sprintf("body over %d bytes: it must fit in one message of the log; send less at a time (fewer events per post)", maxDesktopBody))
+		return nil, false
+	case err != nil:
+		writeError(w, http.StatusBadRequest, CodeBadRequest, "body could not be read")
+		return nil, false
+	case !utf8.Valid(body):
+		writeError(w, http.StatusBadRequest, streams.ReasonInvalidUTF8, "body is not valid UTF-8")
+		return nil, false
+	}
+	return body, true
+}
+
+// unmarshalBody decodes one JSON object; trailing data is refused.
+func unmarshalBody(w http.ResponseWriter, body []byte, v any) bool {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("trailing data")
+	}
+	if err != nil {
 		writeError(w, http.StatusBadRequest, CodeBadRequest, "body must be a JSON object: "+jsonProblem(err))
 		return false
 	}
@@ -173,7 +201,11 @@ func (s *Server) desktopError(w http.ResponseWriter, op string, err error) {
 	case errors.As(err, &inv):
 		writeError(w, http.StatusBadRequest, CodeBadRequest, inv.Msg)
 	case errors.As(err, &rej):
-		writeError(w, http.StatusBadRequest, CodeBadRequest, rej.Error())
+		status := http.StatusBadRequest
+		if rej.Reason == streams.ReasonTooLarge {
+			status = http.StatusRequestEntityTooLarge
+		}
+		writeError(w, status, rej.Reason, rej.Detail)
 	case errors.Is(err, desktop.ErrBusy):
 		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, op+": the log did not apply the write in time; retry")
 	default:
@@ -239,7 +271,17 @@ func (s *Server) runnerWork(w http.ResponseWriter, r *http.Request, id desktop.R
 	writeJSON(w, http.StatusOK, map[string]any{"tasks": tasks})
 }
 
+// claimTask takes no arguments: its body is empty or a JSON object (whose
+// fields are ignored); anything else is refused, not claimed anyway.
 func (s *Server) claimTask(w http.ResponseWriter, r *http.Request, id desktop.RunnerIdentity) {
+	body, ok := readBody(w, r)
+	if !ok {
+		return
+	}
+	var none struct{}
+	if len(bytes.TrimSpace(body)) > 0 && !unmarshalBody(w, body, &none) {
+		return
+	}
 	c, err := s.cfg.Desktop.Claim(r.Context(), id, r.PathValue("id"))
 	if err != nil {
 		s.desktopError(w, "claim task", err)

@@ -28,11 +28,8 @@ const (
 var Types = []string{TypeSessionStart, TypeSessionChunk, TypeSessionControl,
 	TypeSessionEnd, TypeWorkerDisconnect, TypeMCPCall}
 
-// Limits on one envelope.
-const (
-	MaxEnvelopeBytes = 4 << 20 // one message on the wire
-	MaxChunkText     = 1 << 20 // text of one stdout/stderr chunk
-)
+// MaxEnvelopeBytes bounds one message on the wire; limits.go bounds each field.
+const MaxEnvelopeBytes = 4 << 20
 
 // Envelope is the wire format, version 1: one JSON object per message, with
 // the union of every type's fields. Producers may add fields; these names

@@ -10,6 +10,7 @@ const (
 	ReasonMalformed       = "malformed_json"
 	ReasonInvalidUTF8     = "invalid_utf8"
 	ReasonTooLarge        = "too_large"
+	ReasonFieldTooLong    = "field_too_long"
 	ReasonWrongType       = "wrong_field_type"
 	ReasonUnknownVersion  = "unknown_version"
 	ReasonUnknownType     = "unknown_type"

@@ -12,7 +12,7 @@ import (
 // decodeReasons is every reason Decode may give: the rules a single
 // envelope can break on its own.
 var decodeReasons = []string{
-	streams.ReasonMalformed, streams.ReasonInvalidUTF8, streams.ReasonTooLarge, streams.ReasonWrongType,
+	streams.ReasonMalformed, streams.ReasonInvalidUTF8, streams.ReasonTooLarge, streams.ReasonFieldTooLong, streams.ReasonWrongType,
 	streams.ReasonUnknownVersion, streams.ReasonUnknownType, streams.ReasonMissingField,
 	streams.ReasonInvalidField, streams.ReasonInvalidID, streams.ReasonUnknownApp,
 	streams.ReasonEmbeddingsLevel, streams.ReasonUnknownAction,

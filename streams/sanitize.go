@@ -1,7 +1,6 @@
 package streams
 
 import (
-	"bytes"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -42,45 +41,11 @@ func scrub(v reflect.Value) {
 		}
 	case reflect.Slice:
 		if v.Type() == rawType {
-			if raw := v.Bytes(); bytes.Contains(raw, []byte(`\u0000`)) {
-				v.SetBytes(ScrubJSON(raw))
-			}
+			v.SetBytes(ScrubJSON(v.Bytes()))
 			return
 		}
 		for i := 0; i < v.Len(); i++ {
 			scrub(v.Index(i))
 		}
 	}
-}
-
-// ScrubJSON returns raw with every U+0000 in its strings (and keys)
-// replaced by U+FFFD. Invalid JSON is returned as is.
-func ScrubJSON(raw []byte) []byte {
-	var x any
-	if json.Unmarshal(raw, &x) != nil {
-		return raw
-	}
-	out, err := json.Marshal(scrubAny(x))
-	if err != nil {
-		return raw
-	}
-	return out
-}
-
-func scrubAny(x any) any {
-	switch t := x.(type) {
-	case string:
-		return strings.ReplaceAll(t, nul, "\uFFFD")
-	case []any:
-		for i := range t {
-			t[i] = scrubAny(t[i])
-		}
-	case map[string]any:
-		out := make(map[string]any, len(t))
-		for k, v := range t {
-			out[strings.ReplaceAll(k, nul, "\uFFFD")] = scrubAny(v)
-		}
-		return out
-	}
-	return x
 }

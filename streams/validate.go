@@ -1,7 +1,7 @@
 package streams
 
 import (
-	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -43,6 +43,12 @@ func (e *Envelope) Validate() error {
 	// an envelope could be decoded but never re-published or stored.
 	if _, err := e.At.MarshalJSON(); err != nil {
 		return Reject(ReasonInvalidField, "at: %v", err)
+	}
+	if err := CheckTime("at", e.At); err != nil {
+		return err
+	}
+	if err := e.checkBounds(); err != nil {
+		return err
 	}
 	if e.Type != TypeWorkerDisconnect {
 		if err := checkID("sessionId", e.SessionID); err != nil {
@@ -104,16 +110,13 @@ func (e *Envelope) validateStart() error {
 }
 
 func (e *Envelope) validateChunk() error {
-	if e.Seq < 1 {
-		return Reject(ReasonInvalidField, "seq must be 1 or more, got %d", e.Seq)
+	if err := CheckSeq("seq", e.Seq); err != nil {
+		return err
 	}
 	if err := oneOf(ReasonInvalidField, "stream", e.Stream, ChunkStreams); err != nil {
 		return err
 	}
 	if e.Stream != "event" {
-		if len(e.Text) > MaxChunkText {
-			return Reject(ReasonTooLarge, "chunk text is %d bytes, limit %d", len(e.Text), MaxChunkText)
-		}
 		if e.Event != nil {
 			return Reject(ReasonInvalidField, "stream %s carries text, not an event", e.Stream)
 		}
@@ -147,6 +150,7 @@ func (ev *Event) validate() error {
 		if ev.ContentDigest != "" && ev.Size == nil {
 			return Reject(ReasonMissingField, "contentDigest needs size")
 		}
+		return CheckSize("event.size", ev.Size)
 	case "fetch":
 		if ev.URL == "" {
 			return Reject(ReasonMissingField, "fetch event needs url")
@@ -183,7 +187,12 @@ func (e *Envelope) validateEnd() error {
 				return Reject(ReasonInvalidField, "usage token counts must be 0 to %d", int64(MaxTokens))
 			}
 		}
-		if err := checkRawNumbers(u.Raw); err != nil {
+		if err := CheckRawJSON("usage.raw", u.Raw); err != nil {
+			return err
+		}
+	}
+	for i := range e.Artifacts {
+		if err := CheckSize(fmt.Sprintf("artifacts[%d].size", i), e.Artifacts[i].Size); err != nil {
 			return err
 		}
 	}
@@ -208,46 +217,6 @@ func CostText(cost *float64) *string {
 	return &s
 }
 
-// checkRawNumbers refuses a raw usage report holding a number PostgreSQL's
-// jsonb cannot store (1e200000 parses as JSON but not as numeric). Valid
-// JSON is scanned in one pass for its numbers; only invalid JSON goes
-// through the decoder, for its error.
-func checkRawNumbers(raw json.RawMessage) error {
-	if len(raw) == 0 {
-		return nil
-	}
-	if !json.Valid(raw) {
-		var v any
-		err := json.Unmarshal(raw, &v)
-		return Reject(ReasonInvalidField, "usage.raw is not JSON: %v", err)
-	}
-	for i := 0; i < len(raw); i++ {
-		switch c := raw[i]; {
-		case c == '"': // skip the string, escapes and all
-			for i++; i < len(raw) && raw[i] != '"'; i++ {
-				if raw[i] == '\\' {
-					i++
-				}
-			}
-		case c == '-' || c >= '0' && c <= '9':
-			j := i + 1
-			for j < len(raw) && isNumberByte(raw[j]) {
-				j++
-			}
-			n := raw[i:j]
-			if f, err := strconv.ParseFloat(string(n), 64); err != nil || math.IsInf(f, 0) {
-				return Reject(ReasonInvalidField, "usage.raw holds a number out of range: %.40s", string(n))
-			}
-			i = j - 1
-		}
-	}
-	return nil
-}
-
-func isNumberByte(c byte) bool {
-	return c >= '0' && c <= '9' || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-'
-}
-
 func (e *Envelope) validateMCP() error {
 	if err := checkID("callId", e.CallID); err != nil {
 		return err
@@ -264,9 +233,6 @@ func oneOf(reason, field, v string, set []string) error {
 	}
 	return Reject(reason, "%s %q is not one of %q", field, v, set)
 }
-
-// MaxIDLen bounds every id that becomes part of a subject.
-const MaxIDLen = 128
 
 // ValidID reports whether s is a subject-safe token: letters, digits, '-'
 // and '_', 1 to MaxIDLen bytes.

@@ -54,7 +54,7 @@ func costNode(t *testing.T) *node.Node {
 		}
 		last = ack.Sequence
 	}
-	ceiling := json.Number("5")
+	ceiling := accounting.Dollars("5")
 	ack, err := accounting.PublishBudget(ctx, n.JS, &accounting.Budget{V: 1, Type: accounting.TypePlanBudget, ID: "b9",
 		At: spinetest.T0, PlanID: "p9", Org: "acme", Member: "alice", DollarCeiling: &ceiling})
 	if err != nil {

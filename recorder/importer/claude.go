@@ -258,8 +258,8 @@ func parseTime(s string) time.Time {
 	if err != nil {
 		return time.Time{}
 	}
-	if _, err := t.MarshalJSON(); err != nil {
-		return time.Time{} // a year outside 0-9999 cannot travel in an envelope
+	if _, err := t.MarshalJSON(); err != nil || streams.CheckTime("at", t) != nil {
+		return time.Time{} // outside the envelope's range of times: as if absent
 	}
 	return t.UTC()
 }

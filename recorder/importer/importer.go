@@ -473,6 +473,7 @@ func (imp *Importer) seenLine(s *session, uuid string) bool {
 }
 
 func (imp *Importer) publish(ctx context.Context, s *session, e *streams.Envelope) error {
+	fit(e)
 	if err := e.Validate(); err != nil {
 		return fmt.Errorf("import built an invalid envelope %s: %w", e.ID, err)
 	}

@@ -18,6 +18,9 @@ const (
 	maxRawReports   = 256       // verbatim usage reports kept for usage.raw
 	maxOutput       = 256 << 10 // command or tool output kept on an event
 	maxInlineFile   = 2 << 20   // larger file content travels as a digest
+	// maxRawBytes keeps usage.raw under its bound with room for the
+	// {"format", "reports", "reportsOmitted"} around the reports.
+	maxRawBytes = streams.MaxUsageRawLen - 1<<10
 )
 
 // session is one app session being imported: its place in the sequence,
@@ -72,8 +75,9 @@ type preStart struct {
 
 // rawReports are the app's usage reports kept verbatim for usage.raw.
 type rawReports struct {
-	list []json.RawMessage
-	more int // reports beyond maxRawReports, left out
+	list  []json.RawMessage
+	more  int // reports beyond maxRawReports or maxRawBytes, left out
+	bytes int // the kept reports' bytes, commas included
 }
 
 // calls are a session's tool calls waiting for their results, oldest first.
@@ -171,6 +175,7 @@ func (s *session) event(ctx context.Context, at time.Time, ev *streams.Event) er
 		return nil
 	}
 	ev.Output = truncate(ev.Output, maxOutput)
+	ev.Command = fitText(ev.Command, streams.MaxCommandLen)
 	if len(ev.Content) > maxInlineFile {
 		size := int64(len(ev.Content))
 		ev.ContentDigest, ev.Size, ev.Content = library.Digest([]byte(ev.Content)), &size, ""
@@ -280,10 +285,11 @@ func (s *session) addRaw(r json.RawMessage) {
 	if s.raw == nil {
 		s.raw = &rawReports{}
 	}
-	if len(s.raw.list) >= maxRawReports {
+	if len(s.raw.list) >= maxRawReports || s.raw.bytes+len(r) > maxRawBytes {
 		s.raw.more++
 		return
 	}
+	s.raw.bytes += len(r) + 1
 	s.raw.list = append(s.raw.list, append(json.RawMessage(nil), r...))
 }
 
@@ -349,6 +355,36 @@ func (s *session) rawJSON() json.RawMessage {
 	return b
 }
 
+// fit holds an envelope to the field bounds (streams/limits.go) before it
+// is published: free text is cut with a marker; a name or path past its
+// bound (no real file has one) is left out, since a cut one would name
+// something else. An importer must never build an envelope the door refuses.
+func fit(e *streams.Envelope) {
+	e.Prompt = fitText(e.Prompt, streams.MaxPromptLen)
+	e.Error = fitText(e.Error, streams.MaxErrorLen)
+	e.Workspace = within(e.Workspace, streams.MaxPathLen)
+	e.AppSessionRef = within(e.AppSessionRef, streams.MaxNameLen)
+	e.Model, e.Effort = within(e.Model, streams.MaxNameLen), within(e.Effort, streams.MaxNameLen)
+}
+
+// fitText cuts s, marker included, to at most limit bytes.
+func fitText(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	return truncate(s, limit-len(truncatedMarker))
+}
+
+// within is s, or "" when s is past limit.
+func within(s string, limit int) string {
+	if len(s) > limit {
+		return ""
+	}
+	return s
+}
+
+const truncatedMarker = "\n[… truncated by spine import]"
+
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
@@ -356,7 +392,7 @@ func truncate(s string, n int) string {
 	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
-	return s[:n] + "\n[… truncated by spine import]"
+	return s[:n] + truncatedMarker
 }
 
 func cmpOr(a, b string) string {

@@ -136,7 +136,7 @@ type EventsReceipt struct {
 // the post was recorded.
 func (s *Service) PostEvents(ctx context.Context, id RunnerIdentity, taskID string, fence uint64, evs []RunnerEvent) (*EventsReceipt, error) {
 	if err := ValidateEvents(evs); err != nil {
-		return nil, invalid(err.Error())
+		return nil, err // a *streams.Rejection: its reason is the caller's error code
 	}
 	t, err := s.held(ctx, id, taskID, fence)
 	if err != nil {
@@ -191,7 +191,7 @@ func (s *Service) Complete(ctx context.Context, id RunnerIdentity, taskID string
 	c.ReceiptID = newID("rc-")
 	m := &Message{Type: TypeCompleted, At: s.now(), Org: id.Org, Member: id.Member, TaskID: taskID, Fence: fence, Complete: &c}
 	if err := m.prepare(); err != nil {
-		return nil, invalid(err.Error())
+		return nil, err
 	}
 	if _, err := s.publish(ctx, m, publishOpts{}); err != nil {
 		return nil, err

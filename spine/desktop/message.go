@@ -39,13 +39,9 @@ const (
 	subjectRunner = "spine.runner."
 )
 
-// Limits on what a message may carry.
-const (
-	MaxInstructionsBytes = 256 << 10
-	MaxEventTextBytes    = 256 << 10
-	MaxEventsPerPost     = 100
-	maxNameLen           = 200
-)
+// MaxEventsPerPost bounds one post of runner events; streams' field
+// bounds (limits.go) bound every string a message carries.
+const MaxEventsPerPost = 100
 
 // Message is one fact on the SPINE_TASKS stream. Every transition of a task
 // and every change in a runner's inventory or presence is one Message.

@@ -44,16 +44,22 @@ func (req *CreateRequest) check(now time.Time) error {
 	switch {
 	case req.Target != TargetDesktop:
 		return invalid(`target must be "desktop" (the only execution target spine dispatches to)`)
-	case strings.TrimSpace(req.Instructions) == "" || len(req.Instructions) > MaxInstructionsBytes:
-		return invalid("instructions are required (at most 256 KiB)")
-	case len(req.Title) > maxNameLen:
-		return invalid("title is at most 200 bytes")
+	case strings.TrimSpace(req.Instructions) == "":
+		return invalid("instructions are required")
 	case req.RunnerID != "" && !streams.ValidID(req.RunnerID):
 		return invalid("runnerId is not a valid id")
 	case req.DeliverBy != nil && !req.DeliverBy.After(now):
 		return invalid("deliverBy must be in the future")
 	}
-	return nil
+	if req.DeliverBy != nil {
+		if err := streams.CheckTime("deliverBy", *req.DeliverBy); err != nil {
+			return err
+		}
+	}
+	if err := streams.CheckLen("instructions", req.Instructions, streams.MaxInstructionsLen); err != nil {
+		return err
+	}
+	return streams.CheckLen("title", req.Title, streams.MaxNameLen)
 }
 
 // chooseRunner picks the machine a new session goes to. "" means any of the
@@ -117,8 +123,11 @@ type SendReceipt struct {
 // Send queues a follow-up prompt as a new task bound to the same local
 // session, for the machine that holds the session.
 func (s *Service) Send(ctx context.Context, owner Owner, sessionID, prompt string) (*SendReceipt, error) {
-	if strings.TrimSpace(prompt) == "" || len(prompt) > MaxInstructionsBytes {
-		return nil, invalid("prompt is required (at most 256 KiB)")
+	if strings.TrimSpace(prompt) == "" {
+		return nil, invalid("prompt is required")
+	}
+	if err := streams.CheckLen("prompt", prompt, streams.MaxInstructionsLen); err != nil {
+		return nil, err
 	}
 	sess, err := s.sessionForWrite(ctx, owner, sessionID)
 	if err != nil {

@@ -312,9 +312,8 @@ func TestRefusedQueuedLeavesNoOrphan(t *testing.T) {
 	}
 }
 
-// Events PostgreSQL refuses are dead-lettered as unstorable, the runner is
-// told nothing was recorded, and the task's sequence still moves, so the
-// sweeper can interrupt it later.
+// Events PostgreSQL would refuse are refused at the door (before, they were
+// dead-lettered as unstorable), and the task can still be swept later.
 func TestUnstorableEventsKeepTaskSweepable(t *testing.T) {
 	e := newEnv(t)
 	alice := e.member("acme", "alice")
@@ -322,7 +321,7 @@ func TestUnstorableEventsKeepTaskSweepable(t *testing.T) {
 	c := r.claim(e.create(alice, map[string]any{"target": "desktop", "instructions": "x"}).LatestTaskID)
 	evs := []map[string]any{{"seq": 1, "type": desktop.EventUsage, "usage": json.RawMessage(`{"n":1e999999}`)}}
 	code, body := r.post(c.Task.ID, "events", map[string]any{"fence": c.Fence, "events": evs})
-	if code != 400 || !strings.Contains(string(body), "events not recorded") {
+	if code != 400 || !strings.Contains(string(body), `"code":"invalid_field"`) {
 		t.Fatalf("unstorable events = %d %s", code, body)
 	}
 	res, err := e.svc.Sweep(context.Background(), time.Now().Add(desktop.LeaseTTL+time.Minute))

@@ -34,7 +34,7 @@ type Registration struct {
 func (s *Service) Register(ctx context.Context, id RunnerIdentity, inv Inventory) (*Registration, error) {
 	m := &Message{Type: TypeRegistered, At: s.now(), Org: id.Org, Member: id.Member, RunnerID: id.RunnerID, Runner: &inv}
 	if err := m.prepare(); err != nil {
-		return nil, invalid(err.Error())
+		return nil, err // a *streams.Rejection: its reason is the caller's error code
 	}
 	if _, err := s.publish(ctx, m, publishOpts{}); err != nil {
 		return nil, err

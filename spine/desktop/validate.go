@@ -9,7 +9,8 @@ import (
 
 func asType[T error](err error, target *T) bool { return errors.As(err, target) }
 
-// Validate checks m against the rules of its type.
+// Validate checks m against the rules of its type. Every string is held to
+// its bound in streams' table of field bounds (field_too_long over it).
 func (m *Message) Validate() error {
 	switch {
 	case m.V != 1:
@@ -20,8 +21,14 @@ func (m *Message) Validate() error {
 		return streams.Reject(streams.ReasonInvalidID, "id")
 	case m.At.IsZero():
 		return streams.Reject(streams.ReasonMissingField, "at is required")
-	case m.Org == "" || m.Member == "" || len(m.Org) > 128 || len(m.Member) > 128:
+	case m.Org == "" || m.Member == "" || len(m.Org) > streams.MaxIDLen || len(m.Member) > streams.MaxIDLen:
 		return streams.Reject(streams.ReasonMissingField, "org and member are required")
+	}
+	if err := streams.CheckTime("at", m.At); err != nil {
+		return err
+	}
+	if err := streams.CheckLen("reason", m.Reason, streams.MaxReasonLen); err != nil {
+		return err
 	}
 	if m.Type == TypeRegistered || m.Type == TypeSeen {
 		if !streams.ValidID(m.RunnerID) {
@@ -76,10 +83,36 @@ func validateSpec(t *TaskSpec) error {
 		return streams.Reject(streams.ReasonInvalidID, "remoteSessionId")
 	case t.RunnerID != "" && !streams.ValidID(t.RunnerID):
 		return streams.Reject(streams.ReasonInvalidID, "runnerId")
-	case t.Instructions == "" || len(t.Instructions) > MaxInstructionsBytes:
-		return streams.Reject(streams.ReasonInvalidField, "instructions must be 1 to %d bytes", MaxInstructionsBytes)
-	case len(t.Title) > maxNameLen || len(t.LocalSessionID) > maxNameLen:
-		return streams.Reject(streams.ReasonInvalidField, "title or localSessionId too long")
+	case t.Instructions == "":
+		return streams.Reject(streams.ReasonMissingField, "instructions are required")
+	}
+	if t.DeliverBy != nil {
+		if err := streams.CheckTime("deliverBy", *t.DeliverBy); err != nil {
+			return err
+		}
+	}
+	return checkLens(-1, []bound{{"instructions", t.Instructions, streams.MaxInstructionsLen},
+		{"title", t.Title, streams.MaxNameLen}, {"localSessionId", t.LocalSessionID, streams.MaxNameLen}})
+}
+
+// bound is one string field and its limit.
+type bound struct {
+	field string
+	v     string
+	limit int
+}
+
+// checkLens refuses the first field over its bound; i >= 0 names the
+// event it belongs to.
+func checkLens(i int, bs []bound) error {
+	for _, b := range bs {
+		if len(b.v) <= b.limit {
+			continue
+		}
+		if i >= 0 {
+			return streams.Reject(streams.ReasonFieldTooLong, "events[%d].%s is %d bytes, limit %d", i, b.field, len(b.v), b.limit)
+		}
+		return streams.Reject(streams.ReasonFieldTooLong, "%s is %d bytes, limit %d", b.field, len(b.v), b.limit)
 	}
 	return nil
 }
@@ -90,20 +123,35 @@ func ValidateEvents(evs []RunnerEvent) error {
 		return streams.Reject(streams.ReasonInvalidField, "events: 1 to %d per post", MaxEventsPerPost)
 	}
 	for i, e := range evs {
-		switch {
-		case e.Seq < 1:
-			return streams.Reject(streams.ReasonInvalidField, "events[%d].seq must be 1 or more", i)
-		case i > 0 && e.Seq <= evs[i-1].Seq:
-			return streams.Reject(streams.ReasonInvalidField, "events[%d].seq %d must be above events[%d].seq %d: seqs increase within a post", i, e.Seq, i-1, evs[i-1].Seq)
-		case !eventTypes[e.Type]:
-			return streams.Reject(streams.ReasonInvalidField, "events[%d].type %q (want assistant_text, session_id, usage, status, terminal)", i, e.Type)
-		case len(e.Text) > MaxEventTextBytes || !utf8.ValidString(e.Text):
-			return streams.Reject(streams.ReasonInvalidField, "events[%d].text: at most %d bytes of UTF-8", i, MaxEventTextBytes)
-		case e.Type == EventSessionID && (e.SessionID == "" || len(e.SessionID) > maxNameLen):
-			return streams.Reject(streams.ReasonInvalidField, "events[%d].sessionId is required (at most %d bytes)", i, maxNameLen)
-		case len(e.Error) > maxNameLen*10:
-			return streams.Reject(streams.ReasonInvalidField, "events[%d].error too long", i)
+		if err := validateEvent(i, &e); err != nil {
+			return err
 		}
+		if i > 0 && e.Seq <= evs[i-1].Seq {
+			return streams.Reject(streams.ReasonInvalidField, "events[%d].seq %d must be above events[%d].seq %d: seqs increase within a post", i, e.Seq, i-1, evs[i-1].Seq)
+		}
+	}
+	return nil
+}
+
+func validateEvent(i int, e *RunnerEvent) error {
+	switch {
+	case e.Seq < 1 || e.Seq > streams.MaxSeq:
+		return streams.Reject(streams.ReasonInvalidField, "events[%d].seq must be 1 to %d", i, int64(streams.MaxSeq))
+	case !eventTypes[e.Type]:
+		return streams.Reject(streams.ReasonInvalidField, "events[%d].type %q (want assistant_text, session_id, usage, status, terminal)", i, e.Type)
+	case !utf8.ValidString(e.Text):
+		return streams.Reject(streams.ReasonInvalidUTF8, "events[%d].text is not UTF-8", i)
+	case e.Type == EventSessionID && e.SessionID == "":
+		return streams.Reject(streams.ReasonMissingField, "events[%d].sessionId is required", i)
+	case len(e.Usage) > streams.MaxUsageRawLen:
+		return streams.Reject(streams.ReasonFieldTooLong, "events[%d].usage is %d bytes, limit %d", i, len(e.Usage), streams.MaxUsageRawLen)
+	}
+	if err := checkLens(i, []bound{{"text", e.Text, streams.MaxEventTextLen}, {"sessionId", e.SessionID, streams.MaxNameLen},
+		{"status", e.Status, streams.MaxNameLen}, {"error", e.Error, streams.MaxErrorLen}}); err != nil {
+		return err
+	}
+	if len(e.Usage) > 0 && string(e.Usage) != "null" {
+		return streams.CheckRawJSON("usage", e.Usage)
 	}
 	return nil
 }
@@ -114,27 +162,36 @@ func validateCompletion(c *Completion) error {
 		return streams.Reject(streams.ReasonInvalidField, "status %q (want done or cancelled)", c.Status)
 	case !streams.ValidID(c.ReceiptID):
 		return streams.Reject(streams.ReasonInvalidID, "receiptId")
-	case len(c.Error) > maxNameLen*10:
-		return streams.Reject(streams.ReasonInvalidField, "error too long")
 	}
-	return nil
+	return checkLens(-1, []bound{{"error", c.Error, streams.MaxErrorLen}})
 }
+
+// maxInventoryNames bounds each of a runner's apps, capabilities and targets.
+const maxInventoryNames = 32
 
 func validateInventory(inv *Inventory) error {
 	switch {
 	case inv == nil:
 		return streams.Reject(streams.ReasonMissingField, "runner is required")
-	case inv.Machine == "" || len(inv.Machine) > maxNameLen || !utf8.ValidString(inv.Machine):
-		return streams.Reject(streams.ReasonInvalidField, "machine: 1 to %d bytes", maxNameLen)
+	case inv.Machine == "":
+		return streams.Reject(streams.ReasonMissingField, "machine is required")
+	case !utf8.ValidString(inv.Machine):
+		return streams.Reject(streams.ReasonInvalidUTF8, "machine is not UTF-8")
 	case inv.ProtocolVersion < 1:
 		return streams.Reject(streams.ReasonInvalidField, "protocolVersion must be 1 or more")
-	case len(inv.Apps) > 32 || len(inv.Capabilities) > 32 || len(inv.ExecutionTargets) > 32:
-		return streams.Reject(streams.ReasonInvalidField, "at most 32 apps, capabilities and targets")
+	case len(inv.Apps) > maxInventoryNames || len(inv.Capabilities) > maxInventoryNames || len(inv.ExecutionTargets) > maxInventoryNames:
+		return streams.Reject(streams.ReasonInvalidField, "at most %d apps, capabilities and targets", maxInventoryNames)
+	}
+	if err := checkLens(-1, []bound{{"machine", inv.Machine, streams.MaxNameLen}}); err != nil {
+		return err
 	}
 	for _, list := range [][]string{inv.Apps, inv.Capabilities, inv.ExecutionTargets} {
 		for _, v := range list {
-			if v == "" || len(v) > maxNameLen {
-				return streams.Reject(streams.ReasonInvalidField, "empty or long name in apps, capabilities or targets")
+			if v == "" {
+				return streams.Reject(streams.ReasonInvalidField, "empty name in apps, capabilities or targets")
+			}
+			if len(v) > streams.MaxNameLen {
+				return streams.Reject(streams.ReasonFieldTooLong, "a name in apps, capabilities or targets is %d bytes, limit %d", len(v), streams.MaxNameLen)
 			}
 		}
 	}
