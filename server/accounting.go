@@ -99,7 +99,7 @@ func (s *Server) planSpend(w http.ResponseWriter, r *http.Request) {
 // BudgetRequest sets a plan's whole budget; a null or absent limit is none.
 type BudgetRequest struct {
 	DollarCeiling *accounting.Dollars `json:"dollarCeiling"` // metered dollars, a JSON number
-	LoopCap       *int64       `json:"loopCap"`       // calls of any billing
+	LoopCap       *int64              `json:"loopCap"`       // calls of any billing
 }
 
 // BudgetResponse says the budget event is on the log; GET …/spend shows it

@@ -33,8 +33,10 @@ func TestImportHoldsFieldsToTheirBounds(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "big.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sink := &memSink{} // it validates and decodes every envelope, as the door would
-	run(t, sink, Options{Format: FormatClaudeTranscript}, dir) // the first line is past what detection reads
+	// memSink validates and decodes every envelope, as the door would; the
+	// format is named because the first line is past what detection reads.
+	sink := &memSink{}
+	run(t, sink, Options{Format: FormatClaudeTranscript}, dir)
 	start := sink.of("big-1", streams.TypeSessionStart)
 	if len(start) != 1 || len(start[0].Prompt) > streams.MaxPromptLen || !strings.HasSuffix(start[0].Prompt, truncatedMarker) {
 		t.Fatalf("start prompt of %d bytes", len(start[0].Prompt))

@@ -16,7 +16,9 @@ import (
 // wantCode fails unless the answer is status with the error code code.
 func wantCode(t *testing.T, what string, status int, code string, gotStatus int, body []byte) {
 	t.Helper()
-	var b struct{ Error struct{ Code, Message string } }
+	var b struct {
+		Error struct{ Code, Message string }
+	}
 	_ = json.Unmarshal(body, &b)
 	if gotStatus != status || b.Error.Code != code {
 		t.Fatalf("%s = %d %.300s, want %d %s", what, gotStatus, body, status, code)
