@@ -73,3 +73,26 @@ func publishRaw(t *testing.T, f *fixture, envs ...*streams.Envelope) {
 		}
 	}
 }
+
+// [REDACTED] is longer than a short secret: a model at its bound that holds
+// one is refused at the door, never accepted and then dead-lettered.
+func TestRedactionNeverPushesAFieldPastItsBound(t *testing.T) {
+	f := newFixture(t)
+	alice := f.token("acme", "alice")
+	model := strings.Repeat("x", streams.MaxNameLen-len(" password=abc1")) + " password=abc1"
+	_, body := f.do("POST", "/v1/ingest", alice, envelopes(t, spinetest.Start("s1"), spinetest.End("s1", "done", model, "high")))
+	resp := decode[struct {
+		Results []struct {
+			Status int
+			Error  *struct{ Code, Message string }
+		}
+	}](t, body)
+	if len(resp.Results) != 2 || resp.Results[1].Status != 400 || resp.Results[1].Error.Code != streams.ReasonFieldTooLong {
+		t.Fatalf("ingest of a model that redaction lengthens = %s", body)
+	}
+	f.waitCaughtUp()
+	var n int
+	if err := f.n.Pool.QueryRow(context.Background(), `SELECT count(*) FROM dead_letters`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d dead letters (%v), want none", n, err)
+	}
+}

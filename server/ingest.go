@@ -89,6 +89,12 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		f, err := s.cfg.Publisher.PublishAsync(e, opts)
+		if _, ok := streams.AsRejection(err); ok { // over a bound once its secrets are redacted
+			s.m.ingested.WithLabelValues(e.Type, "rejected").Inc()
+			rej := refuse(err)
+			res.Status, res.Error = rej.status, &ErrorDetail{Code: rej.code, Message: rej.msg}
+			continue
+		}
 		if err != nil {
 			res.Status, res.Error = http.StatusServiceUnavailable, &ErrorDetail{Code: CodeUnavailable, Message: err.Error()}
 			continue

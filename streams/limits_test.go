@@ -87,15 +87,15 @@ func TestEveryStringFieldIsBounded(t *testing.T) {
 		names = append(names, f.field)
 	}
 	names = append(names, ruledFields...)
-	for _, path := range stringFields(reflect.TypeFor[streams.Envelope](), "") {
+	for _, path := range jsonStringFields(reflect.TypeFor[streams.Envelope](), "") {
 		if !slices.Contains(names, path) {
 			t.Errorf("string field %s has no bound: add it to limits.go and docs/limits.md", path)
 		}
 	}
 }
 
-// stringFields lists the JSON paths of t's string fields.
-func stringFields(t reflect.Type, prefix string) []string {
+// jsonStringFields lists the JSON paths of t's string fields.
+func jsonStringFields(t reflect.Type, prefix string) []string {
 	var out []string
 	for f := range t.Fields() {
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
@@ -107,7 +107,7 @@ func stringFields(t reflect.Type, prefix string) []string {
 		case ft.Kind() == reflect.String && f.Type.Kind() == reflect.String:
 			out = append(out, prefix+name)
 		case ft.Kind() == reflect.Struct && ft.PkgPath() == t.PkgPath() && ft != reflect.TypeFor[streams.Usage]():
-			out = append(out, stringFields(ft, prefix+name+".")...)
+			out = append(out, jsonStringFields(ft, prefix+name+".")...)
 		}
 	}
 	return out

@@ -85,8 +85,14 @@ func (p *Publisher) message(e *Envelope, opts *PublishOpts) (*nats.Msg, error) {
 	if err := e.Validate(); err != nil {
 		return nil, err
 	}
-	if !p.Unredacted {
-		e = e.Redacted()
+	if r := e; !p.Unredacted {
+		// [REDACTED] can be longer than the secret it replaces: what is
+		// published must pass the field bounds the projectors check.
+		if e = e.Redacted(); e != r {
+			if err := e.Validate(); err != nil {
+				return nil, err
+			}
+		}
 	}
 	data, err := e.Marshal()
 	if err != nil {

@@ -246,7 +246,7 @@ func (m *Message) prepare() error {
 		return err
 	}
 	m.redact()
-	return nil
+	return m.Validate() // [REDACTED] can be longer than the secret: what is published must pass the bounds
 }
 
 func isWrongLastSequence(err error) bool {
