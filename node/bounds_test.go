@@ -37,7 +37,7 @@ func TestLongModelNeverStopsAProjector(t *testing.T) {
 		t.Fatalf("ingest of a 3,000-character model = %d %s", code, body)
 	}
 
-	publishRaw(t, f, spinetest.Start("s2"), spinetest.End("s2", "done", long, "high"),
+	publishUnvalidated(t, f, spinetest.Start("s2"), spinetest.End("s2", "done", long, "high"),
 		spinetest.Start("s3"), spinetest.End("s3", "done", "claude-sonnet-4", "high"))
 	f.waitCaughtUp()
 	ctx := context.Background()
@@ -56,9 +56,9 @@ func TestLongModelNeverStopsAProjector(t *testing.T) {
 	}
 }
 
-// publishRaw stores envelopes as they are, without Validate, as a producer
+// publishUnvalidated stores envelopes as they are, without Validate, as a producer
 // writing straight to JetStream would.
-func publishRaw(t *testing.T, f *fixture, envs ...*streams.Envelope) {
+func publishUnvalidated(t *testing.T, f *fixture, envs ...*streams.Envelope) {
 	t.Helper()
 	for _, e := range envs {
 		data, err := e.Marshal()
