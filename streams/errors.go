@@ -63,6 +63,10 @@ var ErrForeignLog = errors.New("database was projected from another log")
 // ErrNotLeader ends a NoStandby projector that found another instance leading.
 var ErrNotLeader = errors.New("another instance leads this projector")
 
+// ErrHandlerPanic wraps a panic of a Handler, which the projector treats as
+// the handler's error (isolating the message that keeps causing it).
+var ErrHandlerPanic = errors.New("handler panicked")
+
 // ErrCannotAdvance matches every *StuckError with errors.Is: a projector
 // that stopped, or keeps failing on the same messages.
 var ErrCannotAdvance = errors.New("projector cannot advance")

@@ -15,10 +15,11 @@ import (
 	"github.com/spinehq/spine/streams"
 )
 
-// refusingHandler projects into seen like seenHandler, except for two
+// refusingHandler projects into seen like seenHandler, except for three
 // messages it can never apply: "wide" writes a name past the btree's row
-// size limit (SQLSTATE 54000, not a data or constraint class), and "fail"
-// makes the handler return an error of its own for the batch.
+// size limit (SQLSTATE 54000, not a data or constraint class), "fail"
+// makes the handler return an error of its own for the batch, and "boom"
+// makes it panic.
 type refusingHandler struct{ seen *seenHandler }
 
 func (h refusingHandler) Apply(ctx context.Context, tx pgx.Tx, msgs []streams.Message) ([]error, error) {
@@ -33,6 +34,9 @@ func (h refusingHandler) Apply(ctx context.Context, tx pgx.Tx, msgs []streams.Me
 			}
 		case "fail":
 			return nil, fmt.Errorf("message %d: the handler cannot apply it", m.Seq)
+		case "boom":
+			var missing map[string]*int
+			_ = *missing["x"] // a nil dereference, as a handler bug would
 		default:
 			rest = append(rest, m)
 		}
@@ -59,9 +63,9 @@ func deadLetters(t *testing.T, r *rig) map[uint64][2]string {
 }
 
 // A message whose rows PostgreSQL refuses with a SQLSTATE outside the data
-// and constraint classes, and one the handler fails on with an error of its
-// own, are each isolated and dead-lettered with the error; the rest of
-// their batches and everything after them is projected.
+// and constraint classes, one the handler fails on with an error of its
+// own, and one it panics on, are each isolated and dead-lettered with the
+// error; the rest of their batches and everything after them is projected.
 func TestMessagesThatKeepFailingAreIsolated(t *testing.T) {
 	r := newRig(t)
 	if _, err := r.pool.Exec(t.Context(), `CREATE TABLE named (seq bigint PRIMARY KEY, name text NOT NULL UNIQUE)`); err != nil {
@@ -71,13 +75,14 @@ func TestMessagesThatKeepFailingAreIsolated(t *testing.T) {
 	wide, fail := seqs[1], seqs[4]
 	p := r.start(func(c *streams.ProjectorConfig) { c.Handler = refusingHandler{r.handler} })
 	r.waitCommitted(seqs[len(seqs)-1])
-	later := r.publish("m-8", "m-9")
+	later := r.publish("m-8", "boom", "m-10")
 	r.waitCommitted(later[len(later)-1])
 
-	r.wantSeen(without(append(seqs, later...), wide, fail))
+	boom := later[1]
+	r.wantSeen(without(append(seqs, later...), wide, fail, boom))
 	dead := deadLetters(t, r)
-	if len(dead) != 2 {
-		t.Fatalf("dead letters %v, want %d and %d", dead, wide, fail)
+	if len(dead) != 3 {
+		t.Fatalf("dead letters %v, want %d, %d and %d", dead, wide, fail, boom)
 	}
 	if d := dead[wide]; d[0] != streams.ReasonUnstorable || !strings.Contains(d[1], "SQLSTATE 54000") ||
 		!strings.Contains(d[1], "index row size") {
@@ -86,11 +91,14 @@ func TestMessagesThatKeepFailingAreIsolated(t *testing.T) {
 	if d := dead[fail]; d[0] != streams.ReasonHandlerError || !strings.Contains(d[1], "the handler cannot apply it") {
 		t.Errorf("dead letter of the failing message: %q", d)
 	}
-	if n := streamMsgs(t, r.js, streams.StreamDLQ); n != 2 {
-		t.Errorf("SPINE_DLQ holds %d messages, want 2", n)
+	if d := dead[boom]; d[0] != streams.ReasonHandlerError || !strings.Contains(d[1], "handler panicked: runtime error") {
+		t.Errorf("dead letter of the message the handler panics on: %q", d)
 	}
-	if got := r.metric("spine_projector_isolated_total"); got != 2 {
-		t.Errorf("isolated metric %v, want 2", got)
+	if n := streamMsgs(t, r.js, streams.StreamDLQ); n != 3 {
+		t.Errorf("SPINE_DLQ holds %d messages, want 3", n)
+	}
+	if got := r.metric("spine_projector_isolated_total"); got != 3 {
+		t.Errorf("isolated metric %v, want 3", got)
 	}
 	if err := p.Health(); err != nil || r.metric("spine_projector_consecutive_failures") != 0 {
 		t.Errorf("after isolating: health %v, %v failures in a row", err, r.metric("spine_projector_consecutive_failures"))

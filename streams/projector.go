@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/spinehq/spine/secrets"
 )
 
 // Message is one stored message handed to a Handler.
@@ -420,7 +423,7 @@ func (p *Projector) apply(ctx context.Context, conn *pgxpool.Conn, msgs []Messag
 		mine = slices.DeleteFunc(slices.Clone(fresh), func(m Message) bool { return !p.cfg.Accept(m.Subject) })
 	}
 	if len(mine) > 0 {
-		results, err := p.cfg.Handler.Apply(ctx, tx, mine)
+		results, err := p.callHandler(ctx, tx, mine)
 		if err != nil {
 			return err
 		}
@@ -438,4 +441,17 @@ func (p *Projector) apply(ctx context.Context, conn *pgxpool.Conn, msgs []Messag
 	p.m.batchSize.WithLabelValues(p.cfg.Name).Observe(float64(len(fresh)))
 	p.m.batchTime.WithLabelValues(p.cfg.Name).Observe(time.Since(start).Seconds())
 	return nil
+}
+
+// callHandler runs the handler, turning a panic into an error: a handler
+// bug that one message trips is isolated like any error of its own, where
+// a crash would meet the same message first at every restart.
+func (p *Projector) callHandler(ctx context.Context, tx pgx.Tx, msgs []Message) (results []error, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			p.log.Error("handler panicked", "panic", secrets.String(fmt.Sprint(r)), "stack", string(debug.Stack()))
+			results, err = nil, fmt.Errorf("%w: %v", ErrHandlerPanic, r)
+		}
+	}()
+	return p.cfg.Handler.Apply(ctx, tx, msgs)
 }
