@@ -173,8 +173,9 @@ func TestIdleTimeoutEndsTheSessionWithItsRow(t *testing.T) {
 
 // POST /v1/sessions/{id}/cancel publishes the cancel (an observation on the
 // session's run) and answers 202; with no end from the producer within the
-// grace the session ends cancelled. Another member's session and a missing
-// one are the same 404 as GET gives; an ended session is a 409.
+// grace the session ends cancelled. Another member's session (an org
+// admin's included), another org's and a missing one are the same 404 as
+// GET gives; an ended session is a 409.
 func TestCancelEndsTheSessionAfterTheGrace(t *testing.T) {
 	f := startQuiet(t, time.Hour, 500*time.Millisecond)
 	alice, bob := f.token("acme", "alice"), f.token("acme", "bob")
@@ -182,11 +183,14 @@ func TestCancelEndsTheSessionAfterTheGrace(t *testing.T) {
 		spinetest.Start("c2"), spinetest.Start("c3")))
 	f.waitCaughtUp()
 
+	carol, admin := f.token("globex", "carol"), f.adminToken("acme", "boss") // owner only: an admin too
 	_, getMissing := f.do("GET", "/v1/sessions/nope", bob, nil)
-	for _, id := range []string{"c1", "nope", "bad%20id"} {
-		code, body := f.do("POST", "/v1/sessions/"+id+"/cancel", bob, nil)
-		if code != 404 || !bytes.Equal(body, getMissing) {
-			t.Errorf("bob cancelling %s = %d %s, want the 404 of GET: %s", id, code, body, getMissing)
+	for _, tok := range []string{bob, carol, admin} {
+		for _, id := range []string{"c1", "nope", "bad%20id"} {
+			code, body := f.do("POST", "/v1/sessions/"+id+"/cancel", tok, nil)
+			if code != 404 || !bytes.Equal(body, getMissing) {
+				t.Errorf("cancelling %s = %d %s, want the 404 of GET: %s", id, code, body, getMissing)
+			}
 		}
 	}
 	for _, bad := range []string{`{"reason": 5}`, `{"why": "x"}`, `[1]`, `{"reason": "a"} {}`} {
