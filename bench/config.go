@@ -72,6 +72,10 @@ type Config struct {
 	// Partitions splits the recorder's work by session id among the
 	// instances (SPINE_PARTITIONS); 0 or 1 means unpartitioned.
 	Partitions int
+	// OrgBytesPerSec and OrgEnvelopesPerSec are the nodes' ingest quotas
+	// per org; 0 means spine's defaults, negative none.
+	OrgBytesPerSec     float64
+	OrgEnvelopesPerSec float64
 }
 
 // MaxInstances bounds Config.Instances.

@@ -41,8 +41,11 @@ func postgres(ctx context.Context, pool *pgxpool.Pool, source string) (Postgres,
 
 // memory reads the resident set from /proc/self/status; elsewhere than
 // Linux it reports zeros.
-func memory() Memory {
-	f, err := os.Open("/proc/self/status")
+func memory() Memory { return memoryOf("self") }
+
+// memoryOf is memory for another process ("self" for this one).
+func memoryOf(pid string) Memory {
+	f, err := os.Open("/proc/" + pid + "/status")
 	if err != nil {
 		return Memory{}
 	}

@@ -68,7 +68,7 @@ func (tb *testbed) startInstances(ctx context.Context, cfg Config) error {
 	for i := range count {
 		nodeCfg := config.Config{DatabaseURL: tb.db.url, NATSListen: "off", HTTPAddr: "127.0.0.1:0",
 			DataDir: filepath.Join(tb.dir, fmt.Sprintf("node%d", i+1)), TokenSecret: secret, Replicas: tb.replicas,
-			Partitions: cfg.Partitions}
+			Partitions: cfg.Partitions, OrgBytesPerSec: cfg.OrgBytesPerSec, OrgEnvelopesPerSec: cfg.OrgEnvelopesPerSec}
 		switch {
 		case tb.cluster != nil:
 			nodeCfg.NATSURL = tb.cluster.serverURL(i)

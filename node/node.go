@@ -341,7 +341,7 @@ func (n *Node) startHTTP(ctx context.Context) error {
 	}
 	api := server.New(server.Config{Pool: n.Pool, Publisher: n.Publisher, Signer: n.Signer,
 		Gatherer: n.Registry, Registry: n.Registry, Logger: n.log, Ready: n.ready, Library: n.Library, JS: n.JS, MaxUploadBytes: n.cfg.MaxUploadBytes,
-		Desktop: n.Desktop, MCP: n.mcp(), Limits: n.limits(), CancelGrace: n.cfg.CancelGrace})
+		Desktop: n.Desktop, MCP: n.mcp(), Limits: n.Limits(), CancelGrace: n.cfg.CancelGrace})
 	ln, err := net.Listen("tcp", n.cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen %s (set %s): %w", n.cfg.HTTPAddr, config.EnvHTTPAddr, err)
@@ -361,10 +361,12 @@ func (n *Node) startHTTP(ctx context.Context) error {
 	return nil
 }
 
-func (n *Node) limits() server.Limits {
+// Limits are the request limits the node's API enforces, defaults filled
+// in (a negative one is off).
+func (n *Node) Limits() server.Limits {
 	c := n.cfg
 	return server.Limits{BodyMinRate: c.BodyMinRate, BodyGrace: c.BodyGrace, InflightBytes: c.InflightBytes,
-		OrgBytesPerSec: c.OrgBytesPerSec, OrgEnvelopesPerSec: c.OrgEnvelopesPerSec}
+		OrgBytesPerSec: c.OrgBytesPerSec, OrgEnvelopesPerSec: c.OrgEnvelopesPerSec}.WithDefaults()
 }
 
 // ready is /readyz: the log is connected and no projector this node runs

@@ -38,17 +38,16 @@ const (
 	QuotaBurst = 4
 )
 
-// orDefault fills zero fields; negative ones (off) become 0.
-func (l Limits) orDefault() Limits {
-	l.BodyMinRate = off(cmp.Or(l.BodyMinRate, DefaultBodyMinRate))
+// WithDefaults fills the zero fields with their defaults; negative ones
+// (off) stay negative.
+func (l Limits) WithDefaults() Limits {
+	l.BodyMinRate = cmp.Or(l.BodyMinRate, DefaultBodyMinRate)
 	l.BodyGrace = cmp.Or(l.BodyGrace, DefaultBodyGrace)
-	l.InflightBytes = off(cmp.Or(l.InflightBytes, DefaultInflightBytes))
-	l.OrgBytesPerSec = off(cmp.Or(l.OrgBytesPerSec, DefaultOrgBytesPerSec))
-	l.OrgEnvelopesPerSec = off(cmp.Or(l.OrgEnvelopesPerSec, DefaultOrgEnvelopesPerSec))
+	l.InflightBytes = cmp.Or(l.InflightBytes, DefaultInflightBytes)
+	l.OrgBytesPerSec = cmp.Or(l.OrgBytesPerSec, DefaultOrgBytesPerSec)
+	l.OrgEnvelopesPerSec = cmp.Or(l.OrgEnvelopesPerSec, DefaultOrgEnvelopesPerSec)
 	return l
 }
-
-func off[T int64 | float64](v T) T { return max(v, 0) }
 
 // Weights of a body in the in-flight budget. Ingest holds a batch about
 // five times over at its peak (the body, the split items, the decoded

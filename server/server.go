@@ -58,7 +58,7 @@ type Server struct {
 
 // New builds the API's routes.
 func New(cfg Config) *Server {
-	s := &Server{cfg: cfg, log: cfg.Logger, m: newMetrics(cfg.Registry), mux: http.NewServeMux(), limits: cfg.Limits.orDefault()}
+	s := &Server{cfg: cfg, log: cfg.Logger, m: newMetrics(cfg.Registry), mux: http.NewServeMux(), limits: cfg.Limits.WithDefaults()}
 	s.budget = newBudget(s.limits.InflightBytes, s.m.inflight)
 	s.quotas = newQuotas(s.limits.OrgBytesPerSec, s.limits.OrgEnvelopesPerSec)
 	if s.log == nil {

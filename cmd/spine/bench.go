@@ -18,6 +18,8 @@ import (
 
 const benchUsage = `usage: spine bench ingest [flags]
        spine bench library [flags] (see spine bench library -h)
+       spine bench fairness [flags] (see spine bench fairness -h)
+       spine bench flood --url U --token T [flags] (see spine bench flood -h)
 
 ingest sends the same sessions through spine (publisher → JetStream →
 recorder → PostgreSQL) and through a raw baseline (plain JetStream publish,
@@ -59,8 +61,14 @@ func runBench(ctx context.Context, args []string) error {
 	if args[0] == "import" {
 		return runBenchImport(ctx, args[1:])
 	}
+	if args[0] == "fairness" {
+		return runBenchFairness(ctx, args[1:])
+	}
+	if args[0] == "flood" {
+		return runBenchFlood(ctx, args[1:])
+	}
 	if args[0] != "ingest" {
-		return usageError{fmt.Sprintf("bench: unknown benchmark %q (want ingest, library, dispatch or import)", args[0])}
+		return usageError{fmt.Sprintf("bench: unknown benchmark %q (want ingest, library, dispatch, import, fairness or flood)", args[0])}
 	}
 	return runBenchIngest(ctx, args[1:])
 }
