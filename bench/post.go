@@ -22,7 +22,12 @@ type poster struct {
 }
 
 func newPoster(base, token string) *poster {
-	return &poster{base: base, token: token, http: &http.Client{Timeout: 5 * time.Minute},
+	// Expect: 100-continue lets spine refuse (429) before the body is
+	// sent: a refusal after part of it was written would close the
+	// connection under the client's feet.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.ExpectContinueTimeout = 10 * time.Second
+	return &poster{base: base, token: token, http: &http.Client{Timeout: 5 * time.Minute, Transport: tr},
 		statuses: statusCounts{m: map[int]int{}}}
 }
 
@@ -50,13 +55,17 @@ func (p *poster) once(ctx context.Context, path string, body []byte) (int, time.
 	}
 	req.Header.Set("Authorization", "Bearer "+p.token)
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Expect", "100-continue")
 	resp, err := p.http.Do(req)
 	if err != nil {
 		return 0, 0, fmt.Errorf("post %s: %w", path, err)
 	}
 	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 	p.statuses.add(resp.StatusCode)
+	if resp.StatusCode >= 400 && resp.StatusCode != http.StatusTooManyRequests {
+		return resp.StatusCode, 0, fmt.Errorf("post %s: %d %s", path, resp.StatusCode, bytes.TrimSpace(data))
+	}
 	secs, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
 	return resp.StatusCode, time.Duration(max(secs, 1)) * time.Second, nil
 }

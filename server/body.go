@@ -25,9 +25,15 @@ func (s *Server) limitBody(w http.ResponseWriter, r *http.Request, next http.Han
 	defer b.done()
 	if !b.reserve(max(r.ContentLength, 0), fixed) {
 		s.m.refused.WithLabelValues(CodeBusy).Inc()
+		// The body is not read: what is left of it must not be taken
+		// for the next request on the connection.
+		w.Header().Set("Connection", "close")
 		refuse429(w, CodeBusy, "spine is handling as many request bytes as it may hold; retry after the Retry-After seconds", time.Second)
 		return
 	}
+	// A shallow copy: the server's own request keeps its body, which it
+	// inspects after the handler (an unanswered Expect: 100-continue).
+	r = r.WithContext(r.Context())
 	r.Body = b
 	next.ServeHTTP(g, r)
 }

@@ -18,4 +18,11 @@
 // id belongs to the first owner to start it: a start for an id another
 // owner holds is 409 session_exists, and anything else for a session the
 // caller does not hold is the 404 unknown_session of one never started.
+//
+// Every request body is read under Limits: a minimum rate after a grace
+// (408 body_too_slow, the connection closed), a process-wide budget of
+// bytes in flight weighted by what decoding them costs (429 busy), and on
+// ingest each org's quota of bytes and envelopes per second (429
+// quota_exceeded); both 429s carry Retry-After. Requests without a body,
+// the event streams among them, are under none of these.
 package server

@@ -32,7 +32,7 @@ const (
 	DefaultBodyMinRate        = 16 << 10
 	DefaultBodyGrace          = 10 * time.Second
 	DefaultInflightBytes      = 256 << 20
-	DefaultOrgBytesPerSec     = 4 << 20
+	DefaultOrgBytesPerSec     = 2 << 20
 	DefaultOrgEnvelopesPerSec = 5000
 	// QuotaBurst is how many seconds of its quota an idle org saves up.
 	QuotaBurst = 4

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
@@ -137,5 +138,12 @@ func (s *Server) withQuota(h http.HandlerFunc) http.HandlerFunc {
 }
 
 func (s *Server) quotaText() string {
-	return fmt.Sprintf("%.0f bytes/s and %.0f envelopes/s per org", s.quotas.bytes, s.quotas.envs)
+	var parts []string
+	if s.quotas.bytes > 0 {
+		parts = append(parts, fmt.Sprintf("%.0f bytes/s", s.quotas.bytes))
+	}
+	if s.quotas.envs > 0 {
+		parts = append(parts, fmt.Sprintf("%.0f envelopes/s", s.quotas.envs))
+	}
+	return strings.Join(parts, " and ") + " per org"
 }

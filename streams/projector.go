@@ -301,7 +301,7 @@ func (p *Projector) run(ctx context.Context, conn *pgxpool.Conn, cons jetstream.
 // fetch pulls batches into out until ctx ends.
 func (p *Projector) fetch(ctx context.Context, cons jetstream.Consumer, out chan<- []jetstream.Msg) {
 	for ctx.Err() == nil {
-		batch, err := cons.Fetch(p.cfg.BatchSize, jetstream.FetchMaxWait(p.cfg.MaxWait))
+		batch, err := cons.Fetch(p.cfg.BatchSize, jetstream.FetchMaxWait(p.cfg.MaxWait), jetstream.FetchMaxBytes(FetchMaxBytes))
 		if err != nil {
 			p.log.Warn("fetch failed", "err", err)
 			sleep(ctx, time.Second)

@@ -31,8 +31,10 @@ func newClient(url, token string) (*client, error) {
 	if token == "" {
 		return nil, usageError{"no token: pass --token or set SPINE_TOKEN (spine serve prints a development token on a terminal; spine token mint makes one)"}
 	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.ExpectContinueTimeout = 10 * time.Second
 	return &client{base: strings.TrimRight(cmp.Or(url, os.Getenv(config.EnvURL), config.DefaultURL), "/"),
-		token: token, http: &http.Client{Timeout: 60 * time.Second}}, nil
+		token: token, http: &http.Client{Timeout: 60 * time.Second, Transport: tr}}, nil
 }
 
 // apiError is an error response from spine.
@@ -44,6 +46,10 @@ type apiError struct {
 }
 
 func (e *apiError) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }
+
+// expectContinueBytes is the body size from which a request asks before
+// sending its body.
+const expectContinueBytes = 64 << 10
 
 // Retrying a 429: spine refused the request before handling it (over the
 // in-flight budget or the org's quota), so sending it again is safe.
@@ -84,6 +90,10 @@ func (c *client) once(ctx context.Context, method, path string, body []byte, out
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if len(body) > expectContinueBytes {
+		// spine may refuse (429) before reading: then the body is not sent.
+		req.Header.Set("Expect", "100-continue")
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

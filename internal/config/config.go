@@ -78,7 +78,7 @@ type Config struct {
 	BodyMinRate        int64         // bytes/s; default 16 KiB/s
 	BodyGrace          time.Duration // default 10 s
 	InflightBytes      int64         // default 256 MiB
-	OrgBytesPerSec     float64       // default 4 MiB/s
+	OrgBytesPerSec     float64       // default 2 MiB/s
 	OrgEnvelopesPerSec float64       // default 5000/s
 	// IdleTimeout ends a running session that received no envelope for
 	// that long (status timeout); 0 means recorder.DefaultIdleTimeout (2h).
