@@ -102,22 +102,23 @@ func TestOversizedModelDoesNotStopAccounting(t *testing.T) {
 	}
 }
 
-// The same case through the accounting projector alone, isolated there:
-// the SQLSTATE is in the dead letter's detail.
-func TestOversizedModelIsIsolated(t *testing.T) {
-	if _, err := streams.Decode([]byte(`{"v":1,"type":"session.end","id":"e","at":"2026-11-02T09:30:00Z","sessionId":"s",` +
-		`"status":"done","model":"` + incompressible(3000) + `"}`)); err != nil {
-		t.Skipf("the door refuses a 3,000-byte model (%v): PostgreSQL never sees it", err)
-	}
+// The same failure through the accounting projector, now that the door
+// bounds the model: an index the test adds on cost_days turns a model
+// named wide-… into a 3,200-byte key, over the btree's limit, as the red
+// team's 3,000-character model did to cost_days_pkey. The end is isolated
+// and dead-lettered with the SQLSTATE; the next session gets its row.
+func TestIndexRowTooBigIsIsolated(t *testing.T) {
 	f := newCostFixture(t)
-	publishRaw(t, f.n, "spine.session.huge.start", `{"v":1,"type":"session.start","id":"huge-start",`+
-		`"at":"2026-11-02T09:00:00Z","sessionId":"huge","app":"claude-code","kind":"run","owner":{"org":"acme","member":"alice"}}`)
-	bad := publishRaw(t, f.n, "spine.session.huge.end", `{"v":1,"type":"session.end","id":"huge-end","at":"2026-11-02T09:30:00Z",`+
-		`"sessionId":"huge","status":"done","billing":"metered","door":"session","model":"`+incompressible(3000)+`"}`)
+	ctx := t.Context()
+	if _, err := f.n.Pool.Exec(ctx, `CREATE FUNCTION widen(m text) RETURNS text IMMUTABLE LANGUAGE sql
+		AS $$ SELECT CASE WHEN m LIKE 'wide-%' THEN (SELECT string_agg(md5(m || i), '') FROM generate_series(1, 100) i) ELSE m END $$;
+		CREATE INDEX cost_days_wide ON cost_days (widen(served_model))`); err != nil {
+		t.Fatal(err)
+	}
+	bad := publishSession(t, f.n, "wide", `,"model":"wide-model"`)
 	good := publishSession(t, f.n, "after", `,"model":"claude-sonnet-4-5"`)
 	f.waitFor(good)
 
-	ctx := t.Context()
 	var calls int
 	if err := f.n.Pool.QueryRow(ctx, `SELECT count(*) FROM router_calls WHERE session_id = 'after'`).Scan(&calls); err != nil || calls != 1 {
 		t.Fatalf("the session after the bad one has %d router-call rows (%v), want 1", calls, err)
@@ -126,8 +127,8 @@ func TestOversizedModelIsIsolated(t *testing.T) {
 	err := f.n.Pool.QueryRow(ctx, `SELECT reason, detail FROM dead_letters WHERE stream = $1 AND seq = $2`,
 		streams.StreamSessions, int64(bad)).Scan(&reason, &detail)
 	if err != nil || reason != streams.ReasonUnstorable || !strings.Contains(detail, "SQLSTATE 54000") ||
-		!strings.Contains(detail, "cost_days_pkey") {
-		t.Fatalf("dead letter of the oversized end: %q %q (%v)", reason, detail, err)
+		!strings.Contains(detail, "index row size") || !strings.Contains(detail, "cost_days_wide") {
+		t.Fatalf("dead letter of the end with the wide model: %q %q (%v)", reason, detail, err)
 	}
 	if err := f.acct.Health(); err != nil {
 		t.Fatalf("accounting after isolating: %v", err)
