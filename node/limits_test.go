@@ -234,3 +234,33 @@ func ownerless(t *testing.T, envs ...*streams.Envelope) []byte {
 	}
 	return envelopes(t, envs...)
 }
+
+// A body without a Content-Length takes its budget as it arrives: past
+// the budget it is cut mid-body with 429 busy and Retry-After.
+func TestChunkedBodyPastTheBudgetIsCut(t *testing.T) {
+	f := startLimited(t, func(c *config.Config) {
+		c.BodyGrace, c.InflightBytes = time.Minute, 1<<20
+	})
+	alice := f.token("acme", "alice")
+	f.trickle("/v1/ingest", alice, 150_000) // holds 750 KB of the 1 MiB
+	waitFor(t, "the trickler to hold budget", func() bool { return f.inflight() > 0 })
+
+	conn, err := net.Dial("tcp", f.n.HTTPAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/ingest HTTP/1.1\r\nHost: spine\r\nAuthorization: Bearer %s\r\nTransfer-Encoding: chunked\r\n\r\n", alice)
+	go func() { // 64 KiB chunks until the server hangs up
+		chunk := fmt.Sprintf("%x\r\n%s\r\n", 64<<10, strings.Repeat(" ", 64<<10))
+		for {
+			if _, err := io.WriteString(conn, chunk); err != nil {
+				return
+			}
+		}
+	}()
+	resp, body := readCut(t, conn)
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" || !bytes.Contains(body, []byte(`"code":"busy"`)) {
+		t.Fatalf("chunked body past the budget = %d Retry-After=%q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+}
