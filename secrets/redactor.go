@@ -141,14 +141,16 @@ func (r *Redactor) candidates(s string) []candidate {
 	}
 	r.words.walk(text, func(word, start, end int) {
 		var w span
+		near := true
 		if exact {
-			w = window(s, start, end)
+			w, near = window(s, start, end), assignmentNear(s, start, end)
 		}
 		for _, i := range r.byWord[word] {
 			c := get(i)
 			switch {
 			case !exact:
 				c.whole = true
+			case r.rules[i].assigns && !near:
 			case !c.whole:
 				c.windows = append(c.windows, w)
 			}
@@ -156,6 +158,23 @@ func (r *Redactor) candidates(s string) []candidate {
 	})
 	return out
 }
+
+// assignmentNear reports whether an assignment character (= : > | ,) is
+// within reach of the keyword at [start, end): before it, where the keyword
+// is part of the secret, or after it, where it is part of the label. A rule
+// that assigns cannot match a keyword without one, so clean code that only
+// mentions a token costs no regexp.
+func assignmentNear(s string, start, end int) bool {
+	return strings.ContainsAny(s[max(0, start-assignBefore):min(len(s), end+assignAfter)], "=:>|,")
+}
+
+// How far assignmentNear looks: gitleaks' semi-generic rules allow 20
+// characters and 3 quotes between label and assignment, spine's labels
+// 16 spaces and 2 quotes after a label of up to 17 characters.
+const (
+	assignBefore = 80
+	assignAfter  = 96
+)
 
 // Context a window keeps around a keyword: a line either side, and at
 // most windowReach bytes each way on a long line (minified JSON).

@@ -118,3 +118,34 @@ func FuzzRedact(f *testing.F) {
 		}
 	})
 }
+
+// TestAssignmentGateLosesNothing: rules that need an assignment run only
+// around keywords with one nearby; at the template's widest reach (20
+// label characters, 3 quotes, the longest assignment, 5 quotes) the gated
+// redactor finds what the same rules find run everywhere.
+func TestAssignmentGateLosesNothing(t *testing.T) {
+	gated := Default()
+	rules := append([]rule(nil), gated.rules...)
+	for i := range rules {
+		rules[i].assigns = false
+	}
+	ungated := newRedactor(rules)
+	secret := "Zq8vLmN3pR7sT1uW4xY6zA9bC2dE5fG0hJ3kM6nP"
+	var corpus []string
+	for _, sh := range secretstest.Shapes {
+		corpus = append(corpus, sh.Text)
+	}
+	for _, label := range []string{"api", "my_api_key", "access", "github_token", "stripe", "confluent", "twilio", "password", "ANTHROPIC_API_KEY"} {
+		for _, op := range []string{"=", ":", ":::=", "=>", "||", "?=", ",", ">"} {
+			corpus = append(corpus,
+				label+op+secret,
+				label+"_abcdefghijklmnopqrs\t'\"'"+op+"`'\" =\""+secret+"\"",
+				"x "+label+strings.Repeat(" ", 16)+op+" "+secret+" y")
+		}
+	}
+	for _, text := range corpus {
+		if g, u := gated.String(text), ungated.String(text); g != u {
+			t.Errorf("%q\n gated   %q\n ungated %q", text, g, u)
+		}
+	}
+}

@@ -22,7 +22,15 @@ type rule struct {
 	entropy  float64 // a secret must have more (Shannon, bits per rune); 0: any
 	allow    []*config.Allowlist
 	wide     bool // a match may be longer than a few lines: never run in windows
+	// assigns: a match is a label, then an assignment (= : > | ,) within
+	// a few characters, then the secret: the rule runs only around a
+	// keyword with an assignment nearby (see assignmentNear).
+	assigns bool
 }
+
+// assignmentTemplate is the part of gitleaks' semi-generic rules (label,
+// up to 23 characters, an assignment) that makes assigns true for them.
+const assignmentTemplate = `[\s'"]{0,3}(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)`
 
 // spineRules are the shapes gitleaks' defaults miss or redact too widely:
 // a label followed by its value (only the value goes), URL credentials,
@@ -35,8 +43,8 @@ var spineRules = []rule{
 		re: regexp.MustCompile(`(?i)\bauthorization[\\"']{0,2}\s*[:=]\s*[\\"']{0,2}(?:(?:bearer|basic|token|digest|negotiate|ntlm|oauth|hawk|apikey|api-key|key|sso-key|ssws|splunk|aws4-hmac-sha256)[ \t]+)?([^\s"',;\\]+)`)},
 	{id: "spine-bearer", group: 1, keywords: []string{"bearer"},
 		re: regexp.MustCompile(`(?i)\bbearer[ \t]+([A-Za-z0-9\-._~+/]{8,}=*)`)},
-	{id: "spine-labelled", group: 1, keywords: []string{"key", "token", "secret", "passw", "pwd"},
-		re: regexp.MustCompile(`(?i)\b[a-z0-9_.-]*?(?:api[_-]?key|apikey|access[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token|secret[_-]?key|secret[_-]?access[_-]?key|client[_-]?secret|private[_-]?key|password|passwd|pwd|secret|token)[\\"']{0,2}[ \t]*[:=][ \t]*[\\"']{0,2}([^\s"',;&\\\[\]$<{(][^\s"',;&\\]{3,})`)},
+	{id: "spine-labelled", group: 1, assigns: true, keywords: []string{"key", "token", "secret", "passw", "pwd"},
+		re: regexp.MustCompile(`(?i)\b[a-z0-9_.-]*?(?:api[_-]?key|apikey|access[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token|secret[_-]?key|secret[_-]?access[_-]?key|client[_-]?secret|private[_-]?key|password|passwd|pwd|secret|token)[\\"']{0,2}[ \t]{0,16}[:=][ \t]*[\\"']{0,2}([^\s"',;&\\\[\]$<{(][^\s"',;&\\]{3,})`)},
 	{id: "spine-url-credentials", group: 1, keywords: []string{"://"},
 		re: regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^\s/:@"'<>\\]*:([^\s/@"'<>\\]+)@`)},
 	{id: "spine-private-key", group: 1, wide: true, keywords: []string{"private key"},
@@ -89,6 +97,7 @@ func gitleaksRules() ([]rule, error) {
 			continue
 		}
 		rules = append(rules, rule{id: r.RuleID, re: r.Regex, group: r.SecretGroup,
+			assigns: strings.Contains(r.Regex.String(), assignmentTemplate),
 			keywords: r.Keywords, entropy: r.Entropy, allow: append(append([]*config.Allowlist(nil), cfg.Allowlists...), r.Allowlists...)})
 	}
 	return rules, nil
