@@ -72,14 +72,16 @@ func TestNoSecretReachesStorage(t *testing.T) {
 	f := &fixture{t: t, n: n, base: "http://" + n.HTTPAddr(), commits: make(chan struct{}, 1)}
 	tok := f.token("o1", "m1")
 
-	code, body := f.do("POST", "/v1/ingest", tok, envelopes(t, sessionEnvelopes("s-http", "w-http")...))
-	if code != 202 && code != 207 || bytes.Contains(body, []byte(`"refused":1`)) {
-		t.Fatalf("ingest = %d %s", code, body)
-	}
 	pub := streams.NewPublisher(n.JS)
-	for _, e := range sessionEnvelopes("s-nats", "w-nats") {
-		if _, err := pub.Publish(t.Context(), e, nil); err != nil {
-			t.Fatalf("trusted publish %s: %v", e.ID, err)
+	for k, sh := range secretstest.Shapes {
+		code, body := f.do("POST", "/v1/ingest", tok, envelopes(t, sessionEnvelopes(fmt.Sprint("s-http-", k), "w-http", sh.Text)...))
+		if code != 202 && code != 207 || !bytes.Contains(body, []byte(`"refused":0`)) {
+			t.Fatalf("ingest = %d %s", code, body)
+		}
+		for _, e := range sessionEnvelopes(fmt.Sprint("s-nats-", k), "w-nats", sh.Text) {
+			if _, err := pub.Publish(t.Context(), e, nil); err != nil {
+				t.Fatalf("trusted publish %s: %v", e.ID, err)
+			}
 		}
 	}
 	remote := desktopDoors(t, f, tok)
@@ -112,14 +114,16 @@ func TestNoSecretReachesStorage(t *testing.T) {
 			t.Errorf("GET %s serves a piece of the split key", name)
 		}
 	}
-	if !strings.Contains(reads["transcript s-http"], "curl -H 'Authorization: Bearer [REDACTED]' https://api.example.com/v1") {
-		t.Errorf("the transcript lost the text around a secret: %s", reads["transcript s-http"])
+	if !strings.Contains(reads["transcript s-http-0"], "curl -H 'Authorization: Bearer [REDACTED]' https://api.example.com/v1") {
+		t.Errorf("the transcript lost the text around a secret: %s", reads["transcript s-http-0"])
 	}
 }
 
 // sessionEnvelopes is a whole session with secrets in every free-text
 // field of every envelope type, and a chunk after the end (a dead letter).
-func sessionEnvelopes(id, worker string) []*streams.Envelope {
+// Fields for text get every shape; short names (bounded to 256 bytes) get
+// one, short.
+func sessionEnvelopes(id, worker, short string) []*streams.Envelope {
 	at := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
 	env := func(typ, suffix string) *streams.Envelope {
 		at = at.Add(time.Millisecond)
@@ -127,7 +131,7 @@ func sessionEnvelopes(id, worker string) []*streams.Envelope {
 	}
 	start := env(streams.TypeSessionStart, "start")
 	start.App, start.Kind, start.WorkerID = "claude-code", "attach", worker
-	start.AppSessionRef, start.Workspace, start.Prompt = secretText("ref"), secretText("workspace"), secretText("prompt")
+	start.AppSessionRef, start.Workspace, start.Prompt = short, secretText("workspace"), secretText("prompt")
 	start.Owner = &streams.Owner{Org: "o1", Member: "m1"}
 	out := []*streams.Envelope{start}
 	seq := int64(0)
@@ -146,14 +150,14 @@ func sessionEnvelopes(id, worker string) []*streams.Envelope {
 	chunk("event", "", &streams.Event{Action: "file_read", Path: "/tmp/" + secretText("path"), Content: secretText("read")})
 	chunk("event", "", &streams.Event{Action: "file_write", Path: ".env", Content: secretText("write")})
 	chunk("event", "", &streams.Event{Action: "fetch", URL: "https://deploy:Pa55w0rdInUrl9@git.example.com/x", Status: &status, Output: secretText("fetched")})
-	chunk("event", "", &streams.Event{Action: "mcp_call", Server: secretText("server"), Tool: "search", CallID: "call-1", Output: secretText("mcp")})
+	chunk("event", "", &streams.Event{Action: "mcp_call", Server: short, Tool: short, CallID: "call-1", Output: secretText("mcp")})
 	ctl := env(streams.TypeSessionControl, "ctl")
 	ctl.Control, ctl.Reason = "renew_credential", secretText("reason")
 	call := env(streams.TypeMCPCall, "mcp")
 	dur := int64(5)
-	call.CallID, call.Server, call.Tool, call.Status, call.Error, call.DurationMs = "call-2", secretText("server"), secretText("tool"), "error", secretText("error"), &dur
+	call.CallID, call.Server, call.Tool, call.Status, call.Error, call.DurationMs = "call-2", short, short, "error", secretText("error"), &dur
 	end := env(streams.TypeSessionEnd, "end")
-	end.Status, end.Error, end.Model, end.Effort = "failed", secretText("error"), "claude-x ASIAQX7ZPL4MNB2VRT5K", "high password=hunter2hunter2"
+	end.Status, end.Error, end.Model, end.Effort = "failed", secretText("error"), short, short
 	end.Usage = &streams.Usage{InputTokens: 3, Raw: []byte(fmt.Sprintf(`{"note":%q,"authorization":"Basic dXNlcjpzM2NyM3RQYXNzd29yZA=="}`, secretstest.All()))}
 	end.Artifacts = []streams.Artifact{{Name: "notes password=hunter2hunter2", Content: secretText("artifact")}}
 	late := env(streams.TypeSessionChunk, "late") // after the end: a dead letter
@@ -170,20 +174,28 @@ type remoteDoors struct{ http, mcp string }
 // over HTTP and MCP, each text carrying every shape.
 func desktopDoors(t *testing.T, f *fixture, tok string) remoteDoors {
 	t.Helper()
-	rt := decode[desktop.RunnerToken](t, f.mustDo(201, "POST", "/v1/desktop-runner/tokens", tok, map[string]string{"runnerId": "laptop-1"}))
-	f.mustDo(200, "POST", "/v1/desktop-runner/register", rt.Token, desktop.Inventory{Machine: "laptop password=hunter2hunter2",
-		Apps: []string{"claude-code"}, Capabilities: []string{desktop.KindRemoteSession}, ProtocolVersion: 1, ExecutionTargets: []string{"desktop"}})
-	sess := decode[desktop.Session](t, f.mustDo(201, "POST", "/v1/remote-sessions", tok,
-		map[string]any{"target": "desktop", "title": "fix AKIAQX7ZPL4MNB2VRT5J", "instructions": secretText("instructions")}))
+	var rt desktop.RunnerToken
+	for k, sh := range secretstest.Shapes { // a machine name is short: one shape each
+		rt = decode[desktop.RunnerToken](t, f.mustDo(201, "POST", "/v1/desktop-runner/tokens", tok, map[string]string{"runnerId": fmt.Sprint("laptop-", k)}))
+		f.mustDo(200, "POST", "/v1/desktop-runner/register", rt.Token, desktop.Inventory{Machine: sh.Text,
+			Apps: []string{sh.Text}, Capabilities: []string{desktop.KindRemoteSession}, ProtocolVersion: 1, ExecutionTargets: []string{"desktop"}})
+	}
+	var sess desktop.Session
+	for _, sh := range secretstest.Shapes { // so is a title
+		sess = decode[desktop.Session](t, f.mustDo(201, "POST", "/v1/remote-sessions", tok,
+			map[string]any{"target": "desktop", "runnerId": rt.RunnerID, "title": sh.Text, "instructions": secretText("instructions")}))
+	}
 	c := decode[desktop.Claim](t, f.mustDo(200, "POST", "/v1/desktop-runner/tasks/"+sess.LatestTaskID+"/claim", rt.Token, nil))
 	task := "/v1/desktop-runner/tasks/" + c.Task.ID
 	f.mustDo(200, "POST", task+"/heartbeat", rt.Token, map[string]any{"fence": c.Fence})
-	evs := []desktop.RunnerEvent{
-		{Seq: 1, Type: desktop.EventSessionID, SessionID: "local password=hunter2hunter2"},
-		{Seq: 2, Type: desktop.EventAssistantText, Text: secretText("assistant")},
-		{Seq: 3, Type: desktop.EventUsage, Usage: []byte(fmt.Sprintf(`{"inputTokens":1,"note":%q}`, secretstest.All()))},
-		{Seq: 4, Type: desktop.EventTerminal, Status: "failed", Error: secretText("terminal")},
+	var evs []desktop.RunnerEvent
+	for _, sh := range secretstest.Shapes {
+		evs = append(evs, desktop.RunnerEvent{Seq: int64(len(evs) + 1), Type: desktop.EventSessionID, SessionID: sh.Text})
 	}
+	evs = append(evs,
+		desktop.RunnerEvent{Seq: int64(len(evs) + 1), Type: desktop.EventAssistantText, Text: secretText("assistant")},
+		desktop.RunnerEvent{Seq: int64(len(evs) + 2), Type: desktop.EventUsage, Usage: []byte(fmt.Sprintf(`{"inputTokens":1,"note":%q}`, secretstest.All()))},
+		desktop.RunnerEvent{Seq: int64(len(evs) + 3), Type: desktop.EventTerminal, Status: "failed", Error: secretText("terminal")})
 	f.mustDo(200, "POST", task+"/events", rt.Token, map[string]any{"fence": c.Fence, "events": evs})
 	f.mustDo(200, "POST", task+"/complete", rt.Token, map[string]any{"fence": c.Fence, "status": "done", "error": secretText("complete")})
 	f.mustDo(202, "POST", "/v1/remote-sessions/"+sess.ID+"/messages", tok, map[string]string{"prompt": secretText("send")})
@@ -194,10 +206,13 @@ func desktopDoors(t *testing.T, f *fixture, tok string) remoteDoors {
 		t.Fatalf("mcp connect: %v", err)
 	}
 	defer cs.Close()
-	res := callTool(t, cs, "remoteSession.create", map[string]any{"target": "desktop", "title": "mcp password=hunter2hunter2",
-		"instructions": secretText("mcp instructions")})
-	data, _ := json.Marshal(res.StructuredContent)
-	id := decode[struct{ Session desktop.Session }](t, data).Session.ID
+	var id string
+	for _, sh := range secretstest.Shapes {
+		res := callTool(t, cs, "remoteSession.create", map[string]any{"target": "desktop", "title": sh.Text,
+			"instructions": secretText("mcp instructions")})
+		data, _ := json.Marshal(res.StructuredContent)
+		id = decode[struct{ Session desktop.Session }](t, data).Session.ID
+	}
 	callTool(t, cs, "remoteSession.send", map[string]any{"sessionId": id, "prompt": secretText("mcp send")})
 	return remoteDoors{http: sess.ID, mcp: id}
 }
@@ -247,15 +262,17 @@ func readBodies(t *testing.T, f *fixture, tok string, remote remoteDoors) map[st
 		return string(b)
 	}
 	get("sessions", "/v1/sessions")
-	for _, id := range []string{"s-http", "s-nats"} {
-		sess := decode[recorder.Session](t, []byte(get("session "+id, "/v1/sessions/"+id)))
-		get("transcript "+id, "/v1/sessions/"+id+"/transcript")
-		get("transcript page "+id, "/v1/sessions/"+id+"/transcript?since=3&limit=1")
-		get("steps "+id, "/v1/runs/"+recorder.RunID(id)+"/steps")
-		get("provenance "+id, "/v1/provenance/"+id)
-		if sess.TranscriptFileID != "" {
-			get("transcript file "+id, "/v1/library/files/"+sess.TranscriptFileID)
-			get("provenance file "+id, "/v1/provenance/"+sess.TranscriptFileID)
+	for k := range secretstest.Shapes {
+		for _, id := range []string{fmt.Sprint("s-http-", k), fmt.Sprint("s-nats-", k)} {
+			sess := decode[recorder.Session](t, []byte(get("session "+id, "/v1/sessions/"+id)))
+			get("transcript "+id, "/v1/sessions/"+id+"/transcript")
+			get("transcript page "+id, "/v1/sessions/"+id+"/transcript?since=3&limit=1")
+			get("steps "+id, "/v1/runs/"+recorder.RunID(id)+"/steps")
+			get("provenance "+id, "/v1/provenance/"+id)
+			if sess.TranscriptFileID != "" {
+				get("transcript file "+id, "/v1/library/files/"+sess.TranscriptFileID)
+				get("provenance file "+id, "/v1/provenance/"+sess.TranscriptFileID)
+			}
 		}
 	}
 	get("cost", "/v1/cost/summary")

@@ -97,7 +97,7 @@ func gitleaksRules() ([]rule, error) {
 			continue
 		}
 		rules = append(rules, rule{id: r.RuleID, re: r.Regex, group: r.SecretGroup,
-			assigns: strings.Contains(r.Regex.String(), assignmentTemplate),
+			assigns:  strings.Contains(r.Regex.String(), assignmentTemplate),
 			keywords: r.Keywords, entropy: r.Entropy, allow: append(append([]*config.Allowlist(nil), cfg.Allowlists...), r.Allowlists...)})
 	}
 	return rules, nil
