@@ -97,6 +97,9 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, opts *Optio
 		}
 	}()
 	n.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Compile the redaction rules now (tens of milliseconds, once per
+	// process) rather than in the first request that carries text.
+	secrets.Default()
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}

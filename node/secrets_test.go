@@ -85,6 +85,7 @@ func TestNoSecretReachesStorage(t *testing.T) {
 		}
 	}
 	remote := desktopDoors(t, f, tok)
+	cancelDoor(t, f, tok)
 	f.waitCaughtUp()
 
 	needles := []string{splitKey}
@@ -165,6 +166,19 @@ func sessionEnvelopes(id, worker, short string) []*streams.Envelope {
 	disc := &streams.Envelope{V: 1, Type: streams.TypeWorkerDisconnect, ID: id + "-disc", At: at.Add(time.Second),
 		WorkerID: "other-" + worker, Reason: secretText("disconnect")}
 	return append(out, ctl, call, end, late, disc)
+}
+
+// cancelDoor starts a session and cancels it with a reason holding every
+// shape (POST /v1/sessions/{id}/cancel publishes a session.control).
+func cancelDoor(t *testing.T, f *fixture, tok string) {
+	t.Helper()
+	start := sessionEnvelopes("s-cancel", "w-cancel", "")[0]
+	start.AppSessionRef = "ref"
+	if code, body := f.do("POST", "/v1/ingest", tok, envelopes(t, start)); !bytes.Contains(body, []byte(`"accepted":1`)) {
+		t.Fatalf("ingest start = %d %s", code, body)
+	}
+	f.waitCaughtUp()
+	f.mustDo(202, "POST", "/v1/sessions/s-cancel/cancel", tok, map[string]string{"reason": secretText("cancel")})
 }
 
 // remoteDoors are the ids desktopDoors made.
