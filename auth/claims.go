@@ -38,6 +38,9 @@ type Claims struct {
 	ExpiresAt time.Time // Mint sets it to IssuedAt + ttl
 }
 
+// IsAdmin reports whether the claims carry the org admin role.
+func (c Claims) IsAdmin() bool { return c.Role == RoleAdmin }
+
 // payload is the JSON body of a token, in the order it is written.
 type payload struct {
 	Iss    string `json:"iss"`
@@ -88,9 +91,6 @@ func (p payload) check() error {
 // idSafe reports whether s is a non-empty id of at most 128 letters, digits
 // and - _ . @ (so an email-like member id fits). Such an id is safe in a URL
 // path and a log line; it is not a NATS subject token, since it may hold dots.
-// IsAdmin reports whether the claims carry the org admin role.
-func (c Claims) IsAdmin() bool { return c.Role == RoleAdmin }
-
 func idSafe(s string) bool {
 	if s == "" || len(s) > maxIDLen {
 		return false

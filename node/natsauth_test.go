@@ -77,29 +77,45 @@ func TestNATSPortRefusesAnonymous(t *testing.T) {
 	}
 }
 
+// sentToken is the token a client given opts presents; "" when none.
+func sentToken(t *testing.T, opts []nats.Option) string {
+	t.Helper()
+	o := nats.GetDefaultOptions()
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return o.Token
+}
+
 // Credentials go where they belong: the data dir's token only to a server
 // on this machine, SPINE_NATS_TOKEN to any, nothing over a URL's own.
 func TestNATSAuthChoosesCredentials(t *testing.T) {
 	cfg := config.Config{DataDir: t.TempDir()}
-	if err := os.WriteFile(cfg.NATSTokenPath(), []byte(strings.Repeat("ab", 32)+"\n"), 0o600); err != nil {
+	file, env := strings.Repeat("ab", 32), strings.Repeat("c", 64)
+	if err := os.WriteFile(cfg.NATSTokenPath(), []byte(file+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		url, token string
-		want       int
+		url, env, want string
 	}{
-		{"nats://127.0.0.1:4223", "", 1},
-		{"localhost:4223", "", 1},
-		{"nats://[::1]:4223,nats://127.0.0.1:4224", "", 1},
-		{"nats://nats.example.com:4222", "", 0},
-		{"nats://127.0.0.1:4223,nats://10.0.0.2:4222", "", 0},
-		{"nats://nats.example.com:4222", strings.Repeat("c", 64), 1},
-		{"nats://user:pass@127.0.0.1:4223", strings.Repeat("c", 64), 0},
+		{"nats://127.0.0.1:4223", "", file},
+		{"localhost:4223", "", file},
+		{"nats://[::1]:4223,nats://127.0.0.1:4224", "", file},
+		{"nats://nats.example.com:4222", "", ""},
+		{"nats://127.0.0.1:4223,nats://10.0.0.2:4222", "", ""},
+		{"nats://nats.example.com:4222", env, env},
+		{"nats://127.0.0.1:4223", env, env},
+		{"nats://user:pass@127.0.0.1:4223", env, ""},
 	} {
-		cfg.NATSToken = c.token
+		cfg.NATSToken = c.env
 		opts, err := node.NATSAuth(cfg, c.url)
-		if err != nil || len(opts) != c.want {
-			t.Errorf("%s with token %q: %d options, %v; want %d", c.url, c.token, len(opts), err, c.want)
+		if err != nil {
+			t.Fatalf("%s: %v", c.url, err)
+		}
+		if got := sentToken(t, opts); got != c.want {
+			t.Errorf("%s with SPINE_NATS_TOKEN %q sends token %q, want %q", c.url, c.env, got, c.want)
 		}
 	}
 	if got := node.RedactNATSURL("nats://u:p@a:1,b:2,tok@c:3"); got != "nats://REDACTED@a:1,b:2,REDACTED@c:3" {

@@ -190,11 +190,6 @@ func progress(sum *publishSummary) {
 	}
 }
 
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
 func printSummary(sum *publishSummary, asJSON bool) error {
 	if isTerminal(os.Stderr) {
 		fmt.Fprintln(os.Stderr)

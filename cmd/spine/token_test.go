@@ -78,44 +78,57 @@ func TestTokenInitThenMint(t *testing.T) {
 // jwtRE matches a compact JWS, as every token spine mints is.
 var jwtRE = regexp.MustCompile(`eyJ[\w-]+\.[\w-]+\.[\w-]+`)
 
-// serve's output going anywhere but a terminal (a pipe here, a log file in
-// production) holds no token, only the command that mints one.
-func TestServePrintsNoTokenOffTerminal(t *testing.T) {
+// serveTo runs spine serve with its stderr on w, on a fresh database and
+// data dir, until its banner's last line; then stops it and returns what
+// it wrote (read from r) and the data dir. w is closed once serve returns,
+// so a serve that fails before its banner ends the read, not the test run.
+func serveTo(t *testing.T, r io.Reader, w *os.File) (string, string) {
+	t.Helper()
 	_, dbURL := pgtest.New(t)
 	dataDir := t.TempDir()
 	for k, v := range map[string]string{config.EnvDatabaseURL: dbURL, config.EnvDataDir: dataDir, config.EnvNATSURL: "",
 		config.EnvNATSListen: "off", config.EnvHTTPAddr: "127.0.0.1:0", config.EnvTokenSecret: ""} {
 		t.Setenv(k, v)
 	}
+	old := os.Stderr
+	os.Stderr = w
+	defer func() { os.Stderr = old }()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		err := runServe(ctx, nil)
+		w.Close()
+		done <- err
+	}()
+	var out strings.Builder
+	sc := bufio.NewScanner(r)
+	for sc.Scan() { // until the banner's last words, whichever it prints
+		line := strings.TrimRight(sc.Text(), "\r") // a terminal ends lines with \r\n
+		out.WriteString(line + "\n")
+		if strings.Contains(line, "spine token mint") || strings.Contains(line, "export SPINE_TOKEN=") {
+			break
+		}
+	}
+	cancel()
+	go func() { _, _ = io.Copy(io.Discard, r) }() // the shutdown's log must not block on a full pipe
+	if err := <-done; err != nil {
+		t.Fatalf("serve: %v\n%s", err, out.String())
+	}
+	return out.String(), dataDir
+}
+
+// serve's output going anywhere but a terminal (a pipe here, a log file in
+// production) holds no token, only the command that mints one.
+func TestServePrintsNoTokenOffTerminal(t *testing.T) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	old := os.Stderr
-	os.Stderr = w
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- runServe(ctx, nil) }()
-	var out strings.Builder
-	sc := bufio.NewScanner(r)
-	for sc.Scan() { // until the banner's last words, whichever it prints
-		out.WriteString(sc.Text() + "\n")
-		if strings.Contains(sc.Text(), "spine token mint") || strings.Contains(sc.Text(), "export SPINE_TOKEN=") {
-			break
-		}
-	}
-	cancel()
-	err = <-done
-	os.Stderr = old
-	w.Close()
-	rest, _ := io.ReadAll(r)
-	out.Write(rest)
-	if err != nil {
-		t.Fatalf("serve: %v\n%s", err, out.String())
-	}
+	out, dataDir := serveTo(t, r, w)
 	want := config.EnvDataDir + "=" + dataDir + " spine token mint --org dev --member dev"
-	if !strings.Contains(out.String(), want) || jwtRE.MatchString(out.String()) || strings.Contains(out.String(), "export SPINE_TOKEN") {
-		t.Fatalf("serve's output off a terminal must hold %q and no token:\n%s", want, out.String())
+	if !strings.Contains(out, want) || jwtRE.MatchString(out) || strings.Contains(out, "export SPINE_TOKEN") {
+		t.Fatalf("serve's output off a terminal must hold %q and no token:\n%s", want, out)
 	}
 }

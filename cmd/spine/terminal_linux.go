@@ -1,0 +1,9 @@
+package main
+
+import "golang.org/x/sys/unix"
+
+// termios reports whether fd has terminal attributes: only a tty has.
+func termios(fd uintptr) bool {
+	_, err := unix.IoctlGetTermios(int(fd), unix.TCGETS)
+	return err == nil
+}
