@@ -2,6 +2,7 @@ package spine_test
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"sort"
@@ -33,12 +34,32 @@ func checkCluster(base, overlay map[string]service) []string {
 		if !overlay[svc].Healthcheck {
 			problems = append(problems, svc+": no healthcheck")
 		}
+		problems = append(problems, checkNATSNode(svc, merged(base[svc], overlay[svc]))...)
 		problems = append(problems, checkRoutes(svc, args)...)
 	}
 	for _, svc := range []string{"spine", "spine-2"} {
 		problems = append(problems, checkClusterSpine(svc, base, overlay)...)
 	}
 	return problems
+}
+
+// merged is an overlay service on top of its base one, as compose merges
+// them: the overlay's command, environment and volumes over the base's.
+func merged(base, overlay service) service {
+	s := overlay
+	if len(s.Command) == 0 {
+		s.Command = base.Command
+	}
+	s.Env, s.Volumes = maps.Clone(base.Env), maps.Clone(base.Volumes)
+	if s.Env == nil {
+		s.Env = map[string]string{}
+	}
+	if s.Volumes == nil {
+		s.Volumes = map[string]string{}
+	}
+	maps.Copy(s.Env, overlay.Env)
+	maps.Copy(s.Volumes, overlay.Volumes)
+	return s
 }
 
 // checkRoutes: a node routes to exactly the other two on the cluster port.
@@ -99,6 +120,9 @@ func checkClusterSpine(svc string, base, overlay map[string]service) []string {
 	if env[config.EnvDatabaseURL] != base["spine"].Env[config.EnvDatabaseURL] {
 		problems = append(problems, svc+": not the same database as spine")
 	}
+	if env[config.EnvNATSToken] != base["nats"].Env[config.EnvNATSToken] {
+		problems = append(problems, fmt.Sprintf("%s: %s is %q, not the nats service's", svc, config.EnvNATSToken, env[config.EnvNATSToken]))
+	}
 	if !strings.HasPrefix(env[config.EnvTokenSecret], "${SPINE_TOKEN_SECRET:?") {
 		problems = append(problems, svc+": instances must share a required SPINE_TOKEN_SECRET")
 	}
@@ -150,6 +174,11 @@ func TestComposeClusterChecksCatch(t *testing.T) {
       SPINE_STREAM_REPLICAS: "3"
       SPINE_PARTITIONS: "8"
       SPINE_TOKEN_SECRET`},
+		{"node without the nats config", `["-c", "/etc/nats/spine.conf", "-js", "-sd", "/data", "-m", "8222", "--name", "nats-3"`,
+			`["-js", "-sd", "/data", "-m", "8222", "--name", "nats-3"`},
+		{"node config unmounted", "      - nats-3-data:/data\n      - ./deploy/nats.conf:", "      - nats-3-data:/data\n      - ./nats.conf:"},
+		{"nodes without the token", "  environment:\n    SPINE_NATS_TOKEN: ${SPINE_NATS_TOKEN:?", "  environment:\n    X: ${SPINE_NATS_TOKEN:?"},
+		{"spine-2 without the nats token", "nats://nats-3:4222\n      SPINE_NATS_TOKEN: ${SPINE_NATS_TOKEN:?", "nats://nats-3:4222\n      SPINE_NATS_TOKEN: ${X:?"},
 		{"unknown setting", `SPINE_DATA_DIR: /data`, `SPINE_DATADIR: /data`},
 		{"partitions differ", `SPINE_PARTITIONS: "8"
       SPINE_DATA_DIR`, `SPINE_PARTITIONS: "4"

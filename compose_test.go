@@ -388,7 +388,7 @@ func readFile(t *testing.T, name string) string {
 }
 
 // checkedFiles are the files the checks read, by path from the repository root.
-var checkedFiles = []string{"docker-compose.yaml", "Dockerfile", promConfigFile, datasourcesFile, dashboardProviderFile}
+var checkedFiles = []string{"docker-compose.yaml", "Dockerfile", promConfigFile, datasourcesFile, dashboardProviderFile, natsConfFile}
 
 // composeProblems runs every check on the files (path → text).
 func composeProblems(t *testing.T, files map[string]string) []string {
@@ -400,6 +400,7 @@ func composeProblems(t *testing.T, files map[string]string) []string {
 	problems := checkCompose(services)
 	_, httpPort, _ := net.SplitHostPort(services["spine"].Env[config.EnvHTTPAddr])
 	problems = append(problems, checkDockerfile(files["Dockerfile"], httpPort)...)
+	problems = append(problems, checkNATSAuth(services, files)...)
 	return append(problems, checkMonitoring(services, files)...)
 }
 
@@ -434,7 +435,7 @@ var mutations = []mutation{
 	{"database host", "docker-compose.yaml", "@postgres:5432/", "@db:5432/", `host is "db"`},
 	{"database password", "docker-compose.yaml", "POSTGRES_PASSWORD: spine", "POSTGRES_PASSWORD: secret", "password"},
 	{"database name", "docker-compose.yaml", "5432/spine?", "5432/other?", "database"},
-	{"no jetstream", "docker-compose.yaml", `["-js", `, `[`, "JetStream"},
+	{"no jetstream", "docker-compose.yaml", `"-js", "-sd"`, `"-sd"`, "JetStream"},
 	{"replicas", "docker-compose.yaml", `SPINE_STREAM_REPLICAS: "1"`, `SPINE_STREAM_REPLICAS: "3"`, "single node"},
 	{"no depends on postgres", "docker-compose.yaml", "      postgres:\n        condition: service_healthy\n", "", "does not depend on postgres"},
 	{"missing service", "docker-compose.yaml", "\n  postgres:\n    image:", "\n  pg:\n    image:", "missing service postgres"},
@@ -456,6 +457,14 @@ var mutations = []mutation{
 	{"datasource prometheus url", datasourcesFile, "http://prometheus:9090", "http://localhost:9090", "Prometheus data source"},
 	{"datasource postgres password", datasourcesFile, "password: spine", "password: hunter2", "password"},
 	{"datasource postgres host", datasourcesFile, "url: postgres:5432", "url: db:5432", "PostgreSQL data source"},
+	{"nats without its config", "docker-compose.yaml", `["-c", "/etc/nats/spine.conf", "-js"`, `["-js"`, "nats does not read " + natsConfFile},
+	{"nats config unmounted", "docker-compose.yaml", "./deploy/nats.conf:", "./nats.conf:", "nats does not read " + natsConfFile},
+	{"nats token with a default", "docker-compose.yaml", "    environment:\n      SPINE_NATS_TOKEN: ${SPINE_NATS_TOKEN:?",
+		"    environment:\n      SPINE_NATS_TOKEN: ${SPINE_NATS_TOKEN:-dev}${X:?", "want a required"},
+	{"spine without the nats token", "docker-compose.yaml", "`docker inspect`).\n      SPINE_NATS_TOKEN: ${SPINE_NATS_TOKEN:?",
+		"`docker inspect`).\n      SPINE_NATS_TOKEN: ${OTHER_TOKEN:?", "spine's SPINE_NATS_TOKEN"},
+	{"nats url with credentials", "docker-compose.yaml", "SPINE_NATS_URL: nats://nats:4222", "SPINE_NATS_URL: nats://me:pw@nats:4222", "carries credentials"},
+	{"nats config without the token", natsConfFile, "token: $SPINE_NATS_TOKEN", "# token", "does not require"},
 	{"grafana without postgres", "docker-compose.yaml", "      postgres: {condition: service_healthy}\n", "", "grafana does not depend on postgres"},
 }
 
