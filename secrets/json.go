@@ -3,7 +3,6 @@ package secrets
 import (
 	"bytes"
 	"encoding/json"
-	"unicode/utf8"
 )
 
 // JSON returns raw with the secrets inside its strings replaced. The
@@ -20,9 +19,9 @@ func Bytes(b []byte) []byte { return Default().JSON(b) }
 // JSON is the package's JSON for r.
 func (r *Redactor) JSON(raw []byte) []byte {
 	if !json.Valid(raw) {
-		if !utf8.Valid(raw) {
-			return []byte(r.String(string(bytes.ToValidUTF8(raw, []byte("\uFFFD")))))
-		}
+		// Invalid UTF-8 is redacted as it is, byte for byte: replacing
+		// each bad byte with U+FFFD (3 bytes) would triple a message of
+		// them, past what the log can carry.
 		s := string(raw)
 		if out := r.String(s); out != s {
 			return []byte(out)

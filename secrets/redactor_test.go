@@ -149,3 +149,17 @@ func TestAssignmentGateLosesNothing(t *testing.T) {
 		}
 	}
 }
+
+// Bytes that are not UTF-8 keep their length outside a secret: each bad
+// byte stays one byte, so redaction cannot push a message over the log's
+// size limit, and a secret among them still goes.
+func TestInvalidUTF8IsNotGrown(t *testing.T) {
+	plain := []byte(strings.Repeat("\xffA", 1000))
+	if got := Bytes(plain); len(got) != len(plain) {
+		t.Errorf("Bytes of %d invalid-UTF-8 bytes is %d bytes", len(plain), len(got))
+	}
+	in := []byte("\xff\xfe token ghp_ABCDEFGHIJKLMNOPQRSTUVWXYZ0123 \xff")
+	if got, want := string(Bytes(in)), "\xff\xfe token [REDACTED] \xff"; got != want {
+		t.Errorf("Bytes(%q) = %q, want %q", in, got, want)
+	}
+}

@@ -194,6 +194,18 @@ func (p *Projector) deadLetter(ctx context.Context, tx pgx.Tx, msgs []Message, r
 	return nil
 }
 
+// DLQMaxBytes bounds the copy of a message the DLQ stream gets; the
+// dead_letters row keeps the whole (redacted) message. Redaction can make a
+// message longer than the log let in ([REDACTED] is longer than a short
+// secret), and a copy over the server's max_payload would be refused on
+// every try: 256 KiB is under NATS's default max_payload (1 MiB) with room
+// for the headers. A truncated copy says so in Spine-Truncated.
+const DLQMaxBytes = 256 << 10
+
+// HeaderTruncated, on a DLQ message, is the length in bytes of the
+// message it is the first DLQMaxBytes of.
+const HeaderTruncated = "Spine-Truncated"
+
 func (p *Projector) deadLetterOne(ctx context.Context, tx pgx.Tx, m Message, rej *Rejection) error {
 	redact := p.cfg.Redact
 	if redact == nil {
@@ -201,22 +213,66 @@ func (p *Projector) deadLetterOne(ctx context.Context, tx pgx.Tx, m Message, rej
 	}
 	data := redact(m.Data)
 	rej = &Rejection{Reason: rej.Reason, Detail: secrets.String(rej.Detail), Owner: rej.Owner}
+	if err := p.publishDeadLetter(ctx, m, rej, data); err != nil {
+		return err
+	}
+	return p.recordDeadLetter(ctx, tx, m, rej, data)
+}
+
+// deadLetterBare records a dead letter without the message: the reason and
+// the detail, on the DLQ stream and in dead_letters.
+func (p *Projector) deadLetterBare(ctx context.Context, tx pgx.Tx, m Message, rej *Rejection) error {
+	rej = &Rejection{Reason: rej.Reason, Detail: secrets.String(rej.Detail), Owner: rej.Owner}
+	if err := p.publishDeadLetter(ctx, m, rej, nil); err != nil {
+		return err
+	}
+	return p.recordDeadLetter(ctx, tx, m, rej, []byte{})
+}
+
+// publishDeadLetter puts the dead letter on the DLQ stream, its message cut
+// to what the server takes (dlqLimit).
+func (p *Projector) publishDeadLetter(ctx context.Context, m Message, rej *Rejection, data []byte) error {
 	msg := nats.NewMsg(DLQSubject(p.cfg.Stream, rej.Reason))
 	msg.Data = data
+	if limit := p.dlqLimit(); len(data) > limit {
+		msg.Data = data[:limit]
+		msg.Header.Set(HeaderTruncated, strconv.Itoa(len(data)))
+	}
 	msg.Header.Set(jetstream.MsgIDHeader, "dlq-"+p.cfg.Stream+"-"+strconv.FormatUint(m.Seq, 10))
 	msg.Header.Set("Spine-Reason", rej.Reason)
 	msg.Header.Set("Spine-Detail", headerSafe(rej.Detail))
 	msg.Header.Set("Spine-Stream", p.cfg.Stream)
 	msg.Header.Set("Spine-Seq", strconv.FormatUint(m.Seq, 10))
 	msg.Header.Set("Spine-Subject", m.Subject)
-	if _, err := p.cfg.JS.PublishMsg(ctx, msg); err != nil {
+	_, err := p.cfg.JS.PublishMsg(ctx, msg)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, jetstream.ErrStreamMessageExceedsMaximum):
+		// The same copy is refused on every try: isolation writes a dead
+		// letter without the message instead (isolateOne).
+		return fmt.Errorf("publish dead letter %d: %w", m.Seq, err)
+	default:
 		// The log's failure, not the message's: retry, never isolate.
 		return Transient(fmt.Errorf("publish dead letter %d: %w", m.Seq, err))
 	}
+}
+
+// dlqLimit is DLQMaxBytes, less on a server whose max_payload is smaller,
+// leaving 8 KiB for the headers (a bounded detail and five short values).
+func (p *Projector) dlqLimit() int {
+	limit := DLQMaxBytes
+	if nc := p.cfg.JS.Conn(); nc != nil && nc.MaxPayload() > 0 {
+		limit = min(limit, max(int(nc.MaxPayload())-8<<10, 0))
+	}
+	return limit
+}
+
+func (p *Projector) recordDeadLetter(ctx context.Context, tx pgx.Tx, m Message, rej *Rejection, data []byte) error {
 	who := DeadLetterOwner(m, rej)
 	_, err := tx.Exec(ctx, `INSERT INTO dead_letters (stream, seq, subject, reason, detail, data, at, org, member)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING`,
-		p.cfg.Stream, int64(m.Seq), m.Subject, rej.Reason, strings.ReplaceAll(rej.Detail, "\x00", "\uFFFD"), data, m.Time,
+		p.cfg.Stream, int64(m.Seq), m.Subject, rej.Reason, escapeDetail(rej.Detail), data, m.Time,
 		who.Org, who.Member)
 	if err != nil {
 		return fmt.Errorf("record dead letter %d: %w", m.Seq, err)
@@ -224,6 +280,11 @@ func (p *Projector) deadLetterOne(ctx context.Context, tx pgx.Tx, m Message, rej
 	p.m.deadLetters.WithLabelValues(p.cfg.Name, rej.Reason).Inc()
 	p.log.Info("dead letter", "seq", m.Seq, "reason", rej.Reason)
 	return nil
+}
+
+// escapeDetail makes a detail storable as text: valid UTF-8 without NUL.
+func escapeDetail(s string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
 // headerSafe makes a value fit a NATS header: one line, bounded.

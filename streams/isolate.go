@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -115,11 +116,25 @@ func (p *Projector) applyAlone(ctx context.Context, conn *pgxpool.Conn, m Messag
 }
 
 // isolateOne dead-letters a message that keeps failing, in its own
-// transaction with the checkpoint.
+// transaction with the checkpoint. When that fails too, not transiently
+// (the DLQ refuses the copy, the row's data is refused), the message would
+// block the stream for ever: it is dead-lettered without its data instead.
 func (p *Projector) isolateOne(ctx context.Context, conn *pgxpool.Conn, m Message, cause error) error {
 	rej := isolationRejection(cause, p.cfg.IsolateAfter)
 	p.log.Warn("message keeps failing; isolated and dead-lettered", "seq", m.Seq, "reason", rej.Reason,
 		"failure", failureKind(cause))
+	err := p.isolateTx(ctx, conn, m, func(tx pgx.Tx) error { return p.deadLetterOne(ctx, tx, m, rej) })
+	if err == nil || IsTransient(err) || conn.Conn().IsClosed() {
+		return err
+	}
+	p.log.Warn("dead letter refused; recording it without the message", "seq", m.Seq, "failure", failureKind(err))
+	bare := &Rejection{Reason: rej.Reason, Owner: rej.Owner,
+		Detail: rej.Detail + "; the message itself could not be kept: " + err.Error()}
+	return p.isolateTx(ctx, conn, m, func(tx pgx.Tx) error { return p.deadLetterBare(ctx, tx, m, bare) })
+}
+
+// isolateTx runs write and advances the checkpoint past m in one transaction.
+func (p *Projector) isolateTx(ctx context.Context, conn *pgxpool.Conn, m Message, write func(pgx.Tx) error) error {
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -132,7 +147,7 @@ func (p *Projector) isolateOne(ctx context.Context, conn *pgxpool.Conn, m Messag
 	if m.Seq <= uint64(ck) {
 		return nil
 	}
-	if err := p.deadLetterOne(ctx, tx, m, rej); err != nil {
+	if err := write(tx); err != nil {
 		return err
 	}
 	if err := p.advanceCheckpoint(ctx, tx, m.Seq); err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -227,5 +228,62 @@ func testStuckProjectorIsVisible(t *testing.T, filter []string) {
 	}
 	if lag, n := r.metric("spine_projector_lag"), r.metric("spine_projector_consecutive_failures"); lag != 0 || n != 0 {
 		t.Errorf("after catching up: lag %v, %v failures in a row", lag, n)
+	}
+}
+
+// A dead letter larger than the DLQ copy may be (2.4 MiB of invalid UTF-8,
+// which redaction once grew past the server's max payload) is kept whole
+// in dead_letters and published cut to DLQMaxBytes with Spine-Truncated;
+// the projector goes on past it.
+func TestLargeDeadLetterIsTruncatedOnTheDLQ(t *testing.T) {
+	r := newRig(t)
+	big := "bad" + strings.Repeat("\xffA", 1200<<10)
+	seqs := r.publish("m-0", big, "m-2")
+	r.start(nil)
+	r.waitCommitted(seqs[2])
+	r.wantSeen([]uint64{seqs[0], seqs[2]})
+
+	var stored int
+	if err := r.conn().QueryRow(t.Context(), `SELECT length(data) FROM dead_letters WHERE seq = $1`,
+		int64(seqs[1])).Scan(&stored); err != nil {
+		t.Fatalf("read the dead letter: %v", err)
+	}
+	if stored != len(big) {
+		t.Errorf("dead_letters keeps %d bytes of a %d-byte message", stored, len(big))
+	}
+	dlq, err := r.js.Stream(t.Context(), streams.StreamDLQ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := dlq.GetMsg(t.Context(), 1)
+	if err != nil {
+		t.Fatalf("read the DLQ: %v", err)
+	}
+	if len(msg.Data) > streams.DLQMaxBytes || msg.Header.Get(streams.HeaderTruncated) != strconv.Itoa(len(big)) ||
+		!bytes.HasPrefix([]byte(big), msg.Data) {
+		t.Errorf("DLQ copy: %d bytes, %s %q", len(msg.Data), streams.HeaderTruncated, msg.Header.Get(streams.HeaderTruncated))
+	}
+}
+
+// When even the dead letter cannot be written (here a trigger refuses any
+// row that keeps the message), the message is dead-lettered without its
+// data rather than retried for ever.
+func TestUnwritableDeadLetterIsRecordedBare(t *testing.T) {
+	r := newRig(t)
+	if _, err := r.pool.Exec(t.Context(), `CREATE FUNCTION refuse_data() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN IF length(NEW.data) > 0 THEN RAISE EXCEPTION 'no data here'; END IF; RETURN NEW; END $$;
+		CREATE TRIGGER refuse_data BEFORE INSERT ON dead_letters FOR EACH ROW EXECUTE FUNCTION refuse_data()`); err != nil {
+		t.Fatal(err)
+	}
+	seqs := r.publish("m-0", "bad-1", "m-2")
+	p := r.start(nil)
+	r.waitCommitted(seqs[2])
+	r.wantSeen([]uint64{seqs[0], seqs[2]})
+	dead := deadLetters(t, r)
+	if d := dead[seqs[1]]; len(dead) != 1 || !strings.Contains(d[1], "could not be kept") || !strings.Contains(d[1], "P0001") {
+		t.Fatalf("dead letters %v, want one for %d without its message", dead, seqs[1])
+	}
+	if err := p.Health(); err != nil {
+		t.Errorf("health after recording it bare: %v", err)
 	}
 }
