@@ -291,4 +291,38 @@ func TestTwoNodesEndEachQuietSessionOnce(t *testing.T) {
 	if ends != sessions || len(info.State.Subjects) != sessions || dead != 0 {
 		t.Fatalf("%d ends on %d subjects for %d sessions, %d dead letters", ends, len(info.State.Subjects), sessions, dead)
 	}
+	republishSweptEnds(t, a, st, sessions)
+}
+
+// republishSweptEnds stores every session's end again, as a node that
+// swept it after the duplicate window would, then a late chunk behind it:
+// the recorder must drop the ends silently (the sessions keep their end)
+// and dead-letter only the chunks.
+func republishSweptEnds(t *testing.T, a *node.Node, st jetstream.Stream, sessions int) {
+	t.Helper()
+	for s := range sessions {
+		id := fmt.Sprintf("two-%d", s)
+		m, err := st.GetLastMsgForSubject(context.Background(), "spine.session."+id+".end")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.JS.Publish(context.Background(), m.Subject, m.Data); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Publisher.Publish(context.Background(), spinetest.Text(id, 2, "late\n"), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the late chunks' dead letters", func() bool {
+		var n int
+		a.Pool.QueryRow(context.Background(), `SELECT count(*) FROM dead_letters WHERE subject LIKE '%.chunk'`).Scan(&n)
+		return n == sessions
+	})
+	var dead, timedOut int
+	a.Pool.QueryRow(context.Background(), `SELECT count(*) FROM dead_letters`).Scan(&dead)
+	a.Pool.QueryRow(context.Background(), `SELECT count(*) FROM sessions WHERE status = 'timeout'`).Scan(&timedOut)
+	if dead != sessions || timedOut != sessions {
+		t.Fatalf("%d dead letters for %d late chunks, %d of %d sessions still timeout: a swept end stored again was dead-lettered",
+			dead, sessions, timedOut, sessions)
+	}
 }

@@ -17,9 +17,10 @@ import (
 	"github.com/spinehq/spine/streams"
 )
 
-// errDuplicate marks a chunk dropped as a duplicate or out of order: not an
-// error, not a dead letter, not counted on the row.
-var errDuplicate = errors.New("duplicate chunk")
+// errDuplicate marks a message dropped silently: a chunk that repeats the
+// last one recorded, or a sweeper's end that no longer holds. Not an error,
+// not a dead letter (nobody is owed an answer), not counted on the row.
+var errDuplicate = errors.New("duplicate")
 
 // protocolTools are the session's protocol with the MCP node, never its work.
 var protocolTools = []string{"submit", "next_task"}
@@ -225,13 +226,14 @@ func (b *batch) control(m streams.Message, e *streams.Envelope) error {
 	return nil
 }
 
-// storedAt is when JetStream stored m; nil for a message that never went
-// through it (it then never counts as heard).
+// storedAt is when JetStream stored m, to the microsecond the row keeps (so
+// a time held in a batch equals the same time read back from the row); nil
+// for a message that never went through it (it then never counts as heard).
 func storedAt(m streams.Message) *time.Time {
 	if m.Time.IsZero() {
 		return nil
 	}
-	t := m.Time
+	t := m.Time.Truncate(time.Microsecond)
 	return &t
 }
 
@@ -247,6 +249,9 @@ func (b *batch) end(m streams.Message, e *streams.Envelope) error {
 	if err != nil {
 		return err
 	}
+	if swept(m, e) && !s.stillDue(e) {
+		return errDuplicate // counted as a duplicate session.end
+	}
 	if s.Ended() {
 		return streams.Reject(streams.ReasonSessionEnded, "session %s already ended", s.ID)
 	}
@@ -259,6 +264,28 @@ func (b *batch) end(m streams.Message, e *streams.Envelope) error {
 	b.endArtifacts(s, e)
 	b.finish(s, e.At)
 	return nil
+}
+
+// swept reports whether e is an end the sweeper published: its id is the
+// one the sweeper derives from what it says, and no caller sent it through
+// HTTP ingest.
+func swept(m streams.Message, e *streams.Envelope) bool {
+	return e.SweptSince != nil && m.Header.Get(streams.HeaderOrg) == "" &&
+		e.ID == SweptEndID(e.SessionID, e.Status, *e.SweptSince)
+}
+
+// stillDue reports whether the sweeper's end e still holds: the session
+// runs and the time the sweeper judged it by is still the session's (its
+// first cancel's for a grace end, else its last envelope's). Both times
+// are the log's, so a rebuild decides the same way; the sweeper judged
+// from a row that may lag the log, and an end judged on a stale row, or
+// published again after the session ended, is dropped.
+func (s *Session) stillDue(e *streams.Envelope) bool {
+	judged := s.received
+	if e.Error == ErrorCancelGrace {
+		judged = s.cancelRequested
+	}
+	return !s.Ended() && judged != nil && judged.Equal(*e.SweptSince)
 }
 
 func (b *batch) finish(s *Session, at time.Time) {

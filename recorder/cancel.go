@@ -1,8 +1,6 @@
 package recorder
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"time"
 
 	"github.com/spinehq/spine/streams"
@@ -17,8 +15,7 @@ const ControlCancel = "cancel"
 // owner's behalf. Its id is derived from the session id, so a retried
 // cancel is stored once.
 func CancelControl(sessionID, reason string, at time.Time) *streams.Envelope {
-	sum := sha256.Sum256([]byte("spine.cancel\x00" + sessionID))
 	return &streams.Envelope{V: streams.Version, Type: streams.TypeSessionControl,
-		ID: "cancel-" + hex.EncodeToString(sum[:16]), At: at.UTC(), SessionID: sessionID,
+		ID: derivedID("cancel-", "spine.cancel", sessionID), At: at.UTC(), SessionID: sessionID,
 		Control: ControlCancel, Reason: reason}
 }

@@ -17,7 +17,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Envelopes the recorder projected, by type and outcome (applied, duplicate, dead_letter)."},
 			[]string{"type", "outcome"}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "spine_recorder_chunks_dropped_total",
-			Help: "Chunks dropped because their seq was not after the session's last (duplicate or out of order)."},
+			Help: "Chunks dropped silently because their seq repeated the session's last (duplicate); an out-of-order one is dead-lettered."},
 			[]string{"reason"}),
 		holes: prometheus.NewCounter(prometheus.CounterOpts{Name: "spine_recorder_dropped_actions_total",
 			Help: "Chunk sequence numbers missing from recordings (holes), summed over sessions."}),

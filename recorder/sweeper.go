@@ -3,8 +3,6 @@ package recorder
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -26,8 +24,7 @@ const (
 	DefaultCancelGrace = 60 * time.Second
 	MaxSweepInterval   = 15 * time.Second
 	minSweepInterval   = 10 * time.Millisecond // tests' tiny timeouts must not spin
-	// MaxSweepBatch bounds the ends one sweep publishes; the rest wait for
-	// the next.
+	// MaxSweepBatch is the default BatchSize.
 	MaxSweepBatch = 1000
 )
 
@@ -49,7 +46,10 @@ type SweeperConfig struct {
 	CancelGrace time.Duration
 	// Interval between sweeps; 0 means a quarter of the shorter of the two,
 	// at most MaxSweepInterval.
-	Interval   time.Duration
+	Interval time.Duration
+	// BatchSize bounds the sessions one sweep reads and ends; the next
+	// sweep reads the page after. 0 means MaxSweepBatch.
+	BatchSize  int
 	Now        func() time.Time      // nil: time.Now
 	Logger     *slog.Logger          // nil: discard
 	Registerer prometheus.Registerer // nil: metrics not registered
@@ -60,16 +60,22 @@ type SweeperConfig struct {
 // cancel (status cancelled). It never writes a row: it publishes a
 // session.end to the log, which the recorder and accounting project like
 // any other (transcript file, router-call row), so a rebuild replays the
-// same end. Each sweep runs on one node only, under an advisory lock; the
-// end's id is derived from the session id, so two nodes or a restart that
-// publish it again are stored once (JetStream's duplicate window).
+// same end. Each sweep runs on one node only, under an advisory lock. The
+// row it judges by may lag the log, so the end carries the stored time it
+// was judged by, and the recorder applies it only if that time still holds
+// (a session heard from since, or already ended, keeps running or keeps
+// its end). The end's id is derived from the session and that time, so two
+// nodes or a restart that publish it again are stored once (JetStream's
+// duplicate window), and dropped by the recorder after that.
 type Sweeper struct {
 	cfg   SweeperConfig
 	log   *slog.Logger
 	swept *prometheus.CounterVec
-	// acked are the ends this process published that were still due at the
-	// last sweep: not sent again while the recorder catches up.
-	acked map[string]bool
+	// acked are the ends this process published (end id -> session id)
+	// that were still due when their page was last swept: not sent again
+	// while the recorder catches up.
+	acked map[string]string
+	after string // the last id of the last full page; "" starts over
 	stop  context.CancelFunc
 	done  chan struct{}
 }
@@ -79,16 +85,17 @@ func NewSweeper(cfg SweeperConfig) (*Sweeper, error) {
 	if cfg.Pool == nil || cfg.Publisher == nil {
 		return nil, errors.New("sweeper: Pool and Publisher are required")
 	}
-	if cfg.IdleTimeout < 0 || cfg.CancelGrace < 0 || cfg.Interval < 0 {
-		return nil, errors.New("sweeper: IdleTimeout, CancelGrace and Interval must not be negative")
+	if cfg.IdleTimeout < 0 || cfg.CancelGrace < 0 || cfg.Interval < 0 || cfg.BatchSize < 0 {
+		return nil, errors.New("sweeper: IdleTimeout, CancelGrace, Interval and BatchSize must not be negative")
 	}
+	cfg.BatchSize = cmp.Or(cfg.BatchSize, MaxSweepBatch)
 	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout)
 	cfg.CancelGrace = cmp.Or(cfg.CancelGrace, DefaultCancelGrace)
 	cfg.Interval = cmp.Or(cfg.Interval, max(min(cfg.IdleTimeout, cfg.CancelGrace, 4*MaxSweepInterval)/4, minSweepInterval))
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	w := &Sweeper{cfg: cfg, log: cfg.Logger, acked: map[string]bool{},
+	w := &Sweeper{cfg: cfg, log: cfg.Logger, acked: map[string]string{},
 		swept: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "spine_recorder_swept_total",
 			Help: "Session ends the sweeper published, by status (timeout: idle; cancelled: no end within the grace)."},
 			[]string{"status"})}
@@ -155,33 +162,40 @@ func (w *Sweeper) Sweep(ctx context.Context) (int, error) {
 		return 0, nil
 	}
 	now := w.cfg.Now()
-	due, err := dueSessions(ctx, tx, now.Add(-w.cfg.IdleTimeout), now.Add(-w.cfg.CancelGrace))
+	page, err := w.dueSessions(ctx, tx, now.Add(-w.cfg.IdleTimeout), now.Add(-w.cfg.CancelGrace))
 	if err != nil {
 		return 0, err
 	}
-	n, err := w.publish(ctx, due, now)
+	n, still, err := w.publish(ctx, page, now)
 	if err != nil {
 		return n, err
 	}
+	w.turnPage(page, still)
 	return n, tx.Commit(ctx)
 }
 
 // due is a running session the sweeper ends.
 type due struct {
 	id        string
-	cancelled bool // its cancel's grace is over (else it went quiet)
+	cancelled bool      // its cancel's grace is over (else it went quiet)
+	since     time.Time // the stored time it was judged by: its first cancel's, else its last envelope's
 }
 
-func dueSessions(ctx context.Context, tx pgx.Tx, quietBefore, cancelBefore time.Time) ([]due, error) {
-	rows, err := tx.Query(ctx, `SELECT id, coalesce(cancel_requested_at < $2, false) FROM sessions
-		WHERE ended_at IS NULL AND (received_at < $1 OR cancel_requested_at < $2) ORDER BY id LIMIT $3`,
-		quietBefore, cancelBefore, MaxSweepBatch)
+// dueSessions reads one page of the sessions due, those after the last page's
+// (sessions whose ends are published and not yet projected must not hold
+// back the ones sorting after them), and starts over from the first once a
+// page comes back short.
+func (w *Sweeper) dueSessions(ctx context.Context, tx pgx.Tx, quietBefore, cancelBefore time.Time) ([]due, error) {
+	rows, err := tx.Query(ctx, `SELECT id, cancel_requested_at < $2 IS TRUE,
+			CASE WHEN cancel_requested_at < $2 THEN cancel_requested_at ELSE received_at END
+		FROM sessions WHERE ended_at IS NULL AND (received_at < $1 OR cancel_requested_at < $2) AND id > $4
+		ORDER BY id LIMIT $3`, quietBefore, cancelBefore, w.cfg.BatchSize, w.after)
 	if err != nil {
 		return nil, fmt.Errorf("sessions due: %w", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (due, error) {
 		var d due
-		return d, r.Scan(&d.id, &d.cancelled)
+		return d, r.Scan(&d.id, &d.cancelled, &d.since)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sessions due: %w", err)
@@ -189,20 +203,36 @@ func dueSessions(ctx context.Context, tx pgx.Tx, quietBefore, cancelBefore time.
 	return out, nil
 }
 
+// turnPage moves the cursor past page and forgets the acked ends of
+// sessions in its range that are no longer due: projected (ended), or
+// dropped by the recorder because the session was heard from since.
+func (w *Sweeper) turnPage(page []due, still map[string]bool) {
+	from, to := w.after, ""
+	if len(page) == w.cfg.BatchSize {
+		to = page[len(page)-1].id
+	}
+	for endID, sessionID := range w.acked {
+		if sessionID > from && (to == "" || sessionID <= to) && !still[endID] {
+			delete(w.acked, endID)
+		}
+	}
+	w.after = to
+}
+
 // publish sends the ends of due sessions, all at once, and waits for the
 // log to store them.
-func (w *Sweeper) publish(ctx context.Context, due []due, now time.Time) (int, error) {
+func (w *Sweeper) publish(ctx context.Context, due []due, now time.Time) (int, map[string]bool, error) {
 	still := make(map[string]bool, len(due))
 	futures := map[*streams.Envelope]jetstream.PubAckFuture{}
 	for _, d := range due {
 		e := sweptEnd(d, now)
 		still[e.ID] = true
-		if w.acked[e.ID] {
+		if w.acked[e.ID] != "" {
 			continue
 		}
 		f, err := w.cfg.Publisher.PublishAsync(e, nil)
 		if err != nil {
-			return 0, fmt.Errorf("sweep session %s: %w", d.id, err)
+			return 0, nil, fmt.Errorf("sweep session %s: %w", d.id, err)
 		}
 		futures[e] = f
 	}
@@ -211,7 +241,7 @@ func (w *Sweeper) publish(ctx context.Context, due []due, now time.Time) (int, e
 	for e, f := range futures {
 		select {
 		case ack := <-f.Ok():
-			w.acked[e.ID] = true
+			w.acked[e.ID] = e.SessionID
 			if !ack.Duplicate {
 				n++
 				w.swept.WithLabelValues(e.Status).Inc()
@@ -220,31 +250,28 @@ func (w *Sweeper) publish(ctx context.Context, due []due, now time.Time) (int, e
 		case err := <-f.Err():
 			failed = cmp.Or(failed, fmt.Errorf("sweep session %s: %w", e.SessionID, err))
 		case <-ctx.Done():
-			return n, ctx.Err()
+			return n, nil, ctx.Err()
 		}
 	}
-	for id := range w.acked {
-		if !still[id] {
-			delete(w.acked, id) // projected: the session has ended
-		}
-	}
-	return n, failed
+	return n, still, failed
 }
 
-// sweptEnd is the end the sweeper publishes for d. Its id is the same for
-// every end the sweeper could publish for the session.
+// sweptEnd is the end the sweeper publishes for d. It carries the time d
+// was judged by, and its id is the same for every end judged on the same
+// state (two nodes, a retry), and another once the session was heard from.
 func sweptEnd(d due, now time.Time) *streams.Envelope {
-	e := &streams.Envelope{V: streams.Version, Type: streams.TypeSessionEnd, ID: SweptEndID(d.id), At: now.UTC(),
-		SessionID: d.id, Status: "timeout", Error: ErrorIdleTimeout}
+	since := d.since.UTC()
+	e := &streams.Envelope{V: streams.Version, Type: streams.TypeSessionEnd, At: now.UTC(),
+		SessionID: d.id, Status: "timeout", Error: ErrorIdleTimeout, SweptSince: &since}
 	if d.cancelled {
 		e.Status, e.Error = "cancelled", ErrorCancelGrace
 	}
+	e.ID = SweptEndID(d.id, e.Status, since)
 	return e
 }
 
-// SweptEndID is the id of the end the sweeper publishes for a session: a
-// digest, since a session id may already be as long as an id can be.
-func SweptEndID(sessionID string) string {
-	sum := sha256.Sum256([]byte("spine.sweeper\x00" + sessionID))
-	return "swept-end-" + hex.EncodeToString(sum[:16])
+// SweptEndID is the id of the end the sweeper publishes for a session it
+// judged, by the stored time since, to be due with status.
+func SweptEndID(sessionID, status string, since time.Time) string {
+	return derivedID("swept-end-", "spine.sweeper", sessionID, status, since.UTC().Format(time.RFC3339Nano))
 }

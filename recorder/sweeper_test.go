@@ -21,8 +21,13 @@ func (c *clock) Now() time.Time { return c.now }
 
 func sweeper(t *testing.T, h *spinetest.Harness, c *clock) *recorder.Sweeper {
 	t.Helper()
+	return pagedSweeper(t, h, c, 0)
+}
+
+func pagedSweeper(t *testing.T, h *spinetest.Harness, c *clock, page int) *recorder.Sweeper {
+	t.Helper()
 	w, err := recorder.NewSweeper(recorder.SweeperConfig{Pool: h.Pool, Publisher: h.Pub, IdleTimeout: idle,
-		CancelGrace: grace, Now: c.Now, Logger: spinetest.Logger(t)})
+		CancelGrace: grace, BatchSize: page, Now: c.Now, Logger: spinetest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,5 +195,110 @@ func TestSweepIsPublishedOnce(t *testing.T) {
 	}
 	if dl := deadLetters(t, h); len(dl) != 0 {
 		t.Fatalf("dead letters = %+v", dl)
+	}
+}
+
+// An end judged on a row the recorder had not yet brought up to date (a
+// chunk stored before the sweep, projected after it) is dropped without a
+// dead letter: the session is at work. Judged again on the chunk's time,
+// it gets another id (not the first one's duplicate) and ends the session.
+func TestSweptEndJudgedOnALaggingRowIsDropped(t *testing.T) {
+	h := spinetest.New(t)
+	p := h.StartRecorder(nil)
+	c := &clock{}
+	w := sweeper(t, h, c)
+	h.Publish(spinetest.Start("l1"), spinetest.Text("l1", 1, "working\n"))
+	h.WaitCaughtUp()
+	judged, _ := sweepTimes(t, h, "l1")
+	p.Stop() // the recorder lags behind the log
+	h.Publish(spinetest.Text("l1", 2, "still working\n"))
+	c.now = judged.Add(idle + time.Microsecond)
+	if n, err := w.Sweep(ctx); err != nil || n != 1 {
+		t.Fatalf("swept %d, %v: want the end judged on the lagging row", n, err)
+	}
+	h.StartRecorder(nil)
+	h.WaitCaughtUp()
+	if s := session(t, h, "l1"); s.Ended() || s.LastSeq != 2 {
+		t.Fatalf("a session heard from before the sweep was ended: %+v", s)
+	}
+	if dl := deadLetters(t, h); len(dl) != 0 {
+		t.Fatalf("dead letters = %+v, want none: nobody sent the dropped end", dl)
+	}
+	heard, _ := sweepTimes(t, h, "l1")
+	if n := sweep(t, h, w, c, heard.Add(idle+time.Microsecond)); n != 1 {
+		t.Fatalf("swept %d once quiet since the chunk, want 1", n)
+	}
+	if s := session(t, h, "l1"); s.Status != "timeout" || s.Error != recorder.ErrorIdleTimeout {
+		t.Fatalf("l1 = %+v", s)
+	}
+}
+
+// The same session ended twice is ended once, and its owner is shown no
+// dead letter they never sent: a producer's end that lands before a
+// lagging sweeper's, and a sweeper's end stored again after the log's
+// duplicate window (another node, a restart), are silent.
+func TestSweptEndOfAnEndedSessionIsSilent(t *testing.T) {
+	h := spinetest.New(t)
+	p := h.StartRecorder(nil)
+	c := &clock{}
+	w1, w2 := sweeper(t, h, c), sweeper(t, h, c)
+	h.Publish(spinetest.Start("e1"), spinetest.Start("e2"))
+	h.WaitCaughtUp()
+	judged, _ := sweepTimes(t, h, "e2")
+	p.Stop()
+	h.Publish(spinetest.End("e1", "done", "", ""))
+	c.now = judged.Add(2 * idle)
+	if n, err := w1.Sweep(ctx); err != nil || n != 2 {
+		t.Fatalf("swept %d, %v", n, err)
+	}
+	h.StartRecorder(nil)
+	h.WaitCaughtUp()
+	st, err := h.JS.Stream(ctx, streams.StreamSessions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"e1", "e2"} { // stored again, past the duplicate window
+		m, err := st.GetLastMsgForSubject(ctx, "spine.session."+id+".end")
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.PublishRaw(m.Subject, m.Data, nil)
+	}
+	if n, err := w2.Sweep(ctx); err != nil || n != 0 {
+		t.Fatalf("a second node swept %d, %v", n, err)
+	}
+	h.WaitCaughtUp()
+	if s := session(t, h, "e1"); s.Status != "done" {
+		t.Fatalf("e1, ended by its producer = %+v", s)
+	}
+	if s := session(t, h, "e2"); s.Status != "timeout" || !s.EndedAt.Equal(c.now.Truncate(time.Microsecond)) {
+		t.Fatalf("e2, ended by the sweeper = %+v", s)
+	}
+	if dl := deadLetters(t, h); len(dl) != 0 {
+		t.Fatalf("dead letters = %+v, want none", dl)
+	}
+}
+
+// Sessions whose ends are published but not yet projected (a stuck
+// partition) do not hold back those sorting after them: the next sweep
+// reads the next page.
+func TestSweepPagesPastPublishedEnds(t *testing.T) {
+	h := spinetest.New(t)
+	p := h.StartRecorder(nil)
+	c := &clock{}
+	w := pagedSweeper(t, h, c, 2)
+	h.Publish(spinetest.Start("p1"), spinetest.Start("p2"), spinetest.Start("p3"))
+	h.WaitCaughtUp()
+	p.Stop()
+	c.now = time.Now().Add(2 * idle)
+	for i, want := range []int{2, 1, 0} {
+		if n, err := w.Sweep(ctx); err != nil || n != want {
+			t.Fatalf("sweep %d published %d, %v; want %d", i+1, n, err, want)
+		}
+	}
+	h.StartRecorder(nil)
+	h.WaitCaughtUp()
+	if n := count(t, h, `SELECT count(*) FROM sessions WHERE status = 'timeout'`); n != 3 {
+		t.Fatalf("%d sessions timed out, want 3", n)
 	}
 }

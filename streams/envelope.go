@@ -76,6 +76,11 @@ type Envelope struct {
 	Billing   string     `json:"billing,omitempty"`
 	Door      string     `json:"door,omitempty"`
 	Artifacts []Artifact `json:"artifacts,omitempty"`
+	// SweptSince is set on the sweeper's end only: the stored time it
+	// judged the session by (its last envelope's, or its first cancel's).
+	// The recorder applies that end only if the time still holds, so an
+	// end judged on a lagging projection never ends a session at work.
+	SweptSince *time.Time `json:"sweptSince,omitempty"`
 
 	// mcp.call
 	CallID     string `json:"callId,omitempty"`
