@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/spinehq/spine/streams"
 )
@@ -286,4 +288,53 @@ func TestUnwritableDeadLetterIsRecordedBare(t *testing.T) {
 	if err := p.Health(); err != nil {
 		t.Errorf("health after recording it bare: %v", err)
 	}
+}
+
+// Only the resource and corruption codes that are the server's are retried
+// without end; their classes' other codes may be one message's.
+func TestResourceAndInternalCodesAreNarrow(t *testing.T) {
+	for code, want := range map[string]bool{"53100": true, "53200": true, "53300": true, "53400": false,
+		"XX001": true, "XX002": true, "XX000": false, "57014": true, "54000": false} {
+		if got := streams.IsTransient(&pgconn.PgError{Code: code}); got != want {
+			t.Errorf("IsTransient(SQLSTATE %s) = %v, want %v", code, got, want)
+		}
+	}
+}
+
+// A statement_timeout set for the database does not reach the projector's
+// connection: a message that is always slower to apply than it is applied,
+// not cancelled (57014) and retried for ever.
+func TestStatementTimeoutDoesNotBindTheProjector(t *testing.T) {
+	r := newRig(t)
+	if _, err := r.pool.Exec(t.Context(), `DO $$ BEGIN
+		EXECUTE format('ALTER DATABASE %I SET statement_timeout = 50', current_database()); END $$`); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(t.Context(), r.url) // new connections, which take the setting
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	var timeout string
+	if err := pool.QueryRow(t.Context(), `SHOW statement_timeout`).Scan(&timeout); err != nil || timeout != "50ms" {
+		t.Fatalf("statement_timeout %q (%v), want 50ms", timeout, err)
+	}
+	seqs := r.publish("m-0", "slow", "m-2")
+	r.start(func(c *streams.ProjectorConfig) { c.Pool, c.Handler = pool, slowHandler{r.handler} })
+	r.waitCommitted(seqs[2])
+	r.wantSeen(seqs)
+}
+
+// slowHandler sleeps 200 ms in the database for a message "slow".
+type slowHandler struct{ seen *seenHandler }
+
+func (h slowHandler) Apply(ctx context.Context, tx pgx.Tx, msgs []streams.Message) ([]error, error) {
+	for _, m := range msgs {
+		if string(m.Data) == "slow" {
+			if _, err := tx.Exec(ctx, `SELECT pg_sleep(0.2)`); err != nil {
+				return nil, fmt.Errorf("message %d: %w", m.Seq, err)
+			}
+		}
+	}
+	return h.seen.Apply(ctx, tx, msgs)
 }

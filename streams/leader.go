@@ -112,14 +112,18 @@ func sleep(ctx context.Context, d time.Duration) bool {
 
 // boundLockWaits sets lock_timeout on the leader's connection: a statement
 // waiting on a lock held elsewhere fails (55P03, retried) and so shows in
-// Health, where an unbounded wait would show nothing.
+// Health, where an unbounded wait would show nothing. It also clears any
+// statement_timeout the role or database sets: 57014 is retried without
+// end (an operator's pg_cancel_backend is not the message's fault), so
+// under a statement_timeout a message that is always slow to apply would
+// be retried for ever instead of applied.
 func (p *Projector) boundLockWaits(ctx context.Context, c *pgxpool.Conn) error {
 	ms := "0" // no bound
 	if p.cfg.LockTimeout > 0 {
 		ms = strconv.FormatInt(max(p.cfg.LockTimeout.Milliseconds(), 1), 10)
 	}
-	if _, err := c.Exec(ctx, `SELECT set_config('lock_timeout', $1, false)`, ms); err != nil {
-		return fmt.Errorf("set lock_timeout: %w", err)
+	if _, err := c.Exec(ctx, `SELECT set_config('lock_timeout', $1, false), set_config('statement_timeout', '0', false)`, ms); err != nil {
+		return fmt.Errorf("set lock_timeout and statement_timeout: %w", err)
 	}
 	return nil
 }

@@ -24,9 +24,17 @@ import (
 // index): isolating there would dead-letter the whole stream, one message
 // at a time, while retrying shows the projector stuck in /readyz until an
 // operator fixes the database.
+//
+// Classes 53 and XX are listed code by code: 53400 (configuration_limit_
+// exceeded, as temp_file_limit, which one huge message's statement can
+// pass) and XX000 (internal_error, a server bug that one value can trip)
+// can be one message's, and retrying them would block the stream behind
+// it for ever.
 var transientStates = map[string]string{
 	"08":    "connection_exception",                // the connection failed or was refused
-	"53":    "insufficient_resources",              // disk full, out of memory, too many connections: the server recovers
+	"53100": "disk_full",                           // the server recovers once space is freed
+	"53200": "out_of_memory",                       // likewise, once memory is
+	"53300": "too_many_connections",                // likewise, once connections close
 	"57P01": "admin_shutdown",                      // the server is restarting or the backend was terminated
 	"57P02": "crash_shutdown",                      // another backend crashed and the server is resetting
 	"57P03": "cannot_connect_now",                  // the server is starting up or in recovery
@@ -40,7 +48,8 @@ var transientStates = map[string]string{
 	"55P03": "lock_not_available",                  // lock_timeout: another session holds a lock
 	"58":    "system_error",                        // an I/O error on the server
 	"72000": "snapshot_too_old",                    // old_snapshot_threshold
-	"XX":    "internal_error",                      // corruption or a server bug: the database's fault, not the message's
+	"XX001": "data_corrupted",                      // corruption: the database's fault, not the message's
+	"XX002": "index_corrupted",                     // likewise
 	"3D000": "invalid_catalog_name",                // the database is gone
 	"3F000": "invalid_schema_name",                 // the schema is behind the code
 	"42P01": "undefined_table",                     // a migration is missing
