@@ -264,3 +264,49 @@ func TestChunkedBodyPastTheBudgetIsCut(t *testing.T) {
 		t.Fatalf("chunked body past the budget = %d Retry-After=%q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
 	}
 }
+
+// A request still sending its body is charged for what it has sent: while
+// org o1's chunked body, already past o1's burst, is being read, o1's next
+// request is refused 429 quota_exceeded and o2's is accepted.
+func TestConcurrentRequestsPastTheQuotaAreRefused(t *testing.T) {
+	f := startLimited(t, func(c *config.Config) { c.BodyGrace, c.OrgBytesPerSec = time.Minute, 64<<10 })
+	a, b := f.token("o1", "m1"), f.token("o2", "m1")
+	conn, err := net.Dial("tcp", f.n.HTTPAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/ingest HTTP/1.1\r\nHost: spine\r\nAuthorization: Bearer %s\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n[\r\n", a)
+	for range 5 { // 300 KB, past the 256 KiB burst; the body is left open
+		fmt.Fprintf(conn, "%x\r\n%s\r\n", 60_000, strings.Repeat(" ", 60_000))
+	}
+	// Bytes read are budget held: once it covers them all, all were charged.
+	waitFor(t, "o1's open body to be read", func() bool { return f.inflight() >= 300_001*5 })
+
+	over := f.post("/v1/ingest", a, ownerless(t, spinetest.Start("a1")))
+	if over.StatusCode != 429 || !bytes.Contains(over.body, []byte(`"code":"quota_exceeded"`)) {
+		t.Fatalf("o1 while its open body is past its quota: %d %s", over.StatusCode, over.body)
+	}
+	small := ownerless(t, spinetest.Start("b1"), spinetest.End("b1", "done", "m", ""))
+	if resp := f.post("/v1/ingest", b, small); resp.StatusCode != 207 || !bytes.Contains(resp.body, []byte(`"accepted":2`)) {
+		t.Fatalf("o2 meanwhile: %d %s", resp.StatusCode, resp.body)
+	}
+}
+
+// No org holds more than half of the in-flight budget: o1's second large
+// body is refused 429 busy at once, and o2 still gets in.
+func TestOneOrgCannotTakeTheWholeBudget(t *testing.T) {
+	f := startLimited(t, func(c *config.Config) { c.BodyGrace, c.InflightBytes = time.Minute, 1<<20 })
+	a, b := f.token("o1", "m1"), f.token("o2", "m1")
+	f.trickle("/v1/ingest", a, 100_000) // weighs 500 KB of o1's 512 KiB
+	waitFor(t, "o1's first body to hold budget", func() bool { return f.inflight() > 0 })
+
+	resp, body := readCut(t, f.trickle("/v1/ingest", a, 100_000))
+	if resp.StatusCode != 429 || !bytes.Contains(body, []byte(`"code":"busy"`)) {
+		t.Fatalf("o1's second body = %d %s, want 429 busy", resp.StatusCode, body)
+	}
+	batch := ownerless(t, spinetest.Start("b1"), spinetest.Text("b1", 1, strings.Repeat("x", 90_000)))
+	if got := f.post("/v1/ingest", b, batch); got.StatusCode != 207 || !bytes.Contains(got.body, []byte(`"accepted":2`)) {
+		t.Fatalf("o2 while o1 holds its half: %d %s", got.StatusCode, got.body)
+	}
+}

@@ -6,6 +6,9 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/spinehq/spine/auth"
+	"github.com/spinehq/spine/spine/desktop"
 )
 
 // limitBody serves a request whose body is read under the body limits: it
@@ -21,7 +24,7 @@ func (s *Server) limitBody(w http.ResponseWriter, r *http.Request, next http.Han
 	g := &guardWriter{ResponseWriter: w}
 	per, limit, fixed := bodyCost(r.URL.Path)
 	b := &limitedBody{ReadCloser: r.Body, s: s, w: g, rc: http.NewResponseController(g), per: per, limit: limit,
-		rate: s.limits.BodyMinRate, grace: s.limits.BodyGrace}
+		rate: s.limits.BodyMinRate, grace: s.limits.BodyGrace, org: s.bodyOrg(r)}
 	defer b.done()
 	if !b.reserve(max(r.ContentLength, 0), fixed) {
 		s.m.refused.WithLabelValues(CodeBusy).Inc()
@@ -29,6 +32,10 @@ func (s *Server) limitBody(w http.ResponseWriter, r *http.Request, next http.Han
 		// for the next request on the connection.
 		w.Header().Set("Connection", "close")
 		refuse429(w, CodeBusy, "spine is handling as many request bytes as it may hold; retry after the Retry-After seconds", time.Second)
+		// Nor may the server wait on it before closing: a trickle would
+		// keep the connection for the whole grace period.
+		b.err = ErrBusy
+		_ = b.rc.SetReadDeadline(time.Now())
 		return
 	}
 	// A shallow copy: the server's own request keeps its body, which it
@@ -36,6 +43,24 @@ func (s *Server) limitBody(w http.ResponseWriter, r *http.Request, next http.Han
 	r = r.WithContext(r.Context())
 	r.Body = b
 	next.ServeHTTP(g, r)
+}
+
+// bodyOrg is the org whose share of the in-flight budget a request takes:
+// its token's, member or runner (the route checks revocation; a revoked
+// runner token still names its org). Without a valid token it is "", one
+// share for every anonymous request.
+func (s *Server) bodyOrg(r *http.Request) string {
+	tok, ok := auth.BearerToken(r)
+	if !ok || s.cfg.Signer == nil {
+		return ""
+	}
+	now := time.Now()
+	for _, aud := range []string{auth.AudienceMember, desktop.AudienceRunner} {
+		if c, err := s.cfg.Signer.Verify(tok, aud, now); err == nil {
+			return c.Org
+		}
+	}
+	return ""
 }
 
 // guardWriter lets the body limiter answer a request itself when it cuts
@@ -79,7 +104,9 @@ type limitedBody struct {
 	per, limit  int64 // budget weight per byte, up to limit bytes
 	rate        int64 // minimum bytes/s; 0: none
 	grace       time.Duration
-	held, n     int64 // budget held, bytes read
+	org         string // whose share of the budget it holds
+	held, n     int64  // budget held, bytes read
+	onRead      func(n int64)
 	waited      time.Duration
 	eof, noDead bool
 	err         error
@@ -96,6 +123,9 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 	k, err := b.ReadCloser.Read(p)
 	b.waited += time.Since(t)
 	b.n += int64(k)
+	if b.onRead != nil {
+		b.onRead(b.n)
+	}
 	if !b.reserve(b.n, 0) {
 		return k, b.cut(http.StatusTooManyRequests, CodeBusy, ErrBusy,
 			"spine is handling as many request bytes as it may hold; retry after the Retry-After seconds")
@@ -173,7 +203,7 @@ func (b *limitedBody) reserve(n, fixed int64) bool {
 	// Reserve ahead in steps, so a body read in small pieces takes the lock
 	// once per 64 KiB rather than once per read.
 	want := b.s.budget.clamp(min(max(need, b.held+(64<<10)*b.per), max(fixed, b.limit*b.per)))
-	if !b.s.budget.take(want - b.held) {
+	if !b.s.budget.take(b.org, want-b.held) {
 		return false
 	}
 	b.held = want
@@ -181,7 +211,7 @@ func (b *limitedBody) reserve(n, fixed int64) bool {
 }
 
 func (b *limitedBody) release() {
-	b.s.budget.give(b.held)
+	b.s.budget.give(b.org, b.held)
 	b.held = 0
 }
 

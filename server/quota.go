@@ -12,9 +12,11 @@ import (
 // quotas are each org's ingest allowance: token buckets of bytes and of
 // envelopes, refilled at the configured rates and holding at most
 // QuotaBurst seconds of them. A request is admitted while both of its
-// org's buckets are not in debt, then charged what it carried, so one
-// batch of any size gets in and the org then waits for the debt to be
-// repaid. The buckets live in this process: with several spine nodes
+// org's buckets are not in debt, and is charged its Content-Length in the
+// same step (a body without one, as it is read), so requests sent at once
+// cannot all be admitted before any is charged: an org gets at most its
+// burst plus one request ahead. Envelopes are charged as soon as the body
+// is decoded. The buckets live in this process: with several spine nodes
 // behind one address an org gets each node's quota.
 type quotas struct {
 	mu          sync.Mutex
@@ -39,15 +41,20 @@ func newQuotas(bytesPerSec, envsPerSec float64) *quotas {
 	return &quotas{bytes: bytesPerSec, envs: envsPerSec, orgs: map[string]*bucket{}, now: time.Now}
 }
 
-// admit says how long org must wait before it may ingest again (0: now).
-func (q *quotas) admit(org string) time.Duration {
+// admit says how long org must wait before it may ingest again (0: now);
+// an admitted request is charged bytes at once.
+func (q *quotas) admit(org string, bytes int64) time.Duration {
 	if q == nil {
 		return 0
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	b := q.refill(org)
-	return max(debt(b.bytes, q.bytes), debt(b.envs, q.envs))
+	if wait := max(debt(b.bytes, q.bytes), debt(b.envs, q.envs)); wait > 0 {
+		return wait
+	}
+	q.take(b, bytes, 0)
+	return 0
 }
 
 // charge takes what a request carried from org's buckets.
@@ -57,7 +64,10 @@ func (q *quotas) charge(org string, bytes, envs int64) {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	b := q.refill(org)
+	q.take(q.refill(org), bytes, envs)
+}
+
+func (q *quotas) take(b *bucket, bytes, envs int64) {
 	if q.bytes > 0 {
 		b.bytes -= float64(bytes)
 	}
@@ -103,37 +113,52 @@ func (q *quotas) forgetFull(now time.Time) {
 
 type meterKey struct{}
 
-// meter is what a request under a quota reports it carried beyond its
-// body's bytes.
-type meter struct{ envelopes int64 }
+// meter charges a request under a quota for what it carries beyond the
+// bytes it was admitted with.
+type meter struct {
+	q       *quotas
+	org     string
+	charged int64 // bytes
+}
 
-// countEnvelopes tells the caller's quota how many envelopes a request
-// carried.
+// countEnvelopes charges the caller's quota for the envelopes a request
+// carries, before they are published.
 func countEnvelopes(ctx context.Context, n int) {
 	if m, ok := ctx.Value(meterKey{}).(*meter); ok {
-		m.envelopes += int64(n)
+		m.q.charge(m.org, 0, int64(n))
+	}
+}
+
+// read charges the bytes of a body read past what was charged already.
+func (m *meter) read(n int64) {
+	if n > m.charged {
+		m.q.charge(m.org, n-m.charged, 0)
+		m.charged = n
 	}
 }
 
 // withQuota puts h under the caller's org quota: over it, 429
-// quota_exceeded with Retry-After; else h runs and its bytes and envelopes
-// are charged.
+// quota_exceeded with Retry-After; else h runs, charged its bytes and
+// envelopes as it goes.
 func (s *Server) withQuota(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		org := caller(r).Org
-		if wait := s.quotas.admit(org); wait > 0 {
+		size := max(r.ContentLength, 0)
+		if wait := s.quotas.admit(org, size); wait > 0 {
 			s.m.refused.WithLabelValues(CodeQuotaExceeded).Inc()
 			refuse429(w, CodeQuotaExceeded, fmt.Sprintf("org %s is over its ingest quota (%s); retry after the Retry-After seconds",
 				org, s.quotaText()), wait)
 			return
 		}
-		m := &meter{}
-		h(w, r.WithContext(context.WithValue(r.Context(), meterKey{}, m)))
-		var n int64
-		if b, ok := r.Body.(*limitedBody); ok {
-			n = b.n
+		if s.quotas == nil {
+			h(w, r)
+			return
 		}
-		s.quotas.charge(org, n, m.envelopes)
+		m := &meter{q: s.quotas, org: org, charged: size}
+		if b, ok := r.Body.(*limitedBody); ok {
+			b.onRead = m.read
+		}
+		h(w, r.WithContext(context.WithValue(r.Context(), meterKey{}, m)))
 	}
 }
 
