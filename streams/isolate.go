@@ -150,6 +150,9 @@ func (p *Projector) isolateTx(ctx context.Context, conn *pgxpool.Conn, m Message
 	if err := write(tx); err != nil {
 		return err
 	}
+	if err := p.tellIsolator(ctx, tx, m); err != nil {
+		return err
+	}
 	if err := p.advanceCheckpoint(ctx, tx, m.Seq); err != nil {
 		return err
 	}
@@ -160,6 +163,19 @@ func (p *Projector) isolateTx(ctx context.Context, conn *pgxpool.Conn, m Message
 	p.m.applied.WithLabelValues(p.cfg.Name).Inc()
 	p.advanced()
 	p.committed(m.Seq, []Message{m})
+	return nil
+}
+
+// tellIsolator hands an isolated message the handler accepts to its
+// Isolated, if it has one.
+func (p *Projector) tellIsolator(ctx context.Context, tx pgx.Tx, m Message) error {
+	iso, ok := p.cfg.Handler.(Isolator)
+	if !ok || (p.cfg.Accept != nil && !p.cfg.Accept(m.Subject)) {
+		return nil
+	}
+	if err := iso.Isolated(ctx, tx, m); err != nil {
+		return fmt.Errorf("handler's record of isolated message %d: %w", m.Seq, err)
+	}
 	return nil
 }
 

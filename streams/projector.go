@@ -44,6 +44,14 @@ type Handler interface {
 	Apply(ctx context.Context, tx pgx.Tx, msgs []Message) ([]error, error)
 }
 
+// Isolator is a Handler that records something even of a message it
+// refuses (desktop tasks move their last sequence, which later publishes
+// expect). Isolation never hands the message to Apply, so it calls
+// Isolated instead, in the transaction that dead-letters the message.
+type Isolator interface {
+	Isolated(ctx context.Context, tx pgx.Tx, m Message) error
+}
+
 // ProjectorConfig configures a Projector.
 type ProjectorConfig struct {
 	Name    string // durable consumer and checkpoint name; required

@@ -53,6 +53,13 @@ func (Projection) Apply(ctx context.Context, tx pgx.Tx, msgs []streams.Message) 
 	return results, nil
 }
 
+// Isolated implements streams.Isolator: a message the projector isolated
+// (one that made Apply fail or panic) still moves its task's last_seq, or
+// every later claim, cancel and sweep would conflict with the log for ever.
+func (Projection) Isolated(ctx context.Context, tx pgx.Tx, raw streams.Message) error {
+	return touchTask(ctx, tx, raw)
+}
+
 // errNoTranscript: events for a task whose remote session is not its owner's.
 var errNoTranscript = errors.New("no remote session of the task's owner")
 
