@@ -75,7 +75,7 @@ func (b *batch) apply(ctx context.Context, m streams.Message, e *streams.Envelop
 	case streams.TypeSessionStart:
 		return b.start(m, e), nil
 	case streams.TypeSessionChunk:
-		return b.chunk(m, e), nil
+		return b.chunk(ctx, m, e)
 	case streams.TypeSessionControl:
 		return b.control(m, e), nil
 	case streams.TypeSessionEnd:
@@ -145,21 +145,16 @@ func (b *batch) start(m streams.Message, e *streams.Envelope) error {
 // RunID is the id of a session's recording run.
 func RunID(sessionID string) string { return "run-" + sessionID }
 
-func (b *batch) chunk(m streams.Message, e *streams.Envelope) error {
+func (b *batch) chunk(ctx context.Context, m streams.Message, e *streams.Envelope) (error, error) {
 	s, err := b.session(m, e)
 	if err != nil {
-		return err
+		return err, nil
 	}
 	if e.Seq <= s.LastSeq {
-		reason := "duplicate"
-		if e.Seq < s.LastSeq {
-			reason = "out_of_order"
-		}
-		b.r.m.dropped.WithLabelValues(reason).Inc()
-		return errDuplicate
+		return b.behind(ctx, s, e)
 	}
 	if s.Ended() {
-		return streams.Reject(streams.ReasonSessionEnded, "chunk %d after the session ended", e.Seq)
+		return streams.Reject(streams.ReasonSessionEnded, "chunk %d after the session ended", e.Seq), nil
 	}
 	if gap := e.Seq - s.LastSeq - 1; gap > 0 {
 		b.hole(s, e, gap)
@@ -168,16 +163,57 @@ func (b *batch) chunk(m streams.Message, e *streams.Envelope) error {
 	s.heard(m)
 	if e.Stream != "event" {
 		b.chunks = append(b.chunks, []any{s.ID, e.Seq, e.Stream, secrets.String(e.Text), e.At})
-		return nil
+		return nil, nil
 	}
 	b.event(s, e)
-	return nil
+	return nil, nil
+}
+
+// behind drops a chunk whose seq is not after the session's last: neither
+// is recorded nor counted on the row. A repeat of a seq recorded (a
+// producer's retry) is a silent duplicate; one whose seq fell in a hole came
+// after chunks past it (two racing requests) and is dead-lettered
+// out_of_order, so that the 202 it got ends in something its owner can see.
+func (b *batch) behind(ctx context.Context, s *Session, e *streams.Envelope) (error, error) {
+	late, err := b.inHole(ctx, s, e.Seq)
+	if err != nil {
+		return nil, err
+	}
+	if late {
+		return streams.Reject(streams.ReasonOutOfOrder, "chunk %d arrived after chunk %d: not recorded, its seq is in a hole",
+			e.Seq, s.LastSeq), nil
+	}
+	b.r.m.dropped.WithLabelValues("duplicate").Inc()
+	return errDuplicate, nil
+}
+
+// inHole reports whether seq is one of the session's missing chunks. A
+// session without holes has recorded every seq up to its last; one with
+// holes has them as notes, on the database or in this batch.
+func (b *batch) inHole(ctx context.Context, s *Session, seq int64) (bool, error) {
+	if s.Complete {
+		return false, nil
+	}
+	for _, h := range s.holes {
+		if h[0] <= seq && seq <= h[1] {
+			return true, nil
+		}
+	}
+	var in bool
+	err := b.tx.QueryRow(ctx, `SELECT EXISTS (SELECT FROM observations WHERE run_id = $1 AND kind = $2
+		AND body->>'note' = 'hole' AND (body->>'from')::bigint <= $3 AND (body->>'to')::bigint >= $3)`,
+		s.SessionRunID, spine.ObsNote, seq).Scan(&in)
+	if err != nil {
+		return false, fmt.Errorf("find the hole of chunk %d of %s: %w", seq, s.ID, err)
+	}
+	return in, nil
 }
 
 // hole records missing sequence numbers as a note and on the row.
 func (b *batch) hole(s *Session, e *streams.Envelope, gap int64) {
 	s.DroppedActions = int(min(int64(s.DroppedActions)+gap, math.MaxInt32)) // int4 on the row: saturate, never overflow
 	s.Complete = false
+	s.holes = append(s.holes, [2]int64{s.LastSeq + 1, e.Seq - 1})
 	b.r.m.holes.Add(float64(gap))
 	body, _ := json.Marshal(map[string]any{"note": "hole", "from": s.LastSeq + 1, "to": e.Seq - 1,
 		"missing": gap, "message": fmt.Sprintf("chunks %d..%d never arrived: the recording is incomplete", s.LastSeq+1, e.Seq-1)})

@@ -7,9 +7,10 @@
 //
 //   - the app set is closed (claude-code, codex); kinds are run, open,
 //     attach; level embeddings is refused;
-//   - chunk seq is monotonic per session: a duplicate or out-of-order chunk
-//     is dropped and not counted; a hole is recorded as a note observation
-//     and counted in droppedActions;
+//   - chunk seq is monotonic per session: a chunk not after the last is
+//     dropped and not counted, silently when it repeats a seq recorded,
+//     dead-lettered out_of_order when its seq fell in a hole; a hole is
+//     recorded as a note observation and counted in droppedActions;
 //   - an event chunk becomes one step plus one observation in the session's
 //     run and counts in recordedSteps; MCP calls come from the MCP node's
 //     records, and submit and next_task are protocol, never work;
@@ -18,10 +19,12 @@
 //   - a session silent for the idle timeout ends timeout, and one still
 //     running a grace after its cancel ends cancelled: the Sweeper publishes
 //     their session.end to the log, deciding by the time JetStream stored
-//     the session's last envelope (kept on the row), never the producer's at;
+//     the session's last envelope (kept on the row), never the producer's at,
+//     and the recorder applies such an end only if that time still holds;
 //   - credentials in content are redacted before anything is stored;
 //   - a session id is held by the first owner to start it (session_owners:
 //     ClaimSessions at the HTTP door, and again when a start is projected);
+//     a start for an id another owner holds is a duplicate_start;
 //   - a rejection names whose dead letter it is: a start's own owner, else
 //     the owner of the session the message was for.
 //

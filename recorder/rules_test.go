@@ -98,12 +98,21 @@ func TestClosedAppSetAndLevels(t *testing.T) {
 	}
 }
 
+// A repeat of a seq recorded is dropped silently; a chunk whose seq fell
+// in a hole (it came after chunks past it) is dropped too, but
+// dead-lettered out_of_order to the session's owner: its 202 must end in
+// something they can see. Neither is counted on the row.
 func TestSequenceDuplicatesOutOfOrderAndHoles(t *testing.T) {
 	h := running(t)
 	dup := spinetest.Text("s1", 2, "second copy")
 	dup.ID = "s1-c2-retry-with-new-id" // a different id: JetStream stores it, the recorder must drop it
+	older := spinetest.Text("s1", 1, "first copy, retried late")
+	older.ID = "s1-c1-retry"
 	h.Publish(spinetest.Start("s1"), spinetest.Text("s1", 1, "a"), spinetest.Command("s1", 2, "ls"),
-		dup, spinetest.Text("s1", 6, "f"), spinetest.Text("s1", 4, "late"), spinetest.Command("s1", 7, "pwd"))
+		dup, spinetest.Text("s1", 6, "f"), older, spinetest.Command("s1", 7, "pwd"),
+		spinetest.Start("s2"), spinetest.Text("s2", 2, "b"), spinetest.Text("s2", 1, "a, racing b"))
+	h.WaitCaughtUp()
+	h.Publish(spinetest.Text("s1", 4, "late")) // a batch of its own: the hole is read from the database
 	h.WaitCaughtUp()
 
 	s := session(t, h, "s1")
@@ -121,8 +130,13 @@ func TestSequenceDuplicatesOutOfOrderAndHoles(t *testing.T) {
 	if note["note"] != "hole" || note["from"] != 3.0 || note["to"] != 5.0 || note["missing"] != 3.0 {
 		t.Fatalf("hole note = %v", note)
 	}
-	if len(deadLetters(t, h)) != 0 {
-		t.Fatal("duplicates must be dropped, not dead-lettered")
+	dl := deadLetters(t, h)
+	if len(dl) != 2 || dl[0].Reason != streams.ReasonOutOfOrder || !strings.Contains(dl[0].Data, `"a, racing b"`) ||
+		dl[1].Reason != streams.ReasonOutOfOrder || !strings.Contains(dl[1].Data, `"late"`) {
+		t.Fatalf("dead letters = %+v, want s2's chunk 1 and s1's chunk 4, out_of_order (duplicates are silent)", dl)
+	}
+	if owner := count(t, h, `SELECT count(*) FROM dead_letters WHERE org = 'acme' AND member = 'alice'`); owner != 2 {
+		t.Fatal("the out_of_order dead letter is not the session owner's")
 	}
 	tr, _ := recorder.ReadTranscript(ctx, h.Pool, alice, "s1", 0, 10)
 	if tr.Complete {

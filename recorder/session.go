@@ -55,7 +55,8 @@ type Session struct {
 	observations int  // observation_count: the run's next observation idx - 1
 	isNew        bool // inserted by this batch
 	dirty        bool
-	needsFinal   bool // ended in this batch: write its transcript at flush
+	needsFinal   bool       // ended in this batch: write its transcript at flush
+	holes        [][2]int64 // the seqs missing, from and to, noted in this batch
 
 	// received and cancelRequested are when JetStream stored the session's
 	// last envelope and its first cancel; the sweeper decides by them. Set

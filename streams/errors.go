@@ -23,8 +23,12 @@ const (
 	ReasonSubject         = "subject_mismatch"
 	ReasonUnknownSession  = "unknown_session"
 	ReasonSessionEnded    = "session_ended"
-	ReasonDuplicateStart  = "duplicate_start"
-	ReasonOwnerMismatch   = "owner_mismatch"
+	// ReasonOutOfOrder: a chunk whose seq fell in a hole of its session (it
+	// came after chunks past it) and is not recorded; a repeat of a seq
+	// recorded is a duplicate, dropped silently.
+	ReasonOutOfOrder     = "out_of_order"
+	ReasonDuplicateStart = "duplicate_start"
+	ReasonOwnerMismatch  = "owner_mismatch"
 	// ReasonUnstorable: PostgreSQL refused the message's rows (whatever
 	// the SQLSTATE) every time it was applied alone; the detail holds the
 	// SQLSTATE and the database's message.
