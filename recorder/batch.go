@@ -34,9 +34,10 @@ type batch struct {
 	chunks   [][]any
 	blobs    map[string]library.Blob
 	work     spine.Batch
-	steps    []*pendingStep    // written at flush, once the Library has answered
-	arts     []*artifact       // artifacts created in this batch
-	calls    map[string]string // runID+"\x00"+callID -> step id, for this batch
+	steps    []*pendingStep           // written at flush, once the Library has answered
+	arts     []*artifact              // artifacts created in this batch
+	calls    map[string]string        // runID+"\x00"+callID -> step id, for this batch
+	claims   map[string]streams.Owner // who holds the ids of starts with no row yet
 }
 
 // pendingStep is a step and its result observation whose details may still
@@ -65,7 +66,19 @@ func (b *batch) preload(ctx context.Context, envs []*streams.Envelope) error {
 	for _, s := range found {
 		b.sessions[s.ID] = s
 	}
-	return nil
+	b.claims, err = heldBy(ctx, b.tx, b.unrecordedStarts(envs))
+	return err
+}
+
+// unrecordedStarts lists the session ids the batch starts that have no row.
+func (b *batch) unrecordedStarts(envs []*streams.Envelope) []string {
+	var ids []string
+	for _, e := range envs {
+		if e != nil && e.Type == streams.TypeSessionStart && b.sessions[e.SessionID] == nil {
+			ids = append(ids, e.SessionID)
+		}
+	}
+	return ids
 }
 
 // apply applies one envelope. The first result is the envelope's outcome
@@ -120,7 +133,9 @@ func (b *batch) attribute(e *streams.Envelope, res error) error {
 }
 
 func (b *batch) start(m streams.Message, e *streams.Envelope) error {
-	if b.sessions[e.SessionID] != nil {
+	if held, ok := b.claims[e.SessionID]; b.sessions[e.SessionID] != nil || (ok && held != *e.Owner) {
+		// Held by another owner's claim at the door, its start not yet
+		// projected: the same words, and the id stays the holder's.
 		return streams.Reject(streams.ReasonDuplicateStart, "session %s already started", e.SessionID)
 	}
 	if org := m.Header.Get(streams.HeaderOrg); org != "" &&

@@ -7,6 +7,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/spinehq/spine/internal/spinetest"
+	"github.com/spinehq/spine/recorder"
 	"github.com/spinehq/spine/streams"
 )
 
@@ -116,5 +117,30 @@ func TestDeadLettersNameTheirOwner(t *testing.T) {
 	want := []string{"duplicate_start acme/bob", "session_ended acme/alice", "unknown_session /", "owner_mismatch evil/eve"}
 	if strings.Join(got, ", ") != strings.Join(want, ", ") {
 		t.Fatalf("dead letters %q, want %q", got, want)
+	}
+}
+
+// A trusted start for an id another owner claimed at the door, whose own
+// start is not yet projected, is that sender's duplicate_start: the row and
+// the claim never name two owners, and the holder's start is recorded.
+func TestStartForAnIdClaimedByAnotherIsDuplicate(t *testing.T) {
+	h := running(t)
+	if _, err := recorder.ClaimSessions(ctx, h.Pool, map[string]streams.Owner{"c1": {Org: "acme", Member: "alice"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	bobs := spinetest.Start("c1")
+	bobs.ID, bobs.Owner = "c1-start-bob", &streams.Owner{Org: "acme", Member: "bob"}
+	h.Publish(bobs)
+	h.WaitCaughtUp()
+	h.Publish(spinetest.Start("c1"))
+	h.WaitCaughtUp()
+	var owner, claim, reasons string
+	if err := h.Pool.QueryRow(ctx, `SELECT (SELECT org || '/' || member FROM sessions WHERE id = 'c1'),
+		(SELECT org || '/' || member FROM session_owners WHERE session_id = 'c1'),
+		(SELECT string_agg(reason || ' ' || org || '/' || member, ', ') FROM dead_letters)`).Scan(&owner, &claim, &reasons); err != nil {
+		t.Fatal(err)
+	}
+	if owner != "acme/alice" || claim != "acme/alice" || reasons != "duplicate_start acme/bob" {
+		t.Fatalf("row owner %q, claim %q, dead letters %q", owner, claim, reasons)
 	}
 }

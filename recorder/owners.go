@@ -29,20 +29,31 @@ type Querier interface {
 // claimed in sorted order, so two batches never wait on each other in a
 // cycle.
 func ClaimSessions(ctx context.Context, q Querier, starts map[string]streams.Owner, lookups []string) (map[string]streams.Owner, error) {
-	ids := slices.Sorted(maps.Keys(starts))
-	orgs, members := make([]string, len(ids)), make([]string, len(ids))
-	for i, id := range ids {
-		orgs[i], members[i] = starts[id].Org, starts[id].Member
+	var c claimRows
+	for _, id := range slices.Sorted(maps.Keys(starts)) {
+		c.add(id, starts[id])
 	}
-	all := slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(ids), lookups...))))
+	all := slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(c.ids), lookups...))))
 	var b pgx.Batch
-	if len(ids) > 0 {
-		b.Queue(`INSERT INTO session_owners (session_id, org, member)
-			SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) ON CONFLICT DO NOTHING`, ids, orgs, members)
+	if len(c.ids) > 0 {
+		b.Queue(insertClaims, c.args()...)
 	}
 	b.Queue(`SELECT session_id, org, member FROM session_owners WHERE session_id = ANY($1)`, all)
-	return readClaims(q.SendBatch(ctx, &b), len(ids) > 0)
+	return readClaims(q.SendBatch(ctx, &b), len(c.ids) > 0)
 }
+
+// insertClaims claims each id for its owner where no one holds it yet.
+const insertClaims = `INSERT INTO session_owners (session_id, org, member)
+	SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) ON CONFLICT DO NOTHING`
+
+// claimRows are claims as insertClaims's columns.
+type claimRows struct{ ids, orgs, members []string }
+
+func (c *claimRows) add(id string, o streams.Owner) {
+	c.ids, c.orgs, c.members = append(c.ids, id), append(c.orgs, o.Org), append(c.members, o.Member)
+}
+
+func (c *claimRows) args() []any { return []any{c.ids, c.orgs, c.members} }
 
 func readClaims(br pgx.BatchResults, inserted bool) (map[string]streams.Owner, error) {
 	defer br.Close()
@@ -73,17 +84,24 @@ func readClaims(br pgx.BatchResults, inserted bool) (map[string]streams.Owner, e
 // claimStarted records the owners of the batch's new sessions (sorted by
 // id), where the door has not already.
 func claimStarted(ctx context.Context, tx pgx.Tx, fresh []*Session) error {
-	var ids, orgs, members []string
+	var c claimRows
 	for _, s := range fresh {
-		ids, orgs, members = append(ids, s.ID), append(orgs, s.Org), append(members, s.Member)
+		c.add(s.ID, streams.Owner{Org: s.Org, Member: s.Member})
 	}
-	if len(ids) == 0 {
+	if len(c.ids) == 0 {
 		return nil
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO session_owners (session_id, org, member)
-		SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) ON CONFLICT DO NOTHING`, ids, orgs, members)
-	if err != nil {
-		return fmt.Errorf("claim %d sessions: %w", len(ids), err)
+	if _, err := tx.Exec(ctx, insertClaims, c.args()...); err != nil {
+		return fmt.Errorf("claim %d sessions: %w", len(c.ids), err)
 	}
 	return nil
+}
+
+// heldBy reads who holds the ids of the batch's starts that have no
+// row yet: a claim made at the door for a start not yet projected.
+func heldBy(ctx context.Context, tx pgx.Tx, starts []string) (map[string]streams.Owner, error) {
+	if len(starts) == 0 {
+		return nil, nil
+	}
+	return ClaimSessions(ctx, tx, nil, starts)
 }
