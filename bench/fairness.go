@@ -71,6 +71,12 @@ type FairnessRun struct {
 	// BWaitSeconds is from B's session accepted (207) to readable whole
 	// (GET /v1/sessions/{id} shows it ended).
 	BWaitSeconds float64 `json:"bWaitSeconds"`
+	// AAcceptedWhenBReadable is how much of A's burst spine had accepted
+	// when B's session was readable: below the burst, B did not wait for
+	// the whole of A.
+	AAcceptedWhenBReadable int64 `json:"aAcceptedWhenBReadableBytes"`
+	// AAccepted is the whole of A's burst as accepted.
+	AAccepted int64 `json:"aAcceptedBytes"`
 	// ASendSeconds is from A's first post to its last one accepted.
 	ASendSeconds float64        `json:"aSendSeconds"`
 	ARetried     int64          `json:"aRetried429"`
@@ -137,10 +143,12 @@ func fairnessRun(ctx context.Context, cfg FairnessConfig, bytesPerSec, envsPerSe
 	}
 	wait, err := smallSession(ctx, b, "fair-b-"+randomHex(4))
 	run.BWaitSeconds = round(wait.Seconds())
+	run.AAcceptedWhenBReadable = burst.accepted.Load()
 	if err = errors.Join(err, <-sendErr); err != nil {
 		return run, err
 	}
 	run.ASendSeconds = round(time.Since(began).Seconds())
+	run.AAccepted = burst.accepted.Load()
 	run.ARetried, run.AStatuses = a.refused.Load(), a.statuses.snapshot()
 	return run, nil
 }
