@@ -199,6 +199,10 @@ func TestCancelEndsTheSessionAfterTheGrace(t *testing.T) {
 			t.Errorf("body %s = %d %s", bad, code, body)
 		}
 	}
+	if code, body := f.do("POST", "/v1/sessions/c1/cancel", alice, []byte("{\"reason\": \"\xff\"}")); code != 400 ||
+		!bytes.Contains(body, []byte(`"code":"invalid_utf8"`)) {
+		t.Errorf("a reason that is not UTF-8 = %d %s, want 400 invalid_utf8", code, body)
+	}
 
 	code, body := f.do("POST", "/v1/sessions/c1/cancel", alice, []byte(`{"reason": "wrong branch"}`))
 	res := decode[server.CancelResult](t, body)

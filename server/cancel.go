@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spinehq/spine/recorder"
 	"github.com/spinehq/spine/streams"
@@ -94,6 +95,10 @@ func readCancel(w http.ResponseWriter, r *http.Request) (CancelRequest, bool) {
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return req, true
+	}
+	if !utf8.Valid(body) { // the decoder would turn it into U+FFFD silently
+		writeError(w, http.StatusBadRequest, streams.ReasonInvalidUTF8, "body is not valid UTF-8")
+		return req, false
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()

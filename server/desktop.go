@@ -278,6 +278,11 @@ func (s *Server) claimTask(w http.ResponseWriter, r *http.Request, id desktop.Ru
 	if !ok {
 		return
 	}
+	// null would decode into a struct as if it were {}.
+	if b := bytes.TrimSpace(body); len(b) > 0 && b[0] != '{' {
+		writeError(w, http.StatusBadRequest, CodeBadRequest, "body must be empty or a JSON object")
+		return
+	}
 	var none struct{}
 	if len(bytes.TrimSpace(body)) > 0 && !unmarshalBody(w, body, &none) {
 		return

@@ -48,14 +48,14 @@ func TestRegisterRefusesBadMachine(t *testing.T) {
 	}
 }
 
-// A claim's body is empty or a JSON object: garbage is refused and the task
+// A claim's body is empty or a JSON object: garbage (null too) is refused and the task
 // stays queued for a claim that means it.
 func TestClaimRefusesGarbageBody(t *testing.T) {
 	e := newEnv(t)
 	alice := e.member("acme", "alice")
 	r := e.runner(alice, "laptop", "laptop")
 	first := e.create(alice, map[string]any{"target": "desktop", "instructions": "x"}).LatestTaskID
-	for _, body := range []string{"garbage", `[1,2]`, `"x"`, `{} trailing`} {
+	for _, body := range []string{"garbage", `[1,2]`, `"x"`, `{} trailing`, `null`, ` null `} {
 		code, resp := e.do("POST", "/v1/desktop-runner/tasks/"+first+"/claim", r.token, []byte(body))
 		wantCode(t, "claim with body "+body, 400, "bad_request", code, resp)
 	}
