@@ -223,6 +223,9 @@ func TestDeadLettersAreReadByTheirOwner(t *testing.T) {
 	if code, _ := f.do("GET", "/v1/deadletters?after=nope", m1, nil); code != 400 {
 		t.Fatalf("bad cursor = %d", code)
 	}
+	if code, body := f.do("GET", "/v1/deadletters?since=1", m1, nil); code != 400 || !bytes.Contains(body, []byte(`"code":"bad_request"`)) {
+		t.Fatalf("since on dead letters = %d %s, want 400 bad_request: the list pages with after", code, body)
+	}
 	// One dead letter: the owner reads it with its message; anyone else
 	// gets the bytes of one that does not exist.
 	d := mine.DeadLetters[0]

@@ -30,8 +30,13 @@ func deadLetterScope(r *http.Request) streams.DeadLetterScope {
 
 // listDeadLetters pages through the caller's dead letters in (stream, seq)
 // order: ?after= (a page's next, default the start) and limit (default
-// 500, at most 5000).
+// 500, at most 5000). since, which other lists take, is refused rather than
+// ignored: a caller who sent it would read a page they did not ask for.
 func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Has("since") {
+		writeError(w, http.StatusBadRequest, CodeBadRequest, "dead letters page with after (a page's next), not since")
+		return
+	}
 	_, limit, ok := paging(w, r)
 	if !ok {
 		return
