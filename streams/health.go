@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/spinehq/spine/secrets"
@@ -55,6 +56,7 @@ type health struct {
 	failures int // failed attempts since the last commit or isolation
 	seq      uint64
 	failure  string
+	outside  bool // the last failure was starting to consume or fetching, not applying
 }
 
 // Health is nil while the projector advances (or stands by), and a
@@ -75,17 +77,43 @@ func (p *Projector) Health() error {
 // failed counts one failed attempt at seq and measures the lag, which no
 // commit will update while the projector is failing.
 func (p *Projector) failed(ctx context.Context, seq uint64, err error) {
+	p.fail(ctx, health{seq: seq, failure: failureKind(err)}, "apply failed; retrying", err)
+}
+
+// failedOutside counts a failure to start consuming (reading the
+// checkpoint, checking the log, positioning the consumer) or to fetch,
+// phase saying which: no apply runs then to count one, and a projector
+// that cannot read the log must show in Health as one that cannot write.
+func (p *Projector) failedOutside(ctx context.Context, phase string, err error) {
+	h := health{seq: p.Checkpoint() + 1, failure: phase, outside: true}
+	if _, ok := errors.AsType[*pgconn.PgError](err); ok || isConnectionError(err) {
+		h.failure += ": " + failureKind(err)
+	}
+	p.fail(ctx, h, phase+" failed; retrying", err)
+}
+
+func (p *Projector) fail(ctx context.Context, h health, msg string, err error) {
 	p.m.retries.WithLabelValues(p.cfg.Name).Inc()
 	p.mu.Lock()
-	p.health.failures++
-	p.health.seq, p.health.failure = seq, failureKind(err)
-	n := p.health.failures
+	h.failures = p.health.failures + 1
+	p.health = h
 	p.mu.Unlock()
-	p.m.failures.WithLabelValues(p.cfg.Name).Set(float64(n))
+	p.m.failures.WithLabelValues(p.cfg.Name).Set(float64(h.failures))
 	// PostgreSQL's message can quote the data: keys are redacted from it.
-	p.log.Warn("apply failed; retrying", "seq", seq, "attempt", n, "failure", failureKind(err),
+	p.log.Warn(msg, "seq", h.seq, "attempt", h.failures, "failure", h.failure,
 		"err", secrets.String(err.Error()))
 	p.refreshLag(ctx)
+}
+
+// recoveredOutside clears a failure failedOutside counted, once that step
+// works again: on a quiet stream no commit would.
+func (p *Projector) recoveredOutside() {
+	p.mu.Lock()
+	outside := p.health.outside
+	p.mu.Unlock()
+	if outside {
+		p.advanced()
+	}
 }
 
 // advanced clears the failure: a message was committed or isolated.

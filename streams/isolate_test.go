@@ -338,3 +338,47 @@ func (h slowHandler) Apply(ctx context.Context, tx pgx.Tx, msgs []streams.Messag
 	}
 	return h.seen.Apply(ctx, tx, msgs)
 }
+
+// waitHealth waits until Health answers what ok accepts.
+func waitHealth(t *testing.T, p *streams.Projector, ok func(error) bool) error {
+	t.Helper()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	timeout := time.After(waitTimeout)
+	for {
+		err := p.Health()
+		if ok(err) {
+			return err
+		}
+		select {
+		case <-tick.C:
+		case <-timeout:
+			t.Fatalf("health still %v after %v", err, waitTimeout)
+		}
+	}
+}
+
+// A projector that cannot start consuming (its checkpoint table is gone)
+// counts each attempt and shows as stuck in Health; once the table is
+// back it consumes, and Health clears with nothing to apply.
+func TestProjectorThatCannotStartIsVisible(t *testing.T) {
+	r := newRig(t)
+	if _, err := r.pool.Exec(t.Context(), `ALTER TABLE projector_checkpoints RENAME TO hidden`); err != nil {
+		t.Fatal(err)
+	}
+	p := r.start(func(c *streams.ProjectorConfig) { c.StuckAfter = 2 })
+	err := waitHealth(t, p, func(err error) bool { return err != nil })
+	var stuck *streams.StuckError
+	if !errors.As(err, &stuck) || stuck.Failure != "reading the checkpoint: SQLSTATE 42P01 undefined_table" {
+		t.Fatalf("health of a projector without its checkpoint table: %v", err)
+	}
+	if n := r.metric("spine_projector_consecutive_failures"); n < 2 {
+		t.Errorf("%v failures in a row, want at least 2", n)
+	}
+	if _, err := r.pool.Exec(t.Context(), `ALTER TABLE hidden RENAME TO projector_checkpoints`); err != nil {
+		t.Fatal(err)
+	}
+	waitHealth(t, p, func(err error) bool { return err == nil })
+	seqs := r.publishN(2)
+	r.waitCommitted(seqs[1])
+}

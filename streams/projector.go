@@ -220,16 +220,20 @@ func (p *Projector) lead(ctx context.Context) error {
 func (p *Projector) consumeAsLeader(ctx context.Context, conn *pgxpool.Conn) error {
 	last, err := p.readCheckpoint(ctx, conn)
 	if err != nil {
+		p.failedOutside(ctx, "reading the checkpoint", err)
 		return err
 	}
 	if err := p.checkSameLog(ctx, last); err != nil {
+		p.failedOutside(ctx, "checking the log", err)
 		return err
 	}
 	cons, err := p.resetConsumer(ctx, last)
 	if err != nil {
+		p.failedOutside(ctx, "positioning the consumer", err)
 		return err
 	}
 	p.setLast(last)
+	p.recoveredOutside()
 	return p.run(ctx, conn, cons)
 }
 
@@ -288,7 +292,8 @@ func (p *Projector) run(ctx context.Context, conn *pgxpool.Conn, cons jetstream.
 	p.mu.Lock()
 	p.cons = cons
 	p.mu.Unlock()
-	wg.Go(func() { p.fetch(fetchCtx, cons, batches) })
+	gone := make(chan error, 1)
+	wg.Go(func() { p.fetch(fetchCtx, cons, batches, gone) })
 	wg.Go(func() { p.watchLag(fetchCtx) })
 	defer func() {
 		cancel()
@@ -298,6 +303,8 @@ func (p *Projector) run(ctx context.Context, conn *pgxpool.Conn, cons jetstream.
 		select {
 		case <-ctx.Done():
 			return nil
+		case err := <-gone:
+			return fmt.Errorf("consumer %s: %w", p.cfg.Name, err)
 		case raw := <-batches:
 			if err := p.handle(ctx, conn, raw); err != nil {
 				return err
@@ -306,22 +313,22 @@ func (p *Projector) run(ctx context.Context, conn *pgxpool.Conn, cons jetstream.
 	}
 }
 
-// fetch pulls batches into out until ctx ends.
-func (p *Projector) fetch(ctx context.Context, cons jetstream.Consumer, out chan<- []jetstream.Msg) {
+// fetch pulls batches into out until ctx ends. A fetch that fails counts
+// as a failure (Health); one that finds the consumer gone says so on gone
+// and returns, and the projector starts over, which recreates it.
+func (p *Projector) fetch(ctx context.Context, cons jetstream.Consumer, out chan<- []jetstream.Msg, gone chan<- error) {
 	for ctx.Err() == nil {
-		batch, err := cons.Fetch(p.cfg.BatchSize, jetstream.FetchMaxWait(p.cfg.MaxWait), jetstream.FetchMaxBytes(FetchMaxBytes))
-		if err != nil {
-			p.log.Warn("fetch failed", "err", err)
-			sleep(ctx, time.Second)
+		raw, err := p.fetchOnce(cons)
+		if err != nil && ctx.Err() == nil {
+			p.failedOutside(ctx, "fetching", err)
+			if consumerGone(err) {
+				gone <- err // buffered: run reads it or has returned
+				return
+			}
+			sleep(ctx, time.Second) // no responders answers at once: never spin
 			continue
 		}
-		var raw []jetstream.Msg
-		for m := range batch.Messages() {
-			raw = append(raw, m)
-		}
-		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && len(raw) == 0 {
-			p.log.Debug("fetch ended", "err", err)
-		}
+		p.recoveredOutside()
 		if len(raw) == 0 {
 			continue // the lag is measured by watchLag: an empty fetch says nothing of what is unapplied
 		}
@@ -331,6 +338,30 @@ func (p *Projector) fetch(ctx context.Context, cons jetstream.Consumer, out chan
 			return // fetched, never applied or acked: redelivered from the checkpoint
 		}
 	}
+}
+
+// fetchOnce is one batch, or why the fetch failed; a fetch that waited
+// MaxWait for nothing is an empty batch.
+func (p *Projector) fetchOnce(cons jetstream.Consumer) ([]jetstream.Msg, error) {
+	batch, err := cons.Fetch(p.cfg.BatchSize, jetstream.FetchMaxWait(p.cfg.MaxWait), jetstream.FetchMaxBytes(FetchMaxBytes))
+	if err != nil {
+		return nil, err
+	}
+	var raw []jetstream.Msg
+	for m := range batch.Messages() {
+		raw = append(raw, m)
+	}
+	if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && len(raw) == 0 {
+		return nil, err
+	}
+	return raw, nil
+}
+
+// consumerGone: the durable consumer was deleted (or its stream), which
+// only positioning it again (resetConsumer) mends.
+func consumerGone(err error) bool {
+	return errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) ||
+		errors.Is(err, nats.ErrNoResponders)
 }
 
 // handle applies one fetched batch (commitBatch: retrying, isolating what
