@@ -16,6 +16,7 @@ import (
 	"lukechampine.com/blake3"
 
 	"github.com/spinehq/spine/library"
+	"github.com/spinehq/spine/streams"
 )
 
 // flush writes everything the batch collected, in an order that lets a
@@ -64,8 +65,10 @@ func (b *batch) flush(ctx context.Context) error {
 // storeBlobs writes the batch's files under a savepoint. A Library failure
 // never fails the session: the savepoint is rolled back, the failure is
 // counted, and every file of the batch is reported missing so the steps
-// that reference it say so. Only a failure to roll back (the connection is
-// gone) aborts the batch, which is then retried whole.
+// that reference it say so. A transient failure (streams.IsTransient: a
+// lock, a serialization failure, a restart) or a failure to roll back
+// aborts the batch instead, which is then retried whole: marking content
+// missing is for good.
 func (b *batch) storeBlobs(ctx context.Context) (map[string]bool, error) {
 	if len(b.blobs) == 0 {
 		return nil, nil
@@ -78,6 +81,9 @@ func (b *batch) storeBlobs(ctx context.Context) (map[string]bool, error) {
 		return nil, fmt.Errorf("library savepoint: %w", err)
 	}
 	if err := b.r.blobs.PutMany(ctx, sp, blobs); err != nil {
+		if streams.IsTransient(err) {
+			return nil, fmt.Errorf("library write: %w", err) // a lock, a timeout, a restart: retry the batch
+		}
 		if rbErr := sp.Rollback(ctx); rbErr != nil {
 			return nil, fmt.Errorf("library write failed (%v) and could not be rolled back: %w", err, rbErr)
 		}
@@ -158,6 +164,9 @@ func (b *batch) finalTranscript(ctx context.Context, s *Session, loaded []byte) 
 	if putErr != nil {
 		if tr != nil && tr.err != nil {
 			return tr.err // reading the chunks failed: a database failure, retry the batch
+		}
+		if streams.IsTransient(putErr) {
+			return fmt.Errorf("transcript write: %w", putErr) // retry the batch, never mark it missing
 		}
 		if err := sp.Rollback(ctx); err != nil {
 			return fmt.Errorf("transcript write failed (%v) and could not be rolled back: %w", putErr, err)

@@ -184,3 +184,30 @@ func TestTranscriptsOfEarlierSessionsEndingTogether(t *testing.T) {
 		t.Fatalf("%d stamped transcript artifacts, want 4", n)
 	}
 }
+
+// A transient Library failure (here two serialization failures, 40001) is
+// retried with the batch, not taken for a refusal: the content is stored,
+// never marked missing for good.
+func TestTransientLibraryFailureIsRetried(t *testing.T) {
+	h := running(t)
+	if _, err := h.Pool.Exec(ctx, `CREATE SEQUENCE piece_tries;
+		CREATE FUNCTION conflict_twice() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN IF nextval('piece_tries') <= 2 THEN
+			RAISE EXCEPTION 'could not serialize' USING ERRCODE = '40001'; END IF; RETURN NULL; END $$;
+		CREATE TRIGGER conflict_twice BEFORE INSERT ON library_pieces
+		FOR EACH STATEMENT EXECUTE FUNCTION conflict_twice()`); err != nil {
+		t.Fatal(err)
+	}
+	h.Publish(spinetest.Start("s1"), spinetest.Write("s1", 1, "a.go", "package a\n"),
+		spinetest.End("s1", "done", "gpt-5-codex", "medium"))
+	h.WaitCaughtUp()
+	if w := decodeMap(t, steps(t, h, "s1").Steps[0].Detail); w["contentMissing"] != nil {
+		t.Fatalf("write step after a transient failure = %v", w)
+	}
+	if n := count(t, h, `SELECT count(*) FROM artifacts WHERE session_id = 's1' AND content_missing`); n != 0 {
+		t.Fatalf("%d artifacts marked missing after a transient failure", n)
+	}
+	if n := count(t, h, `SELECT count(*) FROM library_files WHERE digest = $1`, library.Digest([]byte("package a\n"))); n != 1 {
+		t.Fatal("the file was not stored once the failure passed")
+	}
+}
