@@ -3,6 +3,7 @@ package desktop
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -143,8 +144,7 @@ func Decode(subject string, data []byte) (*Message, error) {
 	var m Message
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&m); err != nil {
-		var te *json.UnmarshalTypeError
-		if asType(err, &te) {
+		if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
 			return nil, streams.Reject(streams.ReasonWrongType, "field %s: %s", te.Field, te.Value)
 		}
 		return nil, streams.Reject(streams.ReasonMalformed, "%v", err)

@@ -1,13 +1,12 @@
 package desktop
 
 import (
-	"errors"
+	"cmp"
+	"fmt"
 	"unicode/utf8"
 
 	"github.com/spinehq/spine/streams"
 )
-
-func asType[T error](err error, target *T) bool { return errors.As(err, target) }
 
 // Validate checks m against the rules of its type. Every string is held to
 // its bound in streams' table of field bounds (field_too_long over it).
@@ -91,30 +90,10 @@ func validateSpec(t *TaskSpec) error {
 			return err
 		}
 	}
-	return checkLens(-1, []bound{{"instructions", t.Instructions, streams.MaxInstructionsLen},
-		{"title", t.Title, streams.MaxNameLen}, {"localSessionId", t.LocalSessionID, streams.MaxNameLen}})
-}
-
-// bound is one string field and its limit.
-type bound struct {
-	field string
-	v     string
-	limit int
-}
-
-// checkLens refuses the first field over its bound; i >= 0 names the
-// event it belongs to.
-func checkLens(i int, bs []bound) error {
-	for _, b := range bs {
-		if len(b.v) <= b.limit {
-			continue
-		}
-		if i >= 0 {
-			return streams.Reject(streams.ReasonFieldTooLong, "events[%d].%s is %d bytes, limit %d", i, b.field, len(b.v), b.limit)
-		}
-		return streams.Reject(streams.ReasonFieldTooLong, "%s is %d bytes, limit %d", b.field, len(b.v), b.limit)
-	}
-	return nil
+	// cmp.Or: the first field over its bound.
+	return cmp.Or(streams.CheckLen("instructions", t.Instructions, streams.MaxInstructionsLen),
+		streams.CheckLen("title", t.Title, streams.MaxNameLen),
+		streams.CheckLen("localSessionId", t.LocalSessionID, streams.MaxNameLen))
 }
 
 // ValidateEvents checks a batch of runner events.
@@ -146,8 +125,11 @@ func validateEvent(i int, e *RunnerEvent) error {
 	case len(e.Usage) > streams.MaxUsageRawLen:
 		return streams.Reject(streams.ReasonFieldTooLong, "events[%d].usage is %d bytes, limit %d", i, len(e.Usage), streams.MaxUsageRawLen)
 	}
-	if err := checkLens(i, []bound{{"text", e.Text, streams.MaxEventTextLen}, {"sessionId", e.SessionID, streams.MaxNameLen},
-		{"status", e.Status, streams.MaxNameLen}, {"error", e.Error, streams.MaxErrorLen}}); err != nil {
+	field := func(name string) string { return fmt.Sprintf("events[%d].%s", i, name) }
+	if err := cmp.Or(streams.CheckLen(field("text"), e.Text, streams.MaxEventTextLen),
+		streams.CheckLen(field("sessionId"), e.SessionID, streams.MaxNameLen),
+		streams.CheckLen(field("status"), e.Status, streams.MaxNameLen),
+		streams.CheckLen(field("error"), e.Error, streams.MaxErrorLen)); err != nil {
 		return err
 	}
 	if len(e.Usage) > 0 && string(e.Usage) != "null" {
@@ -163,7 +145,7 @@ func validateCompletion(c *Completion) error {
 	case !streams.ValidID(c.ReceiptID):
 		return streams.Reject(streams.ReasonInvalidID, "receiptId")
 	}
-	return checkLens(-1, []bound{{"error", c.Error, streams.MaxErrorLen}})
+	return streams.CheckLen("error", c.Error, streams.MaxErrorLen)
 }
 
 // maxInventoryNames bounds each of a runner's apps, capabilities and targets.
@@ -182,7 +164,7 @@ func validateInventory(inv *Inventory) error {
 	case len(inv.Apps) > maxInventoryNames || len(inv.Capabilities) > maxInventoryNames || len(inv.ExecutionTargets) > maxInventoryNames:
 		return streams.Reject(streams.ReasonInvalidField, "at most %d apps, capabilities and targets", maxInventoryNames)
 	}
-	if err := checkLens(-1, []bound{{"machine", inv.Machine, streams.MaxNameLen}}); err != nil {
+	if err := streams.CheckLen("machine", inv.Machine, streams.MaxNameLen); err != nil {
 		return err
 	}
 	for _, list := range [][]string{inv.Apps, inv.Capabilities, inv.ExecutionTargets} {
