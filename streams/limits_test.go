@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spinehq/spine/internal/jsonfields"
 	"github.com/spinehq/spine/internal/spinetest"
 	"github.com/spinehq/spine/streams"
 )
@@ -79,38 +80,19 @@ var boundedFields = []boundedField{
 var ruledFields = []string{"type", "id", "sessionId", "app", "kind", "level", "owner.org", "owner.member", "planId",
 	"taskId", "stepId", "parentRunId", "workerId", "stream", "event.action", "control", "status", "billing", "door", "callId"}
 
-// Every string field of an envelope has a bound or a rule: a field added
-// without one fails here.
+// Every string field of an envelope (string, *string or []string, nested
+// ones too) has a bound or a rule: a field added without one fails here.
 func TestEveryStringFieldIsBounded(t *testing.T) {
 	var names []string
 	for _, f := range boundedFields {
 		names = append(names, f.field)
 	}
 	names = append(names, ruledFields...)
-	for _, path := range jsonStringFields(reflect.TypeFor[streams.Envelope](), "") {
+	for _, path := range jsonfields.Strings(reflect.TypeFor[streams.Envelope](), reflect.TypeFor[streams.Usage]()) {
 		if !slices.Contains(names, path) {
 			t.Errorf("string field %s has no bound: add it to limits.go and docs/limits.md", path)
 		}
 	}
-}
-
-// jsonStringFields lists the JSON paths of t's string fields.
-func jsonStringFields(t reflect.Type, prefix string) []string {
-	var out []string
-	for f := range t.Fields() {
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		ft := f.Type
-		for ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice {
-			ft = ft.Elem()
-		}
-		switch {
-		case ft.Kind() == reflect.String && f.Type.Kind() == reflect.String:
-			out = append(out, prefix+name)
-		case ft.Kind() == reflect.Struct && ft.PkgPath() == t.PkgPath() && ft != reflect.TypeFor[streams.Usage]():
-			out = append(out, jsonStringFields(ft, prefix+name+".")...)
-		}
-	}
-	return out
 }
 
 // A field at its bound is accepted; one byte over is field_too_long, and
