@@ -326,17 +326,20 @@ func swept(m streams.Message, e *streams.Envelope) bool {
 }
 
 // stillDue reports whether the sweeper's end e still holds: the session
-// runs and the time the sweeper judged it by is still the session's (its
-// first cancel's for a grace end, else its last envelope's). Both times
-// are the log's, so a rebuild decides the same way; the sweeper judged
-// from a row that may lag the log, and an end judged on a stale row, or
-// published again after the session ended, is dropped.
+// runs and nothing was stored for it after the time the sweeper judged it
+// by (its first cancel's for a grace end, else its last envelope's). The
+// sweeper read that time from a row that may lag the log: an end judged on
+// a stale row, or stored again after the session ended, is dropped. Both
+// times are the log's, so a rebuild decides the same way. "Not after"
+// rather than "equal": a row running across migration 009 was given the
+// upgrade's time, later than any its rebuild sees, and its end must be
+// replayed too.
 func (s *Session) stillDue(e *streams.Envelope) bool {
 	judged := s.received
 	if e.Error == ErrorCancelGrace {
 		judged = s.cancelRequested
 	}
-	return !s.Ended() && judged != nil && judged.Equal(*e.SweptSince)
+	return !s.Ended() && judged != nil && !judged.After(*e.SweptSince)
 }
 
 func (b *batch) finish(s *Session, at time.Time) {

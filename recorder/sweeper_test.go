@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spinehq/spine/internal/pgtest"
 	"github.com/spinehq/spine/internal/spinetest"
 	"github.com/spinehq/spine/recorder"
 	"github.com/spinehq/spine/streams"
@@ -300,5 +301,32 @@ func TestSweepPagesPastPublishedEnds(t *testing.T) {
 	h.WaitCaughtUp()
 	if n := count(t, h, `SELECT count(*) FROM sessions WHERE status = 'timeout'`); n != 3 {
 		t.Fatalf("%d sessions timed out, want 3", n)
+	}
+}
+
+// A session running when migration 009 ran was given the upgrade's time,
+// later than its last envelope's stored time: the end judged on it is
+// applied live and replayed the same into a database rebuilt from the log.
+func TestSweptEndOfAnUpgradedRowIsReplayed(t *testing.T) {
+	h := spinetest.New(t)
+	p := h.StartRecorder(nil)
+	c := &clock{}
+	w := sweeper(t, h, c)
+	h.Publish(spinetest.Start("u1"))
+	h.WaitCaughtUp()
+	if _, err := h.Pool.Exec(ctx, `UPDATE sessions SET received_at = received_at + interval '1 minute'`); err != nil {
+		t.Fatal(err)
+	}
+	upgraded, _ := sweepTimes(t, h, "u1")
+	if n := sweep(t, h, w, c, upgraded.Add(idle+time.Microsecond)); n != 1 || session(t, h, "u1").Status != "timeout" {
+		t.Fatalf("swept %d: the upgraded row did not time out live", n)
+	}
+	p.Stop()
+	rebuilt, _ := pgtest.New(t)
+	h.StartRecorder(&spinetest.RecorderOpts{Pool: rebuilt})
+	h.WaitCaughtUp()
+	s, err := recorder.GetSession(ctx, rebuilt, alice, "u1")
+	if err != nil || s.Status != "timeout" {
+		t.Fatalf("rebuilt u1 = %+v, %v: want the live end replayed", s, err)
 	}
 }
