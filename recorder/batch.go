@@ -336,7 +336,7 @@ func swept(m streams.Message, e *streams.Envelope) bool {
 // replayed too.
 func (s *Session) stillDue(e *streams.Envelope) bool {
 	judged := s.received
-	if e.Error == ErrorCancelGrace {
+	if e.Status == StatusCancelled { // as the id says: see sweptEnd
 		judged = s.cancelRequested
 	}
 	return !s.Ended() && judged != nil && !judged.After(*e.SweptSince)

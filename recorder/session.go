@@ -16,6 +16,9 @@ import (
 // (done, failed, cancelled, disconnected, timeout).
 const StatusRunning = "running"
 
+// StatusCancelled is the status of a session ended after a cancel.
+const StatusCancelled = "cancelled"
+
 // Session is the session row: the seed's v1:worker:appSession.
 type Session struct {
 	ID               string          `json:"id"`

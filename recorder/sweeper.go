@@ -264,7 +264,7 @@ func sweptEnd(d due, now time.Time) *streams.Envelope {
 	e := &streams.Envelope{V: streams.Version, Type: streams.TypeSessionEnd, At: now.UTC(),
 		SessionID: d.id, Status: "timeout", Error: ErrorIdleTimeout, SweptSince: &since}
 	if d.cancelled {
-		e.Status, e.Error = "cancelled", ErrorCancelGrace
+		e.Status, e.Error = StatusCancelled, ErrorCancelGrace
 	}
 	e.ID = SweptEndID(d.id, e.Status, since)
 	return e
