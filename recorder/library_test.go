@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/spinehq/spine/internal/spinetest"
 	"github.com/spinehq/spine/library"
 	"github.com/spinehq/spine/recorder"
@@ -209,5 +211,41 @@ func TestTransientLibraryFailureIsRetried(t *testing.T) {
 	}
 	if n := count(t, h, `SELECT count(*) FROM library_files WHERE digest = $1`, library.Digest([]byte("package a\n"))); n != 1 {
 		t.Fatal("the file was not stored once the failure passed")
+	}
+}
+
+// Envelopes are counted once their transaction commits: two attempts
+// rolled back by a serialization failure (40001) count nothing.
+func TestEnvelopesAreCountedOnCommit(t *testing.T) {
+	h := spinetest.New(t)
+	reg := prometheus.NewRegistry()
+	if _, err := h.Pool.Exec(ctx, `CREATE SEQUENCE session_tries;
+		CREATE FUNCTION conflict_twice() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN IF nextval('session_tries') <= 2 THEN
+			RAISE EXCEPTION 'could not serialize' USING ERRCODE = '40001'; END IF; RETURN NULL; END $$;
+		CREATE TRIGGER conflict_twice BEFORE INSERT ON sessions
+		FOR EACH STATEMENT EXECUTE FUNCTION conflict_twice()`); err != nil {
+		t.Fatal(err)
+	}
+	h.StartRecorder(&spinetest.RecorderOpts{Config: recorder.Config{Registerer: reg}})
+	h.Publish(spinetest.Start("s1"), spinetest.Text("s1", 1, "writing"), spinetest.End("s1", "done", "gpt-5-codex", "medium"))
+	h.WaitCaughtUp()
+	if n := count(t, h, `SELECT nextval('session_tries')`); n < 3 {
+		t.Fatalf("the trigger ran %d times: the failures were not injected", n-1)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total float64
+	for _, mf := range mfs {
+		if mf.GetName() == "spine_recorder_envelopes_total" {
+			for _, m := range mf.GetMetric() {
+				total += m.GetCounter().GetValue()
+			}
+		}
+	}
+	if total != 3 {
+		t.Errorf("spine_recorder_envelopes_total = %v for 3 envelopes", total)
 	}
 }

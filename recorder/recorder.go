@@ -36,9 +36,16 @@ type Recorder struct {
 	part    int
 	log     *slog.Logger
 	m       *metrics
+	// counted is the last Apply's envelopes by type and outcome, added to
+	// spine_recorder_envelopes_total on commit (Committed): an Apply that
+	// is rolled back, or an attempt isolation makes, counts nothing.
+	counted map[[2]string]int
 }
 
-var _ streams.Handler = (*Recorder)(nil)
+var (
+	_ streams.Handler   = (*Recorder)(nil)
+	_ streams.Committer = (*Recorder)(nil)
+)
 
 // New returns a Recorder.
 func New(cfg Config) *Recorder {
@@ -55,6 +62,8 @@ func New(cfg Config) *Recorder {
 
 // Apply applies a batch of session-stream messages inside tx.
 func (r *Recorder) Apply(ctx context.Context, tx pgx.Tx, msgs []streams.Message) ([]error, error) {
+	r.counted = nil
+	counted := map[[2]string]int{}
 	b := newBatch(r, tx)
 	envs := make([]*streams.Envelope, len(msgs))
 	results := make([]error, len(msgs))
@@ -66,14 +75,14 @@ func (r *Recorder) Apply(ctx context.Context, tx pgx.Tx, msgs []streams.Message)
 	}
 	for i, e := range envs {
 		if e == nil {
-			r.m.envelopes.WithLabelValues("unknown", "dead_letter").Inc()
+			counted[[2]string{"unknown", "dead_letter"}]++
 			continue
 		}
 		res, err := b.apply(ctx, msgs[i], e)
 		if err != nil {
 			return nil, err
 		}
-		r.count(e.Type, res)
+		counted[[2]string{e.Type, outcome(res)}]++
 		if res != errDuplicate {
 			results[i] = b.attribute(e, res)
 		}
@@ -81,17 +90,27 @@ func (r *Recorder) Apply(ctx context.Context, tx pgx.Tx, msgs []streams.Message)
 	if err := b.flush(ctx); err != nil {
 		return nil, err
 	}
+	r.counted = counted
 	return results, nil
 }
 
-func (r *Recorder) count(typ string, res error) {
-	outcome := "applied"
-	if res == errDuplicate {
-		outcome = "duplicate"
-	} else if res != nil {
-		outcome = "dead_letter"
+// Committed implements streams.Committer: the last Apply's envelopes are
+// counted once its transaction committed.
+func (r *Recorder) Committed(uint64, []streams.Message) {
+	for k, n := range r.counted {
+		r.m.envelopes.WithLabelValues(k[0], k[1]).Add(float64(n))
 	}
-	r.m.envelopes.WithLabelValues(typ, outcome).Inc()
+	r.counted = nil
+}
+
+func outcome(res error) string {
+	switch {
+	case res == errDuplicate:
+		return "duplicate"
+	case res != nil:
+		return "dead_letter"
+	}
+	return "applied"
 }
 
 func decode(m streams.Message) (*streams.Envelope, error) {

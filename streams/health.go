@@ -127,7 +127,8 @@ func (p *Projector) advanced() {
 	}
 }
 
-// watchLag measures the lag every LagInterval until ctx ends, so it is
+// watchLag measures the lag after each commit (one measurement at a time,
+// off the commit's path) and every LagInterval until ctx ends, so it is
 // right on a quiet stream and on a projector blocked in a transaction.
 func (p *Projector) watchLag(ctx context.Context) {
 	t := time.NewTicker(p.cfg.LagInterval)
@@ -137,8 +138,9 @@ func (p *Projector) watchLag(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			p.refreshLag(ctx)
+		case <-p.measure:
 		}
+		p.refreshLag(ctx)
 	}
 }
 

@@ -42,6 +42,7 @@ func (p *Projector) commitBatch(ctx context.Context, conn *pgxpool.Conn, msgs []
 		err := p.apply(bg, conn, msgs)
 		if err == nil {
 			p.advanced()
+			p.committed(msgs[len(msgs)-1].Seq, msgs) // only these: applyAlone reported those before
 			return nil
 		}
 		p.failed(ctx, msgs[0].Seq, err)

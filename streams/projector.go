@@ -44,6 +44,13 @@ type Handler interface {
 	Apply(ctx context.Context, tx pgx.Tx, msgs []Message) ([]error, error)
 }
 
+// Committer is a Handler that learns when the transaction of its last
+// Apply committed (to count what it applied: an Apply may be rolled back,
+// or be an attempt isolation makes). msgs are what that Apply was given.
+type Committer interface {
+	Committed(last uint64, msgs []Message)
+}
+
 // Isolator is a Handler that records something even of a message it
 // refuses (desktop tasks move their last sequence, which later publishes
 // expect). Isolation never hands the message to Apply, so it calls
@@ -127,6 +134,9 @@ type Projector struct {
 	last   uint64
 	health health
 	cons   jetstream.Consumer // the consumer while leading
+	// measure asks watchLag to measure the lag now (after a commit); it
+	// holds one request, so commits never wait for the log.
+	measure chan struct{}
 
 	leading atomic.Bool
 }
@@ -155,6 +165,7 @@ func NewProjector(cfg ProjectorConfig) (*Projector, error) {
 	if p.m == nil {
 		p.m = NewMetrics(nil)
 	}
+	p.measure = make(chan struct{}, 1)
 	p.log = p.log.With("projector", cfg.Name)
 	// Export every series from the start, so dashboards see 0, not nothing.
 	p.m.lag.WithLabelValues(cfg.Name)
@@ -368,7 +379,7 @@ func consumerGone(err error) bool {
 // keeps failing) until it is committed or the projector is stopped, then
 // acks.
 func (p *Projector) handle(ctx context.Context, conn *pgxpool.Conn, raw []jetstream.Msg) error {
-	msgs, pending, err := messages(raw)
+	msgs, err := messages(raw)
 	if err != nil {
 		return err
 	}
@@ -380,8 +391,6 @@ func (p *Projector) handle(ctx context.Context, conn *pgxpool.Conn, raw []jetstr
 		return nil // stopped while retrying: nothing acked, redelivered from the checkpoint
 	}
 	last := msgs[len(msgs)-1].Seq
-	p.m.lag.WithLabelValues(p.cfg.Name).Set(float64(pending))
-	p.committed(last, msgs)
 	if p.cfg.BeforeAck != nil {
 		if err := p.cfg.BeforeAck(last); err != nil {
 			return fmt.Errorf("%w: %v", ErrStopped, err)
@@ -394,28 +403,30 @@ func (p *Projector) handle(ctx context.Context, conn *pgxpool.Conn, raw []jetstr
 	return nil
 }
 
-// messages converts a fetched batch, and says how many messages the
-// consumer had pending after its last one.
-func messages(raw []jetstream.Msg) ([]Message, uint64, error) {
+// messages converts a fetched batch.
+func messages(raw []jetstream.Msg) ([]Message, error) {
 	msgs := make([]Message, 0, len(raw))
-	var pending uint64
 	for _, m := range raw {
 		md, err := m.Metadata()
 		if err != nil {
-			return nil, 0, fmt.Errorf("message metadata: %w", err)
+			return nil, fmt.Errorf("message metadata: %w", err)
 		}
 		msgs = append(msgs, Message{Seq: md.Sequence.Stream, Subject: m.Subject(), Data: m.Data(),
 			Header: m.Headers(), Time: md.Timestamp})
-		pending = md.NumPending
 	}
-	return msgs, pending, nil
+	return msgs, nil
 }
 
-// committed records a commit up to last and tells OnCommit.
+// committed records a commit of msgs, up to last, tells OnCommit, and asks for the lag to be measured: a
+// message's NumPending, read at delivery, misses what came since.
 func (p *Projector) committed(last uint64, msgs []Message) {
 	p.setLast(last)
 	if p.cfg.OnCommit != nil {
 		p.cfg.OnCommit(last, msgs)
+	}
+	select {
+	case p.measure <- struct{}{}:
+	default: // a measurement is already asked for: it will see this commit
 	}
 }
 
@@ -475,6 +486,9 @@ func (p *Projector) apply(ctx context.Context, conn *pgxpool.Conn, msgs []Messag
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("commit: %w", err)
+	}
+	if c, ok := p.cfg.Handler.(Committer); ok && len(mine) > 0 {
+		c.Committed(mine[len(mine)-1].Seq, mine)
 	}
 	p.m.applied.WithLabelValues(p.cfg.Name).Add(float64(len(fresh)))
 	p.m.batchSize.WithLabelValues(p.cfg.Name).Observe(float64(len(fresh)))
