@@ -36,3 +36,22 @@ func BenchmarkDefaultCompile(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPathological redacts a MiB-long line of each shape that once
+// took minutes, and a MiB of prose with one non-ASCII character.
+func BenchmarkPathological(b *testing.B) {
+	Default()
+	shapes := append(append([]string(nil), pathological...), "é")
+	for _, unit := range shapes {
+		s := strings.Repeat(unit, (1<<20)/len(unit))
+		if unit == "é" {
+			s = strings.Repeat(cleanText, (1<<20)/len(cleanText)) + unit
+		}
+		b.Run(strings.TrimSpace(unit), func(b *testing.B) {
+			b.SetBytes(int64(len(s)))
+			for b.Loop() {
+				String(s)
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -20,6 +21,9 @@ type Redactor struct {
 	words  *keywords
 	byWord [][]int // keyword index → rules that need it
 	always []int   // rules without keywords
+	// scanned counts the bytes rules and line searches have read: the
+	// tests prove redaction linear with it, never with a clock.
+	scanned atomic.Int64
 }
 
 var (
@@ -92,11 +96,11 @@ func (r *Redactor) find(s string) []span {
 	for _, c := range r.candidates(s) {
 		ru := &r.rules[c.rule]
 		if ru.wide || c.whole {
-			spans = ru.find(s, 0, len(s), spans)
+			spans = ru.find(s, 0, len(s), spans, &r.scanned)
 			continue
 		}
 		for _, w := range merge(c.windows) {
-			spans = ru.find(s, w.start, w.end, spans)
+			spans = ru.find(s, w.start, w.end, spans, &r.scanned)
 		}
 	}
 	return merge(spans)
@@ -114,13 +118,13 @@ type candidate struct {
 // keyword automaton. Regexps then run only around the keywords, a line
 // either side: gitleaks' generic rule costs milliseconds per kilobyte over
 // a whole text, microseconds over a line. Non-ASCII text is folded first,
-// which may change byte lengths and so lose the offsets: there a candidate
-// runs over the whole text.
+// which may change byte lengths: a folded offset is mapped back to s
+// before its window is cut, so one é does not send every rule over the
+// whole text.
 func (r *Redactor) candidates(s string) []candidate {
-	exact := isASCII(s)
-	text := s
-	if !exact {
-		text = fold(s)
+	text, back := s, offsets(nil)
+	if !isASCII(s) {
+		text, back = fold(s)
 	}
 	var idx map[int]int // rule → index in out
 	var out []candidate
@@ -139,24 +143,34 @@ func (r *Redactor) candidates(s string) []candidate {
 	for _, i := range r.always {
 		get(i).whole = true
 	}
+	var nl lines
 	r.words.walk(text, func(word, start, end int) {
-		var w span
-		near := true
-		if exact {
-			w, near = window(s, start, end), assignmentNear(s, start, end)
+		start, end = back.orig(start, len(s)), back.orig(end, len(s))
+		if nl == nil {
+			nl = newLines(s)
 		}
+		w, near := nl.window(s, start, end), assignmentNear(s, start, end)
 		for _, i := range r.byWord[word] {
 			c := get(i)
-			switch {
-			case !exact:
-				c.whole = true
-			case r.rules[i].assigns && !near:
-			case !c.whole:
-				c.windows = append(c.windows, w)
+			if (r.rules[i].assigns && !near) || c.whole {
+				continue
 			}
+			c.windows = extend(c.windows, w)
 		}
 	})
 	return out
+}
+
+// extend appends w to windows, joining it to the last one where they
+// overlap: hits arrive in order, so a line full of keywords makes one
+// window, and every byte is scanned once per rule, not once per hit.
+func extend(windows []span, w span) []span {
+	if n := len(windows); n > 0 && w.start <= windows[n-1].end {
+		windows[n-1].end = max(windows[n-1].end, w.end)
+		windows[n-1].start = min(windows[n-1].start, w.start)
+		return windows
+	}
+	return append(windows, w)
 }
 
 // assignmentNear reports whether an assignment character (= : > | ,) is
@@ -180,25 +194,58 @@ const (
 // most windowReach bytes each way on a long line (minified JSON).
 const windowReach = 2048
 
-func window(s string, start, end int) span {
-	lo := lineStart(s, start)
-	if lo > 0 {
-		lo = lineStart(s, lo-1)
+// lines are the offsets of a text's newlines, found once per text so
+// that cutting a window is a binary search, not a scan back to the start
+// of the line for every keyword.
+type lines []int
+
+func newLines(s string) lines {
+	nl := lines{}
+	for i := 0; ; {
+		j := strings.IndexByte(s[i:], '\n')
+		if j < 0 {
+			return nl
+		}
+		nl = append(nl, i+j)
+		i += j + 1
 	}
-	hi := lineEnd(s, end)
-	if hi < len(s) {
-		hi = lineEnd(s, hi+1)
-	}
-	return span{max(lo, start-windowReach), min(hi, end+windowReach)}
 }
 
-func lineStart(s string, i int) int { return strings.LastIndexByte(s[:i], '\n') + 1 }
+// window is [start, end) with the line before and the line after, at
+// most windowReach bytes each way.
+func (nl lines) window(s string, start, end int) span {
+	lo := 0
+	if k := sort.SearchInts(nl, start); k > 1 {
+		lo = nl[k-2] + 1
+	}
+	hi := len(s)
+	if k := sort.SearchInts(nl, end); k+1 < len(nl) {
+		hi = nl[k+1]
+	}
+	lo, hi = max(lo, start-windowReach), min(hi, end+windowReach)
+	for lo > 0 && !utf8.RuneStart(s[lo]) {
+		lo--
+	}
+	for hi < len(s) && !utf8.RuneStart(s[hi]) {
+		hi++
+	}
+	return span{lo, hi}
+}
+
+// lineStart and lineEnd find the line around i, looking at most
+// windowReach bytes: gitleaks' line allowlists see a long line's
+// neighbourhood, never the whole of it.
+func lineStart(s string, i int) int {
+	lo := max(0, i-windowReach)
+	return lo + strings.LastIndexByte(s[lo:i], '\n') + 1
+}
 
 func lineEnd(s string, i int) int {
-	if j := strings.IndexByte(s[i:], '\n'); j >= 0 {
+	hi := min(len(s), i+windowReach)
+	if j := strings.IndexByte(s[i:hi], '\n'); j >= 0 {
 		return i + j
 	}
-	return len(s)
+	return hi
 }
 
 func isASCII(s string) bool {
@@ -212,22 +259,51 @@ func isASCII(s string) bool {
 
 // fold lower-cases non-ASCII text the way the rules' (?i) compares it:
 // besides unicode.ToLower, the Kelvin sign matches k and the long s
-// matches s, so "ſecret" cannot slip past the keyword "secret".
-func fold(s string) string {
-	return strings.Map(func(c rune) rune {
+// matches s, so "ſecret" cannot slip past the keyword "secret". It
+// returns where byte lengths changed, to map offsets back.
+func fold(s string) (string, offsets) {
+	var b strings.Builder
+	b.Grow(len(s))
+	var back offsets
+	for i, c := range s {
+		n := utf8.RuneLen(c)
+		if c == utf8.RuneError {
+			_, n = utf8.DecodeRuneInString(s[i:])
+		}
 		switch c {
 		case '\u212A':
-			return 'k'
+			c = 'k'
 		case '\u017F':
-			return 's'
+			c = 's'
+		default:
+			c = unicode.ToLower(c)
 		}
-		return unicode.ToLower(c)
-	}, s)
+		b.WriteRune(c)
+		if utf8.RuneLen(c) != n {
+			back = append(back, checkpoint{folded: b.Len(), orig: i + n})
+		}
+	}
+	return b.String(), back
+}
+
+// offsets are the points after which folded and original offsets differ.
+type offsets []checkpoint
+
+type checkpoint struct{ folded, orig int }
+
+// orig maps an offset in the folded text back to the original of length n.
+func (o offsets) orig(folded, n int) int {
+	k := sort.Search(len(o), func(k int) bool { return o[k].folded > folded }) - 1
+	if k < 0 {
+		return min(folded, n)
+	}
+	return min(o[k].orig+folded-o[k].folded, n)
 }
 
 // find appends to spans the secrets this rule finds in s[lo:hi].
-func (ru *rule) find(whole string, lo, hi int, spans []span) []span {
+func (ru *rule) find(whole string, lo, hi int, spans []span, scanned *atomic.Int64) []span {
 	s := whole[lo:hi]
+	scanned.Add(int64(hi - lo))
 	for _, m := range ru.re.FindAllStringIndex(s, -1) {
 		sp, ok := ru.secret(s, m[0], m[1])
 		if !ok || sp.end <= sp.start {
@@ -237,7 +313,7 @@ func (ru *rule) find(whole string, lo, hi int, spans []span) []span {
 		if ru.entropy > 0 && entropy(secret) <= ru.entropy {
 			continue
 		}
-		if allowed(ru.allow, secret, s[m[0]:m[1]], line(s, m[0], m[1])) {
+		if allowed(ru.allow, secret, s[m[0]:m[1]], func() string { return line(s, m[0], m[1]) }) {
 			continue
 		}
 		spans = append(spans, span{lo + sp.start, lo + sp.end})
@@ -278,14 +354,14 @@ func (ru *rule) secret(s string, start, end int) (span, bool) {
 // allowed applies gitleaks' allowlists to one finding. Lists that name
 // commits or paths cannot match a string that has neither: under "AND"
 // such a list never allows, under "OR" only its regexes and stop words count.
-func allowed(lists []*config.Allowlist, secret, match, line string) bool {
+func allowed(lists []*config.Allowlist, secret, match string, line func() string) bool {
 	for _, a := range lists {
 		target := secret
 		switch a.RegexTarget {
 		case "match":
 			target = match
 		case "line":
-			target = line
+			target = line()
 		}
 		regex := len(a.Regexes) > 0 && a.RegexAllowed(target)
 		stop, _ := a.ContainsStopWord(secret)
