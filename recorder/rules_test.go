@@ -1,6 +1,7 @@
 package recorder_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -402,5 +403,41 @@ func TestSplitKeyIsCaughtWhereChunksAreRead(t *testing.T) {
 	}
 	if n := count(t, h, `SELECT count(*) FROM session_chunks WHERE position($1 in text) > 0`, tail); n != 1 {
 		t.Errorf("the limit changed: %d chunk rows keep the unrecognised piece, want 1", n)
+	}
+}
+
+// TestSplitTailAfterTheDoorsRedactionIsCaught cuts each shape mid-secret
+// where the door recognises the first half: the first chunk is stored
+// ending in [REDACTED], the second with the raw tail. Neither the
+// transcript read nor the transcript file serves the tail.
+func TestSplitTailAfterTheDoorsRedactionIsCaught(t *testing.T) {
+	h := running(t)
+	shapes := []string{
+		"aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEYabcd",
+		"password=Tr0ub4dor3horsebatterystaple99",
+		"echo sk-ant-api03-Qm9uZXlNYWtlc1RoZVdvcmxkR29Sb3VuZA",
+		"token ghp_Qm9uZXlNYWtlc1RoZVdvcmxkR29Sb3VuZA12",
+	}
+	for i, c := range shapes {
+		id := fmt.Sprintf("split%d", i)
+		h.Publish(spinetest.Start(id), spinetest.Text(id, 1, c[:len(c)-12]),
+			spinetest.Text(id, 2, c[len(c)-12:]+"\n"), spinetest.End(id, "done", "m", ""))
+	}
+	h.WaitCaughtUp()
+	for i, c := range shapes {
+		id, tail := fmt.Sprintf("split%d", i), c[len(c)-12:]
+		tr, err := recorder.ReadTranscript(ctx, h.Pool, alice, id, 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ch := range tr.Chunks {
+			if strings.Contains(ch.Text, tail) {
+				t.Errorf("%q: transcript chunk %d = %q", c, ch.Seq, ch.Text)
+			}
+		}
+		data, err := library.NewPGStore(nil).Get(ctx, h.Pool, session(t, h, id).TranscriptFileID)
+		if err != nil || strings.Contains(string(data), tail) {
+			t.Errorf("%q: transcript file %s (%v)", c, data, err)
+		}
 	}
 }

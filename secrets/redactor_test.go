@@ -163,3 +163,28 @@ func TestInvalidUTF8IsNotGrown(t *testing.T) {
 		t.Errorf("Bytes(%q) = %q, want %q", in, got, want)
 	}
 }
+
+// TestJoinedCatchesATailAfterTheDoorsRedaction cuts each shape mid-secret
+// where the door recognises the first half alone: the stored first piece
+// ends in [REDACTED], the second begins with the raw tail.
+func TestJoinedCatchesATailAfterTheDoorsRedaction(t *testing.T) {
+	for _, c := range splitShapes {
+		head, tail := c[:len(c)-12], c[len(c)-12:]
+		stored := []string{String(head), String(tail + " and more")}
+		if !strings.HasSuffix(stored[0], Redacted) || !strings.HasPrefix(stored[1], tail) {
+			t.Fatalf("%q: not the case under test: stored %q", c, stored)
+		}
+		got := Joined(stored)
+		if strings.Contains(strings.Join(got, ""), tail) || got[1] != Redacted+" and more" {
+			t.Errorf("%q: Joined = %q", c, got)
+		}
+	}
+}
+
+// splitShapes are secrets whose first part alone is redacted at the door.
+var splitShapes = []string{
+	"aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEYabcd",
+	"password=Tr0ub4dor3horsebatterystaple99",
+	"echo sk-ant-api03-Qm9uZXlNYWtlc1RoZVdvcmxkR29Sb3VuZA",
+	"token ghp_Qm9uZXlNYWtlc1RoZVdvcmxkR29Sb3VuZA12",
+}
