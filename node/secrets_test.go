@@ -84,6 +84,7 @@ func TestNoSecretReachesStorage(t *testing.T) {
 			}
 		}
 	}
+	refusedShapes(t, f, tok)
 	remote := desktopDoors(t, f, tok)
 	cancelDoor(t, f, tok)
 	f.waitCaughtUp()
@@ -93,7 +94,8 @@ func TestNoSecretReachesStorage(t *testing.T) {
 		needles = append(needles, sh.Secret)
 	}
 	reads := readBodies(t, f, tok, remote)
-	places := map[string]string{"pg_dump": pgDump(t, dbURL), "library blobs": libraryBlobs(t, f)}
+	places := map[string]string{"pg_dump": pgDump(t, dbURL), "library blobs": libraryBlobs(t, f),
+		"dead_letters.data": deadLetterData(t, f)}
 	for path, data := range storeFiles(t, filepath.Join(dataDir, "nats")) {
 		places["jetstream "+path] = data
 	}
@@ -118,6 +120,50 @@ func TestNoSecretReachesStorage(t *testing.T) {
 	if !strings.Contains(reads["transcript s-http-0"], "curl -H 'Authorization: Bearer [REDACTED]' https://api.example.com/v1") {
 		t.Errorf("the transcript lost the text around a secret: %s", reads["transcript s-http-0"])
 	}
+}
+
+// refusedShapes sends ids and digests that hold a secret: they are not
+// free text, so the door refuses them rather than redacting, and the
+// refusal does not quote them.
+func refusedShapes(t *testing.T, f *fixture, tok string) {
+	t.Helper()
+	for k, sh := range secretstest.Shapes {
+		evs := sessionEnvelopes(fmt.Sprint("s-refused-", k), "w-refused", "")
+		byID, byDigest := *evs[1], *evs[1]
+		byID.ID, byID.Seq, byID.Stream, byID.Text = byID.ID+"-id", 90, "event", ""
+		byID.Event = &streams.Event{Action: "mcp_call", Server: "s", Tool: "t", CallID: sh.Text}
+		size := int64(1)
+		byDigest.ID, byDigest.Seq, byDigest.Stream, byDigest.Text = byDigest.ID+"-digest", 91, "event", ""
+		byDigest.Event = &streams.Event{Action: "file_write", Path: "a", ContentDigest: sh.Text, Size: &size}
+		code, body := f.do("POST", "/v1/ingest", tok, envelopes(t, &byID, &byDigest))
+		if !bytes.Contains(body, []byte(`"refused":2`)) || bytes.Contains(body, []byte(sh.Secret)) {
+			t.Errorf("shape %d: ingest of a secret id and digest = %d %s", k, code, body)
+		}
+	}
+}
+
+// deadLetterData is every dead letter's message: pg_dump shows bytea as
+// hex a search cannot read.
+func deadLetterData(t *testing.T, f *fixture) string {
+	t.Helper()
+	rows, err := f.n.Pool.Query(t.Context(), `SELECT data FROM dead_letters`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var data []byte
+		if err := rows.Scan(&data); err != nil {
+			t.Fatal(err)
+		}
+		b.Write(data)
+		b.WriteByte('\n')
+	}
+	if rows.Err() != nil || b.Len() == 0 {
+		t.Fatalf("dead letters: %v (%d bytes)", rows.Err(), b.Len())
+	}
+	return b.String()
 }
 
 // sessionEnvelopes is a whole session with secrets in every free-text
@@ -204,7 +250,8 @@ func desktopDoors(t *testing.T, f *fixture, tok string) remoteDoors {
 	f.mustDo(200, "POST", task+"/heartbeat", rt.Token, map[string]any{"fence": c.Fence})
 	var evs []desktop.RunnerEvent
 	for _, sh := range secretstest.Shapes {
-		evs = append(evs, desktop.RunnerEvent{Seq: int64(len(evs) + 1), Type: desktop.EventSessionID, SessionID: sh.Text})
+		evs = append(evs, desktop.RunnerEvent{Seq: int64(len(evs) + 1), Type: desktop.EventSessionID, SessionID: sh.Text},
+			desktop.RunnerEvent{Seq: int64(len(evs) + 2), Type: desktop.EventStatus, Status: sh.Text})
 	}
 	evs = append(evs,
 		desktop.RunnerEvent{Seq: int64(len(evs) + 1), Type: desktop.EventAssistantText, Text: secretText("assistant")},

@@ -59,26 +59,20 @@ var boundedFields = []boundedField{
 	{"event.output", streams.MaxContentLen, onEvent(func(ev *streams.Event, v string) { ev.Output = v })},
 	{"event.path", streams.MaxPathLen, onEvent(func(ev *streams.Event, v string) { ev.Path = v })},
 	{"event.content", streams.MaxContentLen, onEvent(func(ev *streams.Event, v string) { ev.Content = v })},
-	{"event.contentDigest", streams.MaxDigestLen, onEvent(func(ev *streams.Event, v string) {
-		size := int64(1)
-		ev.ContentDigest, ev.Size = v, &size
-	})},
 	{"event.url", streams.MaxURLLen, onEvent(func(ev *streams.Event, v string) { ev.URL = v })},
 	{"event.server", streams.MaxNameLen, onEvent(func(ev *streams.Event, v string) { ev.Server = v })},
 	{"event.tool", streams.MaxNameLen, onEvent(func(ev *streams.Event, v string) { ev.Tool = v })},
 	{"event.callId", streams.MaxIDLen, onEvent(func(ev *streams.Event, v string) { ev.CallID = v })},
 	{"artifacts.name", streams.MaxPathLen, onArtifact(func(a *streams.Artifact, v string) { a.Name = v })},
 	{"artifacts.content", streams.MaxContentLen, onArtifact(func(a *streams.Artifact, v string) { a.Content = v })},
-	{"artifacts.contentDigest", streams.MaxDigestLen, onArtifact(func(a *streams.Artifact, v string) {
-		size := int64(1)
-		a.ContentDigest, a.Size = v, &size
-	})},
 }
 
 // ruledFields are the string fields a rule other than a length holds:
-// ids (subject-safe, at most MaxIDLen) and closed value sets.
+// ids (subject-safe, at most MaxIDLen), digests (blake3: and 64 hex
+// digits) and closed value sets.
 var ruledFields = []string{"type", "id", "sessionId", "app", "kind", "level", "owner.org", "owner.member", "planId",
-	"taskId", "stepId", "parentRunId", "workerId", "stream", "event.action", "control", "status", "billing", "door", "callId"}
+	"taskId", "stepId", "parentRunId", "workerId", "stream", "event.action", "control", "status", "billing", "door", "callId",
+	"event.contentDigest", "artifacts.contentDigest"}
 
 // Every string field of an envelope (string, *string or []string, nested
 // ones too) has a bound or a rule: a field added without one fails here.

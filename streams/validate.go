@@ -2,6 +2,7 @@ package streams
 
 import (
 	"fmt"
+	"github.com/spinehq/spine/secrets"
 	"math"
 	"slices"
 	"strconv"
@@ -132,6 +133,16 @@ func (ev *Event) validate() error {
 	if !slices.Contains(Actions, ev.Action) {
 		return Reject(ReasonUnknownAction, "action %q is not one of %v", ev.Action, Actions)
 	}
+	// An id and a digest are stored as given, never redacted: their shapes
+	// leave no room for free text.
+	if ev.CallID != "" {
+		if err := checkID("event.callId", ev.CallID); err != nil {
+			return err
+		}
+	}
+	if err := checkDigest("event.contentDigest", ev.ContentDigest); err != nil {
+		return err
+	}
 	switch ev.Action {
 	case "command":
 		if ev.Command == "" {
@@ -195,6 +206,9 @@ func (e *Envelope) validateEnd() error {
 		if err := CheckSize(fmt.Sprintf("artifacts[%d].size", i), e.Artifacts[i].Size); err != nil {
 			return err
 		}
+		if err := checkDigest(fmt.Sprintf("artifacts[%d].contentDigest", i), e.Artifacts[i].ContentDigest); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -234,6 +248,32 @@ func oneOf(reason, field, v string, set []string) error {
 	return Reject(reason, "%s %q is not one of %q", field, v, set)
 }
 
+// checkDigest holds a digest, where one is given, to the library's one
+// textual form ("blake3:" and 64 lower-case hex digits; the library
+// imports streams, so its parser cannot be called here:
+// TestDigestShapeMatchesLibrary keeps the two in step).
+func checkDigest(field, v string) error {
+	if v == "" || ValidDigest(v) {
+		return nil
+	}
+	return Reject(ReasonInvalidField, "%s must be blake3: and 64 lower-case hex digits", field)
+}
+
+// ValidDigest reports whether s is a content digest: "blake3:" and 64
+// lower-case hex digits.
+func ValidDigest(s string) bool {
+	h, ok := strings.CutPrefix(s, "blake3:")
+	if !ok || len(h) != 64 {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		if !(h[i] >= '0' && h[i] <= '9' || h[i] >= 'a' && h[i] <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // ValidID reports whether s is a subject-safe token: letters, digits, '-'
 // and '_', 1 to MaxIDLen bytes.
 func ValidID(s string) bool {
@@ -257,7 +297,9 @@ func checkID(field, v string) error {
 		if !utf8.ValidString(v) || len(v) > MaxIDLen {
 			return Reject(ReasonInvalidID, "%s must be 1-%d letters, digits, '-' or '_'", field, MaxIDLen)
 		}
-		return Reject(ReasonInvalidID, "%s %q must be 1-%d letters, digits, '-' or '_'", field, v, MaxIDLen)
+		// The caller sees its value quoted, redacted: an id is never free
+		// text, but a producer may put a key where an id belongs.
+		return Reject(ReasonInvalidID, "%s %q must be 1-%d letters, digits, '-' or '_'", field, secrets.String(v), MaxIDLen)
 	}
 	return nil
 }

@@ -19,7 +19,7 @@ func (m *Message) redact() {
 	}
 	for i := range m.Events {
 		e := &m.Events[i]
-		str(&e.Text, &e.SessionID, &e.Error)
+		str(&e.Text, &e.SessionID, &e.Status, &e.Error)
 		if len(e.Usage) > 0 {
 			e.Usage = secrets.JSON(e.Usage)
 		}
