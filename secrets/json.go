@@ -30,19 +30,24 @@ func (r *Redactor) JSON(raw []byte) []byte {
 	}
 	var out []byte // nil until the first change
 	prev, key := 0, ""
+	var open []container
 	for i := 0; i < len(raw); {
 		if raw[i] != '"' {
+			open = nest(open, raw, i, key)
 			i++
 			continue
 		}
 		end := stringEnd(raw, i)
 		s := unquote(raw[i:end])
 		var red string
-		if isKey(raw, end) {
+		switch {
+		case isKey(raw, end):
 			red, key = r.String(s), s
-		} else if afterColon(raw, i) {
+		case afterColon(raw, i):
 			red = r.value(key, s)
-		} else {
+		case len(open) > 0 && open[len(open)-1].array && open[len(open)-1].key != "":
+			red = r.value(open[len(open)-1].key, s)
+		default:
 			red = r.String(s)
 		}
 		if red != s {
@@ -55,6 +60,35 @@ func (r *Redactor) JSON(raw []byte) []byte {
 		return raw
 	}
 	return append(out, raw[prev:]...)
+}
+
+// container is an object or array the walk is inside. An array keeps
+// the key it is the value of, so {"authorization": ["Basic abc"]} reads
+// each element with its key, as a single value would be.
+type container struct {
+	array bool
+	key   string
+}
+
+// nest follows the structure at raw[i], a byte outside any string.
+func nest(open []container, raw []byte, i int, key string) []container {
+	switch raw[i] {
+	case '[':
+		k := ""
+		if afterColon(raw, i) {
+			k = key
+		} else if n := len(open); n > 0 && open[n-1].array {
+			k = open[n-1].key
+		}
+		return append(open, container{array: true, key: k})
+	case '{':
+		return append(open, container{})
+	case ']', '}':
+		if len(open) > 0 {
+			return open[:len(open)-1]
+		}
+	}
+	return open
 }
 
 // value redacts s on its own and as the value of key, so a label that

@@ -309,6 +309,9 @@ func (ru *rule) find(whole string, lo, hi int, spans []span, scanned *atomic.Int
 		if !ok || sp.end <= sp.start {
 			continue
 		}
+		if inMarker(s, sp) {
+			continue
+		}
 		secret := s[sp.start:sp.end]
 		if ru.entropy > 0 && entropy(secret) <= ru.entropy {
 			continue
@@ -319,6 +322,17 @@ func (ru *rule) find(whole string, lo, hi int, spans []span, scanned *atomic.Int
 		spans = append(spans, span{lo + sp.start, lo + sp.end})
 	}
 	return spans
+}
+
+// inMarker reports whether sp lies inside a Redacted marker: a second
+// pass must change nothing, whichever part of the marker a rule takes.
+func inMarker(s string, sp span) bool {
+	for i := max(0, sp.start-len(Redacted)+1); i <= sp.start; i++ {
+		if strings.HasPrefix(s[i:], Redacted) && sp.end <= i+len(Redacted) {
+			return true
+		}
+	}
+	return false
 }
 
 // secret narrows the match [start, end) to the rule's secret group, as

@@ -188,3 +188,25 @@ var splitShapes = []string{
 	"echo sk-ant-api03-Qm9uZXlNYWtlc1RoZVdvcmxkR29Sb3VuZA",
 	"token ghp_Qm9uZXlNYWtlc1RoZVdvcmxkR29Sb3VuZA12",
 }
+
+// TestHeaderMapsAndArrays: Go's printed http.Header and JSON header
+// arrays keep the scheme and lose the credential, nothing else.
+func TestHeaderMapsAndArrays(t *testing.T) {
+	for in, want := range map[string]string{
+		"map[Authorization:[Basic dXNlcjpwYXNz] Accept:[*/*]]": "map[Authorization:[Basic [REDACTED]] Accept:[*/*]]",
+		`"Authorization":["Basic dXNlcjpwYXNz"]`:               `"Authorization":["Basic [REDACTED]"]`,
+		"Authorization: Bearer abcdefgh12345678":                "Authorization: Bearer [REDACTED]",
+	} {
+		if got := String(in); got != want {
+			t.Errorf("String(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for in, want := range map[string]string{
+		`{"headers":{"Authorization":["Basic dXNlcjpwYXNz"]}}`:           `{"headers":{"Authorization":["Basic [REDACTED]"]}}`,
+		`{"Authorization":[["Basic dXNlcjpwYXNz"]],"x":["Basic plain"]}`: `{"Authorization":[["Basic [REDACTED]"]],"x":["Basic plain"]}`,
+	} {
+		if got := string(JSON([]byte(in))); got != want {
+			t.Errorf("JSON(%s) = %s, want %s", in, got, want)
+		}
+	}
+}

@@ -36,11 +36,12 @@ const assignmentTemplate = `[\s'"]{0,3}(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)`
 // a label followed by its value (only the value goes), URL credentials,
 // private key bodies, and bare prefixes spine has always caught.
 var spineRules = []rule{
-	// "Authorization: Basic abc" keeps its scheme. The credential may be
+	// "Authorization: Basic abc" keeps its scheme, also where Go prints a
+	// header map (map[Authorization:[Basic abc]]) or JSON an array of values. The credential may be
 	// [REDACTED] already: a second pass finds the same span and changes
 	// nothing.
 	{id: "spine-authorization", group: 1, keywords: []string{"authorization"},
-		re: regexp.MustCompile(`(?i)\bauthorization[\\"']{0,2}\s*[:=]\s*[\\"']{0,2}(?:(?:bearer|basic|token|digest|negotiate|ntlm|oauth|hawk|apikey|api-key|key|sso-key|ssws|splunk|aws4-hmac-sha256)[ \t]+)?([^\s"',;\\]+)`)},
+		re: regexp.MustCompile(`(?i)\bauthorization[\\"']{0,2}\s*[:=]\s*[\[\s\\"']{0,4}(?:(?:bearer|basic|token|digest|negotiate|ntlm|oauth|hawk|apikey|api-key|key|sso-key|ssws|splunk|aws4-hmac-sha256)[ \t]+)?(\[REDACTED\]|[^\s"',;\\\[\]]+)`)},
 	{id: "spine-bearer", group: 1, keywords: []string{"bearer"},
 		re: regexp.MustCompile(`(?i)\bbearer[ \t]+([A-Za-z0-9\-._~+/]{8,}=*)`)},
 	{id: "spine-labelled", group: 1, assigns: true, keywords: []string{"key", "token", "secret", "passw", "pwd"},
