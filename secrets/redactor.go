@@ -313,6 +313,9 @@ func (ru *rule) find(whole string, lo, hi int, spans []span, scanned *atomic.Int
 			continue
 		}
 		secret := s[sp.start:sp.end]
+		if ru.skip != nil && ru.skip(s[m[0]:m[1]], secret) {
+			continue
+		}
 		if ru.entropy > 0 && entropy(secret) <= ru.entropy {
 			continue
 		}

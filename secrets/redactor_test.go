@@ -195,7 +195,7 @@ func TestHeaderMapsAndArrays(t *testing.T) {
 	for in, want := range map[string]string{
 		"map[Authorization:[Basic dXNlcjpwYXNz] Accept:[*/*]]": "map[Authorization:[Basic [REDACTED]] Accept:[*/*]]",
 		`"Authorization":["Basic dXNlcjpwYXNz"]`:               `"Authorization":["Basic [REDACTED]"]`,
-		"Authorization: Bearer abcdefgh12345678":                "Authorization: Bearer [REDACTED]",
+		"Authorization: Bearer abcdefgh12345678":               "Authorization: Bearer [REDACTED]",
 	} {
 		if got := String(in); got != want {
 			t.Errorf("String(%q) = %q, want %q", in, got, want)
@@ -207,6 +207,32 @@ func TestHeaderMapsAndArrays(t *testing.T) {
 	} {
 		if got := string(JSON([]byte(in))); got != want {
 			t.Errorf("JSON(%s) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// TestLabelledValueTakesOnlyTheSecret: the value stops at '@', paths and
+// counts are not secrets, a PEM header is never taken as a value, and an
+// unterminated JSON-escaped PEM loses its body.
+func TestLabelledValueTakesOnlyTheSecret(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://x-access-token:gho_Qm9uZXlNYWtlc1RoZVdvcmxkR29S@github.com/o/r": "https://x-access-token:[REDACTED]@github.com/o/r",
+		"PWD=/home/alice/project OLDPWD=/tmp":                                    "PWD=/home/alice/project OLDPWD=/tmp",
+		"max_token: 4096, max_tokens=8192":                                       "max_token: 4096, max_tokens=8192",
+		"password=hunter2hunter2":                                                "password=[REDACTED]",
+	} {
+		if got := String(in); got != want {
+			t.Errorf("String(%q) = %q, want %q", in, got, want)
+		}
+	}
+	body := "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7"
+	for _, in := range []string{
+		`{"private_key":"-----BEGIN PRIVATE KEY-----\n` + body + `\n-----END PRIVATE KEY-----\n"}`,
+		`{"private_key":"-----BEGIN PRIVATE KEY-----\n` + body + `\nMore` + body,
+	} {
+		got := String(in)
+		if strings.Contains(got, body[8:24]) || !strings.Contains(got, "-----BEGIN PRIVATE KEY-----") {
+			t.Errorf("String(%q) = %q", in, got)
 		}
 	}
 }

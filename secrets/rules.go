@@ -22,6 +22,9 @@ type rule struct {
 	entropy  float64 // a secret must have more (Shannon, bits per rune); 0: any
 	allow    []*config.Allowlist
 	wide     bool // a match may be longer than a few lines: never run in windows
+	// skip, when set, rejects a finding whose match and secret it judges
+	// harmless.
+	skip func(match, secret string) bool
 	// assigns: a match is a label, then an assignment (= : > | ,) within
 	// a few characters, then the secret: the rule runs only around a
 	// keyword with an assignment nearby (see assignmentNear).
@@ -45,13 +48,14 @@ var spineRules = []rule{
 	{id: "spine-bearer", group: 1, keywords: []string{"bearer"},
 		re: regexp.MustCompile(`(?i)\bbearer[ \t]+([A-Za-z0-9\-._~+/]{8,}=*)`)},
 	{id: "spine-labelled", group: 1, assigns: true, keywords: []string{"key", "token", "secret", "passw", "pwd"},
-		re: regexp.MustCompile(`(?i)\b[a-z0-9_.-]*?(?:api[_-]?key|apikey|access[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token|secret[_-]?key|secret[_-]?access[_-]?key|client[_-]?secret|private[_-]?key|password|passwd|pwd|secret|token)[\\"']{0,2}[ \t]{0,16}[:=][ \t]*[\\"']{0,2}([^\s"',;&\\\[\]$<{(][^\s"',;&\\]{3,})`)},
+		re:   regexp.MustCompile(`(?i)\b[a-z0-9_.-]*?(?:api[_-]?key|apikey|access[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token|secret[_-]?key|secret[_-]?access[_-]?key|client[_-]?secret|private[_-]?key|password|passwd|pwd|secret|token)[\\"']{0,2}[ \t]{0,16}[:=][ \t]*[\\"']{0,2}([^\s"',;&\\\[\]$<{(/@-][^\s"',;&\\@]{3,})`),
+		skip: countOfTokens},
 	{id: "spine-url-credentials", group: 1, keywords: []string{"://"},
 		re: regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^\s/:@"'<>\\]*:([^\s/@"'<>\\]+)@`)},
 	{id: "spine-private-key", group: 1, wide: true, keywords: []string{"private key"},
 		re: regexp.MustCompile(`(?s)-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----(.+?)-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----`)},
 	{id: "spine-private-key-unterminated", group: 1, wide: true, keywords: []string{"private key"},
-		re: regexp.MustCompile(`-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----\s*([A-Za-z0-9+/=\s]{16,})`)},
+		re: regexp.MustCompile(`-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----\s*([A-Za-z0-9+/=\s\\]{16,})`)},
 	{id: "spine-openai-anthropic", keywords: []string{"sk-"},
 		re: regexp.MustCompile(`\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}`)},
 	{id: "spine-github", keywords: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"},
@@ -64,6 +68,12 @@ var spineRules = []rule{
 		re: regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{35}\b`)},
 	{id: "spine-jwt", keywords: []string{"eyj"},
 		re: regexp.MustCompile(`\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}`)},
+}
+
+// countOfTokens: "max_tokens: 4096" is a count, not a token. A value of
+// digits only after a label that says token is taken for a number.
+func countOfTokens(match, secret string) bool {
+	return strings.Contains(strings.ToLower(match), "token") && strings.Trim(secret, "0123456789") == ""
 }
 
 // superseded are gitleaks rules a spine rule does more precisely.
