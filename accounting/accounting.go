@@ -68,7 +68,7 @@ func (a *Accounting) Apply(ctx context.Context, tx pgx.Tx, msgs []streams.Messag
 			continue
 		}
 		if e, err := streams.Decode(m.Data); err == nil && streams.CheckSubject(e, m.Subject) == nil {
-			envs[i] = e
+			envs[i] = e.Redacted() // model, effort and usage as the recorder stores them
 		}
 	}
 	if err := b.preload(ctx, envs); err != nil {

@@ -94,7 +94,7 @@ func TestNoSecretReachesStorage(t *testing.T) {
 		needles = append(needles, sh.Secret)
 	}
 	reads := readBodies(t, f, tok, remote)
-	places := map[string]string{"pg_dump": pgDump(t, dbURL), "library blobs": libraryBlobs(t, f),
+	places := map[string]string{"pg_dump": pgDump(t, dbURL, "s-http"), "library blobs": libraryBlobs(t, f),
 		"dead_letters.data": deadLetterData(t, f)}
 	for path, data := range storeFiles(t, filepath.Join(dataDir, "nats")) {
 		places["jetstream "+path] = data
@@ -362,13 +362,13 @@ func mustJSON(t *testing.T, v any) string {
 }
 
 // pgDump is the whole test database as SQL text.
-func pgDump(t *testing.T, url string) string {
+func pgDump(t *testing.T, url, marker string) string {
 	t.Helper()
 	out, err := exec.CommandContext(t.Context(), "pg_dump", "--no-owner", "-d", url).Output()
 	if err != nil {
 		t.Fatalf("pg_dump: %v", err)
 	}
-	if !bytes.Contains(out, []byte("s-http")) {
+	if !bytes.Contains(out, []byte(marker)) {
 		t.Fatal("pg_dump holds none of the test's sessions")
 	}
 	return string(out)
@@ -434,4 +434,41 @@ func storeFiles(t *testing.T, dir string) map[string]string {
 		t.Fatal("no message block of the store holds the test's sessions")
 	}
 	return out
+}
+
+// TestRawProducerSecretsAreRedacted publishes a session straight to
+// JetStream, past the door, with a secret in every field the recorder and
+// accounting store: the projectors redact what they decode.
+func TestRawProducerSecretsAreRedacted(t *testing.T) {
+	_, dbURL := pgtest.New(t)
+	n, err := node.Start(context.Background(), config.Config{DatabaseURL: dbURL, NATSListen: "off", HTTPAddr: "127.0.0.1:0",
+		DataDir: t.TempDir(), TokenSecret: secret, Replicas: 1}, slog.New(slog.DiscardHandler), &node.Options{BatchSize: 50})
+	if err != nil {
+		t.Fatalf("start node: %v", err)
+	}
+	t.Cleanup(n.Stop)
+	f := &fixture{t: t, n: n, base: "http://" + n.HTTPAddr(), commits: make(chan struct{}, 1)}
+	var needles []string
+	for k, sh := range secretstest.Shapes {
+		id := fmt.Sprint("s-raw-", k)
+		envs := sessionEnvelopes(id, "w-raw", sh.Text)
+		for _, e := range envs {
+			if e.Type == streams.TypeSessionEnd {
+				e.Model, e.Effort = sh.Text, sh.Text
+				e.Usage.Raw = []byte(fmt.Sprintf(`{"note":%q}`, sh.Text))
+			}
+			data, _ := json.Marshal(e)
+			if _, err := n.JS.Publish(t.Context(), e.Subject(), data); err != nil {
+				t.Fatalf("raw publish %s: %v", e.ID, err)
+			}
+		}
+		needles = append(needles, sh.Secret)
+	}
+	f.waitCaughtUp()
+	dump := pgDump(t, dbURL, "s-raw-0")
+	for _, needle := range needles {
+		if strings.Contains(dump, needle) {
+			t.Errorf("pg_dump holds %q", needle)
+		}
+	}
 }

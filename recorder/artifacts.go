@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/spinehq/spine/library"
-	"github.com/spinehq/spine/secrets"
 	"github.com/spinehq/spine/streams"
 )
 
@@ -58,7 +57,7 @@ func sizeOf(v any) int64 {
 // endArtifacts records the artifacts a session.end names.
 func (b *batch) endArtifacts(s *Session, e *streams.Envelope) {
 	for i, a := range e.Artifacts {
-		art := &artifact{id: fmt.Sprintf("art-%s-end-%d", s.ID, i+1), kind: "pushed", name: secrets.String(a.Name),
+		art := &artifact{id: fmt.Sprintf("art-%s-end-%d", s.ID, i+1), kind: "pushed", name: a.Name,
 			sessionID: s.ID, org: s.Org, member: s.Member, at: e.At}
 		switch {
 		case a.ContentDigest != "":
@@ -67,7 +66,7 @@ func (b *batch) endArtifacts(s *Session, e *streams.Envelope) {
 			}
 			art.digest, art.size, art.byReference = a.ContentDigest, *a.Size, true
 		default:
-			data := []byte(secrets.String(a.Content))
+			data := []byte(a.Content)
 			art.size = int64(len(data))
 			if len(data) > b.r.fileCap {
 				art.digest, art.omitted = library.Digest(data), true

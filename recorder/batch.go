@@ -12,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/spinehq/spine/library"
-	"github.com/spinehq/spine/secrets"
 	"github.com/spinehq/spine/spine"
 	"github.com/spinehq/spine/streams"
 )
@@ -143,13 +142,13 @@ func (b *batch) start(m streams.Message, e *streams.Envelope) error {
 		return streams.Reject(streams.ReasonOwnerMismatch, "owner differs from the verified caller")
 	}
 	s := &Session{ID: e.SessionID, Org: e.Owner.Org, Member: e.Owner.Member, App: e.App, Kind: e.Kind,
-		Level: e.Level, AppSessionRef: secrets.String(e.AppSessionRef), Workspace: secrets.String(e.Workspace), PlanID: e.PlanID,
+		Level: e.Level, AppSessionRef: e.AppSessionRef, Workspace: e.Workspace, PlanID: e.PlanID,
 		TaskID: e.TaskID, StepID: e.StepID, ParentRunID: e.ParentRunID, WorkerID: e.WorkerID,
 		Status: StatusRunning, SessionRunID: RunID(e.SessionID), Complete: true,
 		Partition: streams.Partition(e.SessionID, b.r.parts),
 		StartedAt: e.At, UpdatedAt: e.At, received: storedAt(m), isNew: true}
 	if e.Prompt != "" {
-		s.PromptDigest = b.putBlob([]byte(secrets.String(e.Prompt)))
+		s.PromptDigest = b.putBlob([]byte(e.Prompt))
 	}
 	b.sessions[s.ID] = s
 	b.work.AddRun(spine.Run{ID: s.SessionRunID, Kind: spine.KindSessionRecording, Org: s.Org,
@@ -177,7 +176,7 @@ func (b *batch) chunk(ctx context.Context, m streams.Message, e *streams.Envelop
 	s.LastSeq, s.UpdatedAt, s.dirty = e.Seq, e.At, true
 	s.heard(m)
 	if e.Stream != "event" {
-		b.chunks = append(b.chunks, []any{s.ID, e.Seq, e.Stream, secrets.String(e.Text), e.At})
+		b.chunks = append(b.chunks, []any{s.ID, e.Seq, e.Stream, e.Text, e.At})
 		return nil, nil
 	}
 	b.event(s, e)
@@ -267,7 +266,7 @@ func (b *batch) control(m streams.Message, e *streams.Envelope) error {
 		return streams.Reject(streams.ReasonSessionEnded, "control %s after the session ended", e.Control)
 	}
 	// Only the control's name and reason: never a credential, even a renewed one.
-	body, _ := json.Marshal(map[string]string{"control": e.Control, "reason": secrets.String(e.Reason)})
+	body, _ := json.Marshal(map[string]string{"control": e.Control, "reason": e.Reason})
 	b.observe(s, "", spine.ObsControl, body, e.At)
 	s.UpdatedAt = e.At
 	s.heard(m)
@@ -306,7 +305,7 @@ func (b *batch) end(m streams.Message, e *streams.Envelope) error {
 	if s.Ended() {
 		return streams.Reject(streams.ReasonSessionEnded, "session %s already ended", s.ID)
 	}
-	s.Status, s.ExitCode, s.Error = e.Status, e.ExitCode, secrets.String(e.Error)
+	s.Status, s.ExitCode, s.Error = e.Status, e.ExitCode, e.Error
 	s.Model, s.Effort = e.Model, e.Effort // as reported; empty means unknown
 	s.TotalCost, s.Billing, s.Door = e.TotalCost, e.Billing, e.Door
 	if e.Usage != nil {
@@ -374,7 +373,7 @@ func (b *batch) disconnect(ctx context.Context, m streams.Message, e *streams.En
 		s.Status = "disconnected"
 		s.Error = fmt.Sprintf("worker_disconnected: worker %s disconnected", e.WorkerID)
 		if e.Reason != "" {
-			s.Error += ": " + secrets.String(e.Reason)
+			s.Error += ": " + e.Reason
 		}
 		b.finish(s, e.At)
 	}

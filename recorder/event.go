@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/spinehq/spine/library"
-	"github.com/spinehq/spine/secrets"
 	"github.com/spinehq/spine/spine"
 	"github.com/spinehq/spine/streams"
 )
@@ -42,11 +41,11 @@ func (b *batch) describe(ev *streams.Event) (detail, result map[string]any) {
 	detail, result = map[string]any{}, map[string]any{}
 	switch ev.Action {
 	case "command":
-		detail["command"] = secrets.String(ev.Command)
+		detail["command"] = ev.Command
 		result["exitCode"] = ev.ExitCode
-		result["output"] = secrets.String(ev.Output)
+		result["output"] = ev.Output
 	case "file_read", "file_write":
-		detail["path"] = secrets.String(ev.Path)
+		detail["path"] = ev.Path
 		b.content(ev, detail)
 		for _, k := range []string{"contentDigest", "size", "contentOmitted", "contentMissing", "contentUnknown", "contentPushed"} {
 			if v, ok := detail[k]; ok {
@@ -54,15 +53,15 @@ func (b *batch) describe(ev *streams.Event) (detail, result map[string]any) {
 			}
 		}
 	case "fetch":
-		detail["url"] = secrets.String(ev.URL)
+		detail["url"] = ev.URL
 		result["status"] = ev.Status
 		if ev.Output != "" {
-			result["output"] = secrets.String(ev.Output)
+			result["output"] = ev.Output
 		}
 	case "mcp_call":
 		detail["server"], detail["tool"], detail["callId"] = ev.Server, ev.Tool, ev.CallID
 		if ev.Output != "" {
-			result["output"] = secrets.String(ev.Output)
+			result["output"] = ev.Output
 		}
 	}
 	return detail, result
@@ -83,7 +82,7 @@ func (b *batch) content(ev *streams.Event, detail map[string]any) {
 		detail["contentDigest"], detail["size"] = ev.ContentDigest, *ev.Size
 		detail["contentPushed"] = true
 	case ev.Content != "" || ev.Size == nil:
-		data := []byte(secrets.String(ev.Content))
+		data := []byte(ev.Content)
 		detail["size"] = len(data)
 		if len(data) > b.r.fileCap {
 			detail["contentDigest"] = library.Digest(data)
@@ -112,7 +111,7 @@ func (b *batch) mcpCall(ctx context.Context, m streams.Message, e *streams.Envel
 	}
 	result := map[string]any{"status": e.Status, "durationMs": e.DurationMs}
 	if e.Error != "" {
-		result["error"] = secrets.String(e.Error)
+		result["error"] = e.Error
 	}
 	existing, err := b.callStep(ctx, s.SessionRunID, e.CallID)
 	if err != nil {

@@ -121,5 +121,9 @@ func decode(m streams.Message) (*streams.Envelope, error) {
 	if err := streams.CheckSubject(e, streams.OriginalSubject(m.Subject)); err != nil {
 		return nil, err
 	}
-	return e, nil
+	// The door redacted what it published; a producer that wrote to NATS
+	// directly, or a rebuild of messages older than a rule, did not.
+	// Redacting once here covers every field the recorder stores, and
+	// costs a keyword pass on text that is already clean.
+	return e.Redacted(), nil
 }
