@@ -28,7 +28,7 @@ func Subjects() []string {
 type Config struct {
 	Logger     *slog.Logger          // nil: discard
 	Registerer prometheus.Registerer // nil: metrics not registered
-	// ModelCap is how many distinct models get their own metric label
+	// ModelCap is how many distinct models each org may give their own metric label
 	// before the rest share "other"; 0 means DefaultModelCap.
 	ModelCap int
 }

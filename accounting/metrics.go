@@ -8,9 +8,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// DefaultModelCap is how many distinct served models get a label of their
-// own; later ones are counted as "other", so a producer reporting made-up
-// model names cannot blow up the metric's cardinality.
+// DefaultModelCap is how many distinct served models each org may give a
+// label of their own; its later ones are counted as "other", so a producer
+// reporting made-up model names cannot blow up the metric's cardinality,
+// and, the cap being per org, cannot use up the labels of other orgs.
 const DefaultModelCap = 20
 
 // modelName is the shape of a model the app set's vendors serve: Anthropic's
@@ -33,7 +34,8 @@ type metrics struct {
 	unpriced *prometheus.CounterVec
 	modelCap int
 	mu       sync.Mutex
-	models   map[string]bool
+	models   map[string]bool            // every model with a label
+	byOrg    map[string]map[string]bool // the models each org brought first
 }
 
 func newMetrics(reg prometheus.Registerer, modelCap int) *metrics {
@@ -50,6 +52,7 @@ func newMetrics(reg prometheus.Registerer, modelCap int) *metrics {
 			Help: "Router calls whose app reported no cost: their dollars are unknown, not zero."}, labels),
 		modelCap: modelCap,
 		models:   map[string]bool{},
+		byOrg:    map[string]map[string]bool{},
 	}
 	if m.modelCap <= 0 {
 		m.modelCap = DefaultModelCap
@@ -61,8 +64,9 @@ func newMetrics(reg prometheus.Registerer, modelCap int) *metrics {
 }
 
 // model is the label for a served model: itself if it is a model name and
-// within the cap, "other" otherwise, "unknown" when the app did not say.
-func (m *metrics) model(name string) string {
+// already labelled, or within the cap of the org that reports it first;
+// "other" otherwise; "unknown" when the app did not say.
+func (m *metrics) model(org, name string) string {
 	if name == "" {
 		return labelUnknown
 	}
@@ -74,10 +78,15 @@ func (m *metrics) model(name string) string {
 	if m.models[name] {
 		return name
 	}
-	if len(m.models) >= m.modelCap {
+	mine := m.byOrg[org]
+	if len(mine) >= m.modelCap {
 		return labelOther
 	}
-	m.models[name] = true
+	if mine == nil {
+		mine = map[string]bool{}
+		m.byOrg[org] = mine
+	}
+	mine[name], m.models[name] = true, true
 	return name
 }
 
@@ -86,7 +95,7 @@ func (m *metrics) observe(c *Call) {
 	if door == "" {
 		door = labelUnknown
 	}
-	lv := []string{c.App, c.Billing, door, m.model(c.ServedModel)}
+	lv := []string{c.App, c.Billing, door, m.model(c.Org, c.ServedModel)}
 	m.calls.WithLabelValues(lv...).Inc()
 	if c.TotalCost != nil {
 		addTo(m.dollars.WithLabelValues(lv...), *c.TotalCost)

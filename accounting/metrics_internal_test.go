@@ -1,6 +1,7 @@
 package accounting
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -56,8 +57,26 @@ func TestModelLabelIsAModelName(t *testing.T) {
 		"claude-" + string(make([]byte, 100)):   labelOther,
 		"Claude-Sonnet":                         labelOther,
 	} {
-		if got := m.model(name); got != want {
+		if got := m.model("o1", name); got != want {
 			t.Errorf("model(%q) = %q, want %q", name, got, want)
 		}
+	}
+}
+
+// TestModelCapIsPerOrg: one org filling its labels with made-up models
+// leaves another org's real model its own label.
+func TestModelCapIsPerOrg(t *testing.T) {
+	m := newMetrics(prometheus.NewRegistry(), 3)
+	for i := range 10 {
+		m.model("noisy", fmt.Sprintf("claude-made-up-%d", i))
+	}
+	if got := m.model("noisy", "claude-made-up-99"); got != labelOther {
+		t.Errorf("past its cap, noisy got %q", got)
+	}
+	if got := m.model("quiet", "claude-sonnet-4-5"); got != "claude-sonnet-4-5" {
+		t.Errorf("quiet's model = %q: another org used up its labels", got)
+	}
+	if got := m.model("quiet", "claude-made-up-1"); got != "claude-made-up-1" {
+		t.Errorf("a model already labelled = %q", got)
 	}
 }

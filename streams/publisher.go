@@ -3,6 +3,7 @@ package streams
 import (
 	"context"
 	"fmt"
+	"github.com/spinehq/spine/secrets"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -81,6 +82,18 @@ func (p *Publisher) PublishAsync(e *Envelope, opts *PublishOpts) (jetstream.PubA
 	return f, nil
 }
 
+// afterRedaction says so in a refusal of the redacted envelope: the
+// sizes it quotes are not the ones the producer sent.
+func afterRedaction(err error) error {
+	rej, ok := AsRejection(err)
+	if !ok {
+		return err
+	}
+	out := *rej
+	out.Detail += " after redaction (each secret becomes " + secrets.Redacted + ")"
+	return &out
+}
+
 func (p *Publisher) message(e *Envelope, opts *PublishOpts) (*nats.Msg, error) {
 	if err := e.Validate(); err != nil {
 		return nil, err
@@ -90,7 +103,7 @@ func (p *Publisher) message(e *Envelope, opts *PublishOpts) (*nats.Msg, error) {
 		// published must pass the field bounds the projectors check.
 		if e = e.Redacted(); e != r {
 			if err := e.Validate(); err != nil {
-				return nil, err
+				return nil, afterRedaction(err)
 			}
 		}
 	}

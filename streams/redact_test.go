@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -190,5 +191,21 @@ func TestDeadLetterIsRedactedAndStaysJSON(t *testing.T) {
 	}
 	if string(msg.Data) != want || strings.Contains(fmt.Sprint(msg.Header), "abcdefgh12345678") {
 		t.Errorf("SPINE_DLQ holds %s %v", msg.Data, msg.Header)
+	}
+}
+
+// TestRefusalAfterRedactionSaysSo: a model within its bound as sent but
+// past it once each short secret became [REDACTED] is refused with a
+// message that says the size is after redaction.
+func TestRefusalAfterRedactionSaysSo(t *testing.T) {
+	e := &streams.Envelope{V: 1, Type: streams.TypeSessionEnd, ID: "e-1", At: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		SessionID: "s-1", Status: "done", Model: strings.Repeat("password=abcd ", 17)}
+	if err := e.Validate(); err != nil {
+		t.Fatalf("as sent: %v", err)
+	}
+	_, err := streams.NewPublisher(nil).Publish(t.Context(), e, nil)
+	rej, ok := streams.AsRejection(err)
+	if !ok || rej.Reason != streams.ReasonFieldTooLong || !strings.Contains(rej.Detail, "after redaction") {
+		t.Fatalf("refusal = %v", err)
 	}
 }
