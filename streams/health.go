@@ -165,14 +165,22 @@ func (p *Projector) refreshLag(ctx context.Context) {
 // measureLag is what the projector has still to apply: the stream's last
 // sequence minus the checkpoint, or, for a consumer with filter subjects
 // (which sees only part of the stream), the consumer's pending messages
-// plus those delivered and not yet acked.
+// plus those delivered and not yet acked (while any of them is past the
+// checkpoint).
 func (p *Projector) measureLag(ctx context.Context, cons jetstream.Consumer) (uint64, error) {
 	if len(p.cfg.Filter) > 0 {
 		info, err := cons.Info(ctx)
 		if err != nil {
 			return 0, err
 		}
-		return info.NumPending + uint64(max(info.NumAckPending, 0)), nil
+		// Delivered and not yet acked counts only while something past the
+		// checkpoint was delivered: a batch is acked just after its commit,
+		// and a measurement in between must not call it lag.
+		lag := info.NumPending
+		if info.Delivered.Stream > p.Checkpoint() {
+			lag += uint64(max(info.NumAckPending, 0))
+		}
+		return lag, nil
 	}
 	st, err := p.cfg.JS.Stream(ctx, p.cfg.Stream)
 	if err != nil {
