@@ -34,16 +34,8 @@ func runCancel(ctx context.Context, args []string) error {
 		return err
 	}
 	body, _ := json.Marshal(server.CancelRequest{Reason: *reason})
-	var raw json.RawMessage
-	if err := c.do(ctx, "POST", "/v1/sessions/"+url.PathEscape(pos[0])+"/cancel", body, &raw); err != nil {
-		return err
-	}
-	if *asJSON {
-		_, err := stdout.Write(raw)
-		return err
-	}
 	var res server.CancelResult
-	if err := json.Unmarshal(raw, &res); err != nil {
+	if printed, err := c.answer(ctx, "POST", "/v1/sessions/"+url.PathEscape(pos[0])+"/cancel", body, *asJSON, &res); err != nil || printed {
 		return err
 	}
 	again := ""

@@ -119,3 +119,17 @@ func (c *client) once(ctx context.Context, method, path string, body []byte, out
 	}
 	return json.Unmarshal(data, out)
 }
+
+// answer calls method path with body and, with asJSON, prints the answer
+// as spine sent it (printed is true); otherwise it decodes it into out.
+func (c *client) answer(ctx context.Context, method, path string, body []byte, asJSON bool, out any) (printed bool, err error) {
+	var raw json.RawMessage
+	if err := c.do(ctx, method, path, body, &raw); err != nil {
+		return false, err
+	}
+	if asJSON {
+		_, err := stdout.Write(raw)
+		return true, err
+	}
+	return false, json.Unmarshal(raw, out)
+}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -79,16 +78,8 @@ func runCost(ctx context.Context, args []string) error {
 			q.Set("after", *after)
 		}
 	})
-	var raw json.RawMessage
-	if err := c.do(ctx, "GET", "/v1/cost/summary?"+q.Encode(), nil, &raw); err != nil {
-		return err
-	}
-	if *asJSON {
-		_, err := stdout.Write(raw)
-		return err
-	}
 	var s accounting.Summary
-	if err := json.Unmarshal(raw, &s); err != nil {
+	if printed, err := c.answer(ctx, "GET", "/v1/cost/summary?"+q.Encode(), nil, *asJSON, &s); err != nil || printed {
 		return err
 	}
 	printCostSummary(&s)
@@ -148,16 +139,8 @@ func dollarCell(c *accounting.Cell) string {
 }
 
 func costPlan(ctx context.Context, c *client, plan string, asJSON bool) error {
-	var raw json.RawMessage
-	if err := c.do(ctx, "GET", "/v1/plans/"+url.PathEscape(plan)+"/spend", nil, &raw); err != nil {
-		return err
-	}
-	if asJSON {
-		_, err := stdout.Write(raw)
-		return err
-	}
 	var p accounting.PlanSpend
-	if err := json.Unmarshal(raw, &p); err != nil {
+	if printed, err := c.answer(ctx, "GET", "/v1/plans/"+url.PathEscape(plan)+"/spend", nil, asJSON, &p); err != nil || printed {
 		return err
 	}
 	fmt.Fprintf(stdout, "plan      %s (org %s)\ncalls     %d (metered %d, subscription %d, unknown %d)\n", p.PlanID, p.Org,

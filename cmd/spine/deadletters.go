@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"net/url"
@@ -54,16 +53,8 @@ func runDeadLetters(ctx context.Context, args []string) error {
 	if *after != "" {
 		q.Set("after", *after)
 	}
-	var raw json.RawMessage
-	if err := c.do(ctx, "GET", "/v1/deadletters?"+q.Encode(), nil, &raw); err != nil {
-		return err
-	}
-	if *asJSON {
-		_, err := stdout.Write(raw)
-		return err
-	}
 	var page server.DeadLetterList
-	if err := json.Unmarshal(raw, &page); err != nil {
+	if printed, err := c.answer(ctx, "GET", "/v1/deadletters?"+q.Encode(), nil, *asJSON, &page); err != nil || printed {
 		return err
 	}
 	printDeadLetters(&page)
@@ -92,16 +83,8 @@ func deadLetter(ctx context.Context, c *client, ref string, asJSON bool) error {
 	if err != nil || ref == "" {
 		return usageError{fmt.Sprintf("deadletters: %q is not a dead letter (want STREAM:SEQ, as the list prints)", ref)}
 	}
-	var raw json.RawMessage
-	if err := c.do(ctx, "GET", fmt.Sprintf("/v1/deadletters/%s/%d", url.PathEscape(cur.Stream), cur.Seq), nil, &raw); err != nil {
-		return err
-	}
-	if asJSON {
-		_, err := stdout.Write(raw)
-		return err
-	}
 	var d streams.DeadLetter
-	if err := json.Unmarshal(raw, &d); err != nil {
+	if printed, err := c.answer(ctx, "GET", fmt.Sprintf("/v1/deadletters/%s/%d", url.PathEscape(cur.Stream), cur.Seq), nil, asJSON, &d); err != nil || printed {
 		return err
 	}
 	fmt.Fprintf(stdout, "dead letter %s:%d\nat          %s\nowner       %s/%s\nreason      %s\ndetail      %s\n",

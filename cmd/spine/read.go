@@ -58,16 +58,8 @@ func runRead(ctx context.Context, args []string) error {
 }
 
 func readSession(ctx context.Context, c *client, id string, asJSON bool) error {
-	var raw json.RawMessage
-	if err := c.do(ctx, "GET", "/v1/sessions/"+url.PathEscape(id), nil, &raw); err != nil {
-		return err
-	}
-	if asJSON {
-		_, err := stdout.Write(raw)
-		return err
-	}
 	var s recorder.Session
-	if err := json.Unmarshal(raw, &s); err != nil {
+	if printed, err := c.answer(ctx, "GET", "/v1/sessions/"+url.PathEscape(id), nil, asJSON, &s); err != nil || printed {
 		return err
 	}
 	fmt.Fprintf(stdout, "session   %s\napp       %s (%s, level %q)\nowner     %s/%s\nstatus    %s\nrun       %s\nsteps     %d recorded, %d dropped (complete: %v)\n",
