@@ -139,6 +139,7 @@ type Projector struct {
 	measure chan struct{}
 
 	leading atomic.Bool
+	fetchN  int // messages the next fetch asks for (the fetch goroutine's own)
 }
 
 // Leading reports whether this instance holds the projector's leadership.
@@ -328,6 +329,7 @@ func (p *Projector) run(ctx context.Context, conn *pgxpool.Conn, cons jetstream.
 // as a failure (Health); one that finds the consumer gone says so on gone
 // and returns, and the projector starts over, which recreates it.
 func (p *Projector) fetch(ctx context.Context, cons jetstream.Consumer, out chan<- []jetstream.Msg, gone chan<- error) {
+	p.fetchN = p.cfg.BatchSize
 	for ctx.Err() == nil {
 		raw, err := p.fetchOnce(cons)
 		if err != nil && ctx.Err() == nil {
@@ -354,7 +356,7 @@ func (p *Projector) fetch(ctx context.Context, cons jetstream.Consumer, out chan
 // fetchOnce is one batch, or why the fetch failed; a fetch that waited
 // MaxWait for nothing is an empty batch.
 func (p *Projector) fetchOnce(cons jetstream.Consumer) ([]jetstream.Msg, error) {
-	batch, err := cons.Fetch(p.cfg.BatchSize, jetstream.FetchMaxWait(p.cfg.MaxWait), jetstream.FetchMaxBytes(FetchMaxBytes))
+	batch, err := cons.Fetch(p.fetchN, jetstream.FetchMaxWait(p.cfg.MaxWait))
 	if err != nil {
 		return nil, err
 	}
@@ -364,6 +366,9 @@ func (p *Projector) fetchOnce(cons jetstream.Consumer) ([]jetstream.Msg, error) 
 	}
 	if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && len(raw) == 0 {
 		return nil, err
+	}
+	if len(raw) > 0 {
+		p.fetchN = nextBatchSize(raw, p.cfg.BatchSize)
 	}
 	return raw, nil
 }
