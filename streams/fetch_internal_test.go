@@ -26,7 +26,7 @@ func TestNextBatchSizeHoldsFetchMaxBytes(t *testing.T) {
 	for _, c := range []struct {
 		n, size, want int
 	}{
-		{500, 256, 500},                           // small envelopes: bounded by count
+		{500, 256, 500}, // small envelopes: bounded by count
 		{500, 1 << 20, FetchMaxBytes/(1<<20) + 1}, // 1 MiB envelopes: 17, not 500
 		{3, MaxEnvelopeBytes, 5},                  // the largest: a few
 		{2, 0, 500},                               // empty bodies say nothing of size
