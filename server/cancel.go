@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"time"
@@ -49,13 +48,8 @@ func (s *Server) cancelSession(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	sess, err := recorder.GetSession(r.Context(), s.cfg.Pool, owner(r), id)
-	if errors.Is(err, recorder.ErrNotFound) {
-		notFound(w, "session")
-		return
-	}
-	if err != nil {
-		s.internal(w, "get session", err)
+	sess, ok := s.callerSession(w, r, id)
+	if !ok {
 		return
 	}
 	if sess.Ended() {

@@ -27,16 +27,24 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
 		notFound(w, "session")
 		return
 	}
+	if sess, ok := s.callerSession(w, r, id); ok {
+		writeJSON(w, http.StatusOK, sess)
+	}
+}
+
+// callerSession is the caller's session id, or it answers the 404 of a
+// session that does not exist (another member's included) or a 500.
+func (s *Server) callerSession(w http.ResponseWriter, r *http.Request, id string) (*recorder.Session, bool) {
 	sess, err := recorder.GetSession(r.Context(), s.cfg.Pool, owner(r), id)
 	if errors.Is(err, recorder.ErrNotFound) {
 		notFound(w, "session")
-		return
+		return nil, false
 	}
 	if err != nil {
 		s.internal(w, "get session", err)
-		return
+		return nil, false
 	}
-	writeJSON(w, http.StatusOK, sess)
+	return sess, true
 }
 
 // SessionList is a page of GET /v1/sessions.
