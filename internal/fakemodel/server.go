@@ -1,0 +1,209 @@
+// Package fakemodel is a scripted model server for tests that run the real
+// Claude Code and Codex binaries: it speaks Anthropic's Messages API
+// (POST /v1/messages, streamed) and OpenAI's Responses API (POST
+// /v1/responses, streamed) on loopback, answers each request with the next
+// scripted turn, and logs every response it served. The log is the ground
+// truth a test compares spine's import with: the model API is the one
+// boundary spine's tests fake; the apps are real.
+//
+// Example:
+//
+//	srv := fakemodel.Start(t)
+//	srv.Anthropic(fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("hello")},
+//		Usage: fakemodel.Usage{Input: 12, Output: 3, CacheRead: 4000}})
+//	// run claude with ANTHROPIC_BASE_URL=srv.URL() ...
+//	for _, r := range srv.Log() { ... }
+package fakemodel
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Server is a running fake model server.
+type Server struct {
+	url  string
+	http *http.Server
+
+	mu        sync.Mutex
+	anthropic []Turn // scripted turns not yet served, by API
+	openai    []Turn
+	used      [2]int // scripted turns served: anthropic, openai
+	served    []Served
+	n         int // ids handed out
+}
+
+// Turn is one scripted model response: its content blocks in order and the
+// usage it reports.
+type Turn struct {
+	Blocks []Block
+	Usage  Usage
+	// Model overrides the model named in the response; "" echoes the
+	// request's model.
+	Model string
+	// Match, when set, must accept the request for this turn to answer it;
+	// a request no queued turn matches gets the default answer. It sees
+	// the request body as sent.
+	Match func(body []byte) bool
+}
+
+// Block is one content block of a response.
+type Block struct {
+	Kind  string // "text", "thinking" or "tool"
+	Text  string // text and thinking
+	Tool  string // the tool's name (tool blocks)
+	Input any    // the tool's arguments (tool blocks): marshalled to a JSON object
+	// Namespace is a Responses-API function call's namespace (Codex's MCP
+	// tools, e.g. "mcp__spine"); "" for none.
+	Namespace string
+	// ID is the tool call's id; "" gets a generated one.
+	ID string
+}
+
+// Text is a text block.
+func Text(s string) Block { return Block{Kind: "text", Text: s} }
+
+// Thinking is a thinking (reasoning) block.
+func Thinking(s string) Block { return Block{Kind: "thinking", Text: s} }
+
+// Tool is a tool call with its arguments.
+func Tool(name string, input any) Block { return Block{Kind: "tool", Tool: name, Input: input} }
+
+// Usage is what a response reports it used. Anthropic: Input is
+// input_tokens (excluding cache), CacheRead cache_read_input_tokens,
+// CacheWrite5m + CacheWrite1h cache_creation_input_tokens (split in
+// usage.cache_creation). OpenAI: input_tokens is Input + CacheRead, with
+// CacheRead as input_tokens_details.cached_tokens; Reasoning is
+// output_tokens_details.reasoning_tokens, a part of Output.
+type Usage struct {
+	Input, Output, CacheRead, CacheWrite5m, CacheWrite1h, Reasoning int64
+}
+
+// Add adds u2 to u.
+func (u *Usage) Add(u2 Usage) {
+	u.Input += u2.Input
+	u.Output += u2.Output
+	u.CacheRead += u2.CacheRead
+	u.CacheWrite5m += u2.CacheWrite5m
+	u.CacheWrite1h += u2.CacheWrite1h
+	u.Reasoning += u2.Reasoning
+}
+
+// Served is one response the server sent: the ground truth.
+type Served struct {
+	API       string // "anthropic" or "openai"
+	Model     string // as named in the response
+	ID        string // the message or response id
+	RequestID string // Anthropic's request-id header; "" for OpenAI
+	Usage     Usage
+	// Turn is the scripted turn's index in its API's script, or -1 for a
+	// default answer (a request no scripted turn was left for).
+	Turn int
+	// Tools are the tool calls' ids, in order.
+	Tools []string
+	At    time.Time
+	// Request is the request body as the app sent it.
+	Request json.RawMessage
+}
+
+// Start starts a server on 127.0.0.1 and stops it when the test ends.
+func Start(tb testing.TB) *Server {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := &Server{url: "http://" + l.Addr().String()}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/messages", s.messages)
+	mux.HandleFunc("POST /v1/responses", s.responses)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodHead || r.URL.Path == "/" {
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		http.Error(w, "fakemodel: no such route "+r.Method+" "+r.URL.Path, http.StatusNotFound)
+	})
+	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go s.http.Serve(l) //nolint:errcheck // ends with Close
+	tb.Cleanup(func() { s.http.Close() })
+	return s
+}
+
+// URL is the server's base URL, http://127.0.0.1:PORT.
+func (s *Server) URL() string { return s.url }
+
+// Anthropic queues turns for /v1/messages, answered in order.
+func (s *Server) Anthropic(turns ...Turn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.anthropic = append(s.anthropic, turns...)
+}
+
+// OpenAI queues turns for /v1/responses, answered in order.
+func (s *Server) OpenAI(turns ...Turn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.openai = append(s.openai, turns...)
+}
+
+// Log is every response served so far, in order.
+func (s *Server) Log() []Served {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Served(nil), s.served...)
+}
+
+// Scripted is the log without default answers.
+func (s *Server) Scripted() []Served {
+	var out []Served
+	for _, r := range s.Log() {
+		if r.Turn >= 0 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// next takes the first queued turn of an API that accepts body; ok is false
+// when none does. Turns before it stay queued.
+func (s *Server) next(queue *[]Turn, used *int, body []byte) (Turn, int, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, t := range *queue {
+		if t.Match == nil || t.Match(body) {
+			*queue = append((*queue)[:i:i], (*queue)[i+1:]...)
+			n := *used
+			*used++
+			return t, n, true
+		}
+	}
+	return Turn{}, -1, false
+}
+
+// record appends a served response to the log.
+func (s *Server) record(r Served) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r.At = time.Now().UTC()
+	s.served = append(s.served, r)
+}
+
+// id is a fresh id with a prefix.
+func (s *Server) id(prefix string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n++
+	return fmt.Sprintf("%s%024d", prefix, s.n)
+}
+
+// readBody reads a request's body, at most 64 MiB.
+func readBody(r *http.Request) ([]byte, error) {
+	return io.ReadAll(io.LimitReader(r.Body, 64<<20))
+}
