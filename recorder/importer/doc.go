@@ -17,8 +17,10 @@
 //
 // Claude Code writes one line per content block, each repeating the
 // message's id and requestId; a response is counted once, under (message.id,
-// requestId), with the usage of its last line (the final one; earlier lines
-// carry a partial output_tokens). A resumed session repeats earlier lines in
+// requestId), with its final usage: the snapshot with the most output
+// (earlier lines carry a partial output_tokens), whatever order its lines are
+// read in and however often (split copies of one session, each a prefix of
+// it, repeat earlier lines; see supersedes). A resumed session repeats earlier lines in
 // another file: a response already counted in one session is not counted
 // again in another, and a line (by uuid) already imported into a session is
 // passed over. Codex rollouts re-emit token_count with an unchanged running
@@ -29,8 +31,9 @@
 //
 // Memory grows with sessions and responses, never with bytes, and no text
 // is kept once published. Responses, lines and tool calls are remembered by
-// 8-byte keys (see key for the collision odds); a response's later snapshot
-// replaces its usage while it is among the last recentResponses counted.
+// 8-byte keys (see key for the collision odds); a response's other snapshots
+// are weighed against the one counted while it is among the last
+// recentResponses counted.
 // Transcript and rollout sessions stay open to the end of the import (a
 // later file may continue them); stream-json and exec sessions are ended
 // once more than maxOpenOneFile are open, and a later record of one is

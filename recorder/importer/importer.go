@@ -80,19 +80,22 @@ var (
 )
 
 // response is the usage a recent response was counted with and the day
-// it went to, for its later snapshots.
+// it went to, for its other snapshots.
 type response struct {
 	tokens Tokens
 	day    int32 // index in the counting session's days
 }
 
 // recentResponses bounds a generation of Importer.recent. A response's
-// later snapshot replaces its usage while the response is among the last
-// 32 768 to 65 536 counted or updated; Claude Code writes a response's
-// snapshots on consecutive lines, so only a snapshot left in a file read
-// tens of thousands of responses later would be too late, and then the
-// usage counted first stays. Keeping every response's usage instead would
-// cost 40 more bytes per response for the whole import.
+// other snapshot can supersede the one counted while the response is among
+// the last 32 768 to 65 536 counted or updated; Claude Code writes a
+// response's snapshots on consecutive lines, so only a snapshot left in a
+// file read tens of thousands of responses later would be too late, and
+// then the usage counted stays. (Of split copies of one session, only the
+// response a shorter copy was cut in the middle of has a partial snapshot:
+// it is too late only when that copy is read first and the longer one that
+// many responses after.) Keeping every response's usage instead would cost
+// 40 more bytes per response for the whole import.
 const recentResponses = 1 << 15
 
 // Import reads every file under paths (directories recursively, in
@@ -423,8 +426,11 @@ func fileSessionID(path string) string {
 }
 
 // countResponse counts one Claude response snapshot under its key, keeping
-// the final (last seen) usage. A key another session counted first is a
-// resumed session's copy: not counted again.
+// its final usage: the snapshot that supersedes every other (see
+// supersedes), whatever order the snapshots come in and however often one
+// is read again (split copies of a session repeat earlier lines). A key
+// another session counted first is a resumed session's copy: not counted
+// again.
 func (imp *Importer) countResponse(s *session, at time.Time, k uint64, t Tokens) {
 	sess, ok := imp.responses[k]
 	switch {
@@ -435,12 +441,15 @@ func (imp *Importer) countResponse(s *session, at time.Time, k uint64, t Tokens)
 	case sess != s.n:
 		imp.sum.RepeatedResponses++
 		return
-	default: // a later snapshot of a response this session counted
+	default: // another snapshot of a response this session counted
 		r, ok := imp.recent[k]
 		if !ok {
 			if r, ok = imp.older[k]; !ok {
 				return // too long after the last one (see recentResponses)
 			}
+		}
+		if !supersedes(t, dayOf(at), r.tokens, s.days[r.day].date) {
+			return
 		}
 		s.tokens.sub(r.tokens)
 		s.tokens.add(t)
@@ -456,6 +465,28 @@ func (imp *Importer) countResponse(s *session, at time.Time, k uint64, t Tokens)
 	if len(imp.recent) >= recentResponses {
 		imp.older, imp.recent = imp.recent, make(map[uint64]response, recentResponses)
 	}
+}
+
+// supersedes reports whether a response's snapshot t, on day, is later
+// than the one counted (c, on cday). Claude Code writes a line per content
+// block as the response streams, each with the usage known so far: the
+// counts only grow, output_tokens most of all (the first lines carry the
+// message_start's few tokens, the last the final count). So the snapshot
+// with the most output is the final one; of equal output, the one with
+// more of the other counts; of equal usage, the one on the earlier day
+// (the first line that had it, as ccusage keeps). This is an order on the
+// snapshots themselves, not on when they are read, so the final usage
+// wins whatever the order and overlap of the files: the last line read
+// could be any copy's. (Lines carry no sequence number to order them by;
+// their timestamps tie at millisecond resolution.)
+func supersedes(t Tokens, day int32, c Tokens, cday int32) bool {
+	if t == c {
+		return day < cday
+	}
+	return cmp.Or(cmp.Compare(t.Output, c.Output),
+		cmp.Compare(t.Input+t.CacheRead+t.CacheWrite+t.Reasoning, c.Input+c.CacheRead+c.CacheWrite+c.Reasoning),
+		cmp.Compare(t.Input, c.Input), cmp.Compare(t.CacheRead, c.CacheRead), cmp.Compare(t.CacheWrite, c.CacheWrite),
+		cmp.Compare(t.Reasoning, c.Reasoning)) > 0
 }
 
 // seenLine reports whether a session's line (by uuid) was imported already,

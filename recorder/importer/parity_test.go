@@ -95,35 +95,11 @@ func recordedName(report string) string {
 // ccusage and runs it; SPINE_CCUSAGE_RECORD=1 also rewrites testdata/ccusage/,
 // which TestCcusageRecorded compares offline in `make test`.
 func TestCcusageParity(t *testing.T) {
-	bin := os.Getenv("SPINE_CCUSAGE")
-	if bin == "" {
-		// Where `make ccusage-parity` (or .ci/run, wherever npm is) installs it.
-		p, err := filepath.Abs(filepath.Join("..", "..", "bin", "ccusage-"+ccusageVersion, "node_modules", ".bin", "ccusage"))
-		if _, statErr := os.Stat(p); err != nil || statErr != nil {
-			t.Skip("needs ccusage from npm: run `make ccusage-parity` (SPINE_CCUSAGE=path/to/ccusage)")
-		}
-		bin = p
-	}
+	ccusage := ccusageRunner(t)
 	claudeDir, codexDir := parityLayout(t)
-	home := t.TempDir()
-	ccusage := func(args ...string) []byte {
-		cmd := exec.Command(bin, args...)
-		cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
-			"CLAUDE_CONFIG_DIR="+claudeDir, "CODEX_HOME="+codexDir, "TZ=UTC", "NO_COLOR=1")
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("ccusage %v: %v\n%s", args, err, stderr.String())
-		}
-		return out
-	}
-	if v := strings.TrimSpace(string(ccusage("--version"))); !strings.Contains(v, ccusageVersion) {
-		t.Fatalf("ccusage --version says %q, want %s (make ccusage-parity installs it)", v, ccusageVersion)
-	}
 	reports := map[string]ccusageReport{}
 	for _, name := range ccusageReports {
-		out := ccusage(append(strings.Fields(name), "--json", "--offline", "-z", "UTC")...)
+		out := ccusage(claudeDir, codexDir, append(strings.Fields(name), "--json", "--offline", "-z", "UTC")...)
 		var r ccusageReport
 		if err := json.Unmarshal(out, &r); err != nil {
 			t.Fatalf("ccusage %s: %v\n%s", name, err, out)
@@ -136,6 +112,39 @@ func TestCcusageParity(t *testing.T) {
 		}
 	}
 	compareWithCcusage(t, run(t, nil, Options{}, claudeDir, codexDir), reports)
+}
+
+// ccusageRunner finds the pinned ccusage ($SPINE_CCUSAGE, or where `make
+// ccusage-parity` installs it; the test skips without one) and returns a
+// function that runs it on a CLAUDE_CONFIG_DIR and CODEX_HOME.
+func ccusageRunner(t *testing.T) func(claudeDir, codexDir string, args ...string) []byte {
+	t.Helper()
+	bin := os.Getenv("SPINE_CCUSAGE")
+	if bin == "" {
+		// Where `make ccusage-parity` (or .ci/run, wherever npm is) installs it.
+		p, err := filepath.Abs(filepath.Join("..", "..", "bin", "ccusage-"+ccusageVersion, "node_modules", ".bin", "ccusage"))
+		if _, statErr := os.Stat(p); err != nil || statErr != nil {
+			t.Skip("needs ccusage from npm: run `make ccusage-parity` (SPINE_CCUSAGE=path/to/ccusage)")
+		}
+		bin = p
+	}
+	home := t.TempDir()
+	ccusage := func(claudeDir, codexDir string, args ...string) []byte {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
+			"CLAUDE_CONFIG_DIR="+claudeDir, "CODEX_HOME="+codexDir, "TZ=UTC", "NO_COLOR=1")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("ccusage %v: %v\n%s", args, err, stderr.String())
+		}
+		return out
+	}
+	if v := strings.TrimSpace(string(ccusage(home, home, "--version"))); !strings.Contains(v, ccusageVersion) {
+		t.Fatalf("ccusage --version says %q, want %s (make ccusage-parity installs it)", v, ccusageVersion)
+	}
+	return ccusage
 }
 
 // TestCcusageRecorded is the parity check offline: ccusage's reports on
