@@ -30,20 +30,48 @@ type transcriptLine struct {
 	IsMeta        bool            `json:"isMeta"`
 	Message       *claudeMessage  `json:"message"`
 	ToolUseResult json.RawMessage `json:"toolUseResult"`
+	Attachment    *attachment     `json:"attachment"`
 }
 
-// transcriptOther are line types that carry nothing to record.
-var transcriptOther = []string{"summary", "file-history-snapshot", "system", "queue-operation", "progress"}
+// attachment is what Claude Code adds to the model's input beside the
+// conversation: file contents, hook output, reminders, and a prompt the
+// person typed while a turn was running (queued_command).
+type attachment struct {
+	Type        string          `json:"type"`
+	Prompt      json.RawMessage `json:"prompt"`
+	CommandMode string          `json:"commandMode"`
+	IsMeta      bool            `json:"isMeta"`
+	Origin      *struct {
+		Kind string `json:"kind"`
+	} `json:"origin"`
+}
+
+// transcriptIgnored are the line types Claude Code writes (2.1.197 reads
+// every one back) that carry nothing spine records; docs/counting.md says
+// what each is. An unknown type is reported as one.
+var transcriptIgnored = []string{
+	// its own record of the session for its UI and --resume: titles, tags,
+	// the agent, the mode, the last prompt again, the worktree, a PR link
+	"summary", "custom-title", "ai-title", "tag", "agent-name", "agent-color", "agent-setting", "mode",
+	"permission-mode", "isolation-latch", "worktree-state", "relocated", "pr-link", "bridge-session", "last-prompt",
+	// undo and compaction bookkeeping
+	"file-history-snapshot", "attribution-snapshot", "content-replacement", "fork-context-ref",
+	"marble-origami-commit", "marble-origami-snapshot", "marble-origami-reset",
+	// notices (compaction boundaries, API errors, slash-command output),
+	// a tool's progress before its result, the queue of prompts the user
+	// lines repeat
+	"system", "progress", "queue-operation",
+}
 
 func (p *claudeTranscript) record(ctx context.Context, rec record) (string, error) {
 	var l transcriptLine
 	if err := json.Unmarshal(rec.data, &l); err != nil {
 		return "not a transcript line: " + err.Error(), nil
 	}
-	if slices.Contains(transcriptOther, l.Type) {
+	if slices.Contains(transcriptIgnored, l.Type) || l.Type == "attachment" && !l.Attachment.typedPrompt() {
 		return "", nil
 	}
-	if l.Type != "user" && l.Type != "assistant" && l.Message == nil {
+	if l.Type != "user" && l.Type != "assistant" && l.Type != "attachment" && l.Message == nil {
 		return fmt.Sprintf("unknown line type %q", l.Type), nil
 	}
 	if l.SessionID == "" {
@@ -52,6 +80,9 @@ func (p *claudeTranscript) record(ctx context.Context, rec record) (string, erro
 	s := p.imp.session(p.fc, l.SessionID)
 	if s == nil {
 		return endedSkip(l.SessionID), nil
+	}
+	if l.Type == "attachment" {
+		l.Message = &claudeMessage{Role: "user", Content: l.Attachment.Prompt}
 	}
 	if l.Message != nil && mayHaveText(l.Message.Content) && p.imp.seenLine(s, l.UUID) {
 		return "", nil
@@ -70,6 +101,16 @@ func (p *claudeTranscript) record(ctx context.Context, rec record) (string, erro
 		return "", nil // Claude Code's own caveats, not the person's words
 	}
 	return "", s.user(ctx, at, l.Message, l.ToolUseResult)
+}
+
+// typedPrompt reports whether an attachment is a prompt the person typed
+// while a turn was running: Claude Code shows it as theirs and counts it as
+// a turn of theirs. Every other attachment is context Claude Code added
+// (file contents, hook output, reminders): neither the person's words, nor
+// the model's, nor an action.
+func (a *attachment) typedPrompt() bool {
+	return a != nil && a.Type == "queued_command" && !a.IsMeta && (a.CommandMode == "" || a.CommandMode == "prompt") &&
+		(a.Origin == nil || a.Origin.Kind == "human") && len(a.Prompt) > 0
 }
 
 func (p *claudeTranscript) done(context.Context) error { return nil }
