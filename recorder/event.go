@@ -60,8 +60,14 @@ func (b *batch) describe(ev *streams.Event) (detail, result map[string]any) {
 		}
 	case "mcp_call":
 		detail["server"], detail["tool"], detail["callId"] = ev.Server, ev.Tool, ev.CallID
+		if len(ev.Arguments) > 0 {
+			detail["arguments"] = ev.Arguments
+		}
 		if ev.Output != "" {
 			result["output"] = ev.Output
+		}
+		if ev.IsError {
+			result["isError"] = true
 		}
 	}
 	return detail, result

@@ -1,6 +1,7 @@
 package recorder_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -154,7 +155,8 @@ func TestEventsBecomeStepsWithObservations(t *testing.T) {
 		spinetest.Write("s1", 2, "main.go", "package main\n"),
 		spinetest.Event("s1", 3, &streams.Event{Action: "file_read", Path: "go.mod", Content: "module x\n"}),
 		spinetest.Event("s1", 4, &streams.Event{Action: "fetch", URL: "https://example.test/doc", Status: &status}),
-		spinetest.Event("s1", 5, &streams.Event{Action: "mcp_call", Server: "memql", Tool: "search", CallID: "c1"}),
+		spinetest.Event("s1", 5, &streams.Event{Action: "mcp_call", Server: "memql", Tool: "search", CallID: "c1",
+			Arguments: json.RawMessage(`{"q":"spine"}`), IsError: true, Output: "rate limited"}),
 		spinetest.Text("s1", 6, "done"))
 	h.WaitCaughtUp()
 
@@ -172,6 +174,11 @@ func TestEventsBecomeStepsWithObservations(t *testing.T) {
 	cmd := decodeMap(t, page.Steps[0].Observations[0].Body)
 	if cmd["exitCode"] != 2.0 || cmd["output"] != "boom" {
 		t.Fatalf("command observation = %v", cmd)
+	}
+	mcp, mcpResult := decodeMap(t, page.Steps[4].Detail), decodeMap(t, page.Steps[4].Observations[0].Body)
+	if args, _ := mcp["arguments"].(map[string]any); args["q"] != "spine" || mcpResult["isError"] != true ||
+		mcpResult["output"] != "rate limited" {
+		t.Fatalf("mcp_call detail = %v, observation = %v", mcp, mcpResult)
 	}
 	write := decodeMap(t, page.Steps[1].Detail)
 	if write["contentDigest"] != library.Digest([]byte("package main\n")) || write["size"] != 13.0 {

@@ -114,6 +114,12 @@ type Event struct {
 	Server         string `json:"server,omitempty"`
 	Tool           string `json:"tool,omitempty"`
 	CallID         string `json:"callId,omitempty"`
+	// Arguments are an mcp_call's arguments as the app sent them (a JSON
+	// value, an object for MCP); absent when the source did not say.
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// IsError: the app reported that the mcp_call failed (its result's
+	// isError, a failed status). false means it reported no failure.
+	IsError bool `json:"isError,omitempty"`
 }
 
 // Usage is what the app reported about tokens. Raw is its own report, verbatim.

@@ -55,6 +55,9 @@ const (
 	// and a runner usage event's usage: the importer keeps up to 256 of
 	// an app's reports there, each well under 4 KiB.
 	MaxUsageRawLen = 1 << 20
+	// MaxArgumentsLen bounds an mcp_call event's arguments: a tool's
+	// input, as large as a command.
+	MaxArgumentsLen = 1 << 20
 	// MaxContentLen bounds an event's output and content and an
 	// artifact's content: only the envelope itself (MaxEnvelopeBytes), so
 	// a real 1 MiB tool output or file goes through.
@@ -164,6 +167,9 @@ func (ev *Event) checkBounds() error {
 		if err := CheckLen(b.field, b.v, b.limit); err != nil {
 			return err
 		}
+	}
+	if len(ev.Arguments) > MaxArgumentsLen {
+		return Reject(ReasonFieldTooLong, "event.arguments is %d bytes, limit %d", len(ev.Arguments), MaxArgumentsLen)
 	}
 	return nil
 }

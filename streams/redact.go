@@ -7,7 +7,7 @@ import (
 )
 
 // Redacted returns e with the secrets removed from every free-text field
-// (usage.raw included, which stays valid JSON). An envelope without any is
+// (usage.raw and an event's arguments included, which stay valid JSON). An envelope without any is
 // returned as is; one with some is copied, so the caller's value is never
 // changed. Ids, enums and the owner are not free text: validation keeps
 // them to their shapes.
@@ -27,6 +27,9 @@ func (e *Envelope) Redacted() *Envelope {
 		ev := *e.Event
 		for _, f := range []*string{&ev.Command, &ev.Output, &ev.Path, &ev.Content, &ev.URL, &ev.Server, &ev.Tool} {
 			str(f)
+		}
+		if args := redactRaw(ev.Arguments); args != nil {
+			ev.Arguments, changed = args, true
 		}
 		out.Event = &ev
 	}

@@ -143,6 +143,9 @@ func (ev *Event) validate() error {
 	if err := checkDigest("event.contentDigest", ev.ContentDigest); err != nil {
 		return err
 	}
+	if ev.Action != "mcp_call" && (len(ev.Arguments) > 0 || ev.IsError) {
+		return Reject(ReasonInvalidField, "arguments and isError are an mcp_call event's")
+	}
 	switch ev.Action {
 	case "command":
 		if ev.Command == "" {
@@ -170,6 +173,7 @@ func (ev *Event) validate() error {
 		if ev.Tool == "" {
 			return Reject(ReasonMissingField, "mcp_call event needs tool")
 		}
+		return CheckRawJSON("event.arguments", ev.Arguments)
 	}
 	return nil
 }
