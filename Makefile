@@ -4,7 +4,7 @@ BIN       := bin/spine
 CORE      := ./streams/ ./recorder/ ./library/ ./spine/ ./spine/desktop/ ./server/ ./accounting/ ./node/
 TEST_FLAGS ?= -count=1 -timeout 9m
 
-.PHONY: help run build test test-race vet fmt fmt-check lint bench fuzz clean dashboards-check cost-page-check ccusage-parity session-page-check mcp-inspector bench-dispatch
+.PHONY: help run build test test-race vet fmt fmt-check lint bench fuzz clean dashboards-check cost-page-check ccusage-parity session-page-check mcp-inspector bench-dispatch real-apps
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-20s %s\n", $$1, $$2}'
@@ -68,6 +68,13 @@ ccusage-parity: ## ccusage (npm, pinned) and spine import on the same fixtures: 
 	@command -v npm >/dev/null || { echo "ccusage-parity needs npm (Node.js)"; exit 1; }
 	@test -x $(CCUSAGE_BIN) || npm install --silent --no-audit --no-fund --prefix bin/ccusage-$(CCUSAGE_VERSION) ccusage@$(CCUSAGE_VERSION)
 	SPINE_CCUSAGE=$(CURDIR)/$(CCUSAGE_BIN) $(GO) test -count=1 -v -run 'TestCcusage' ./recorder/importer/
+
+CLAUDE_CODE_VERSION := 2.1.197
+CODEX_VERSION       := 0.171.0
+real-apps: ## install the pinned Claude Code and Codex (npm) into bin/ for the real-app tests (internal/apprig), which skip naming this target without them
+	@command -v npm >/dev/null || { echo "real-apps needs npm (Node.js)"; exit 1; }
+	npm install --silent --no-audit --no-fund --prefix bin/claude-code-$(CLAUDE_CODE_VERSION) @anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION)
+	npm install --silent --no-audit --no-fund --prefix bin/codex-$(CODEX_VERSION) @openai/codex@$(CODEX_VERSION)
 
 clean: ## remove bin/ (./data keeps your local NATS and PostgreSQL state)
 	rm -rf bin

@@ -6,7 +6,6 @@ package apprig
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -56,5 +55,3 @@ func CodexBinary(tb testing.TB) string {
 	return binary(tb, "SPINE_CODEX_BIN", filepath.Join("codex-"+CodexVersion,
 		"node_modules", "@openai", "codex-linux-x64", "vendor", "x86_64-unknown-linux-musl", "bin", "codex"))
 }
-
-var _ = exec.Command // the runners (claude.go, codex.go) start the binaries

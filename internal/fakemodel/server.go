@@ -1,18 +1,3 @@
-// Package fakemodel is a scripted model server for tests that run the real
-// Claude Code and Codex binaries: it speaks Anthropic's Messages API
-// (POST /v1/messages, streamed) and OpenAI's Responses API (POST
-// /v1/responses, streamed) on loopback, answers each request with the next
-// scripted turn, and logs every response it served. The log is the ground
-// truth a test compares spine's import with: the model API is the one
-// boundary spine's tests fake; the apps are real.
-//
-// Example:
-//
-//	srv := fakemodel.Start(t)
-//	srv.Anthropic(fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("hello")},
-//		Usage: fakemodel.Usage{Input: 12, Output: 3, CacheRead: 4000}})
-//	// run claude with ANTHROPIC_BASE_URL=srv.URL() ...
-//	for _, r := range srv.Log() { ... }
 package fakemodel
 
 import (
@@ -75,6 +60,18 @@ func Thinking(s string) Block { return Block{Kind: "thinking", Text: s} }
 // Tool is a tool call with its arguments.
 func Tool(name string, input any) Block { return Block{Kind: "tool", Tool: name, Input: input} }
 
+// inputJSON is a tool block's arguments as a JSON object.
+func (b Block) inputJSON() string {
+	if b.Input == nil {
+		return "{}"
+	}
+	out, err := json.Marshal(b.Input)
+	if err != nil {
+		panic(fmt.Sprintf("fakemodel: tool %s input: %v", b.Tool, err))
+	}
+	return string(out)
+}
+
 // Usage is what a response reports it used. Anthropic: Input is
 // input_tokens (excluding cache), CacheRead cache_read_input_tokens,
 // CacheWrite5m + CacheWrite1h cache_creation_input_tokens (split in
@@ -107,7 +104,11 @@ type Served struct {
 	Turn int
 	// Tools are the tool calls' ids, in order.
 	Tools []string
-	At    time.Time
+	// Thread is which thread of the app asked, where the request says:
+	// ThreadMain or ThreadSubagent for the Messages API; "" where the
+	// API does not tell.
+	Thread string
+	At     time.Time
 	// Request is the request body as the app sent it.
 	Request json.RawMessage
 }
