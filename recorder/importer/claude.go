@@ -204,8 +204,10 @@ func claudeTool(name, id string, input json.RawMessage) func(callResult) []*stre
 		if tool == "" {
 			server, tool = "", server
 		}
+		args := append(json.RawMessage(nil), input...) // the line's bytes are not kept
 		return func(r callResult) []*streams.Event {
-			return one(&streams.Event{Action: "mcp_call", Server: server, Tool: tool, CallID: id, Output: r.text})
+			return one(&streams.Event{Action: "mcp_call", Server: server, Tool: tool, CallID: id, Arguments: args,
+				Output: r.text, IsError: r.isError})
 		}
 	}
 	return func(callResult) []*streams.Event { return nil }

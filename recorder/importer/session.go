@@ -176,6 +176,9 @@ func (s *session) event(ctx context.Context, at time.Time, ev *streams.Event) er
 	}
 	ev.Output = truncate(ev.Output, maxOutput)
 	ev.Command = fitText(ev.Command, streams.MaxCommandLen)
+	if len(ev.Arguments) > streams.MaxArgumentsLen {
+		ev.Arguments = nil // cut JSON is no JSON: past its bound it is left out
+	}
 	if len(ev.Content) > maxInlineFile {
 		size := int64(len(ev.Content))
 		ev.ContentDigest, ev.Size, ev.Content = library.Digest([]byte(ev.Content)), &size, ""
