@@ -37,13 +37,20 @@ func (b *batch) event(s *Session, e *streams.Envelope) {
 
 // describe splits an event into the step's detail (what was done) and the
 // observation's body (what came of it). File contents go to the Library.
+// A call whose result never came has only its detail and noResult: no
+// output, exit code or status stands in for the one never reported.
 func (b *batch) describe(ev *streams.Event) (detail, result map[string]any) {
 	detail, result = map[string]any{}, map[string]any{}
+	if ev.NoResult {
+		result["noResult"] = true
+	}
 	switch ev.Action {
 	case "command":
 		detail["command"] = ev.Command
-		result["exitCode"] = ev.ExitCode
-		result["output"] = ev.Output
+		if !ev.NoResult {
+			result["exitCode"] = ev.ExitCode
+			result["output"] = ev.Output
+		}
 	case "file_read", "file_write":
 		detail["path"] = ev.Path
 		b.content(ev, detail)
@@ -54,7 +61,9 @@ func (b *batch) describe(ev *streams.Event) (detail, result map[string]any) {
 		}
 	case "fetch":
 		detail["url"] = ev.URL
-		result["status"] = ev.Status
+		if !ev.NoResult {
+			result["status"] = ev.Status
+		}
 		if ev.Output != "" {
 			result["output"] = ev.Output
 		}

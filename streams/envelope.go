@@ -120,6 +120,12 @@ type Event struct {
 	// IsError: the app reported that the mcp_call failed (its result's
 	// isError, a failed status). false means it reported no failure.
 	IsError bool `json:"isError,omitempty"`
+	// NoResult: the call was made but its result never came (the session
+	// ended, or the output stops, before it). Only what was asked is known
+	// (command, path, url, server, tool, arguments): it excludes output,
+	// exitCode, status, isError, content, contentDigest and size, and a
+	// file_read or file_write with it is contentUnknown.
+	NoResult bool `json:"noResult,omitempty"`
 }
 
 // Usage is what the app reported about tokens. Raw is its own report, verbatim.

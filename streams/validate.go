@@ -143,6 +143,13 @@ func (ev *Event) validate() error {
 	if err := checkDigest("event.contentDigest", ev.ContentDigest); err != nil {
 		return err
 	}
+	if ev.NoResult && (ev.Output != "" || ev.ExitCode != nil || ev.Status != nil || ev.IsError || ev.Content != "" ||
+		ev.ContentDigest != "" || ev.Size != nil) {
+		return Reject(ReasonInvalidField, "noResult excludes output, exitCode, status, isError, content, contentDigest and size")
+	}
+	if ev.NoResult && (ev.Action == "file_read" || ev.Action == "file_write") && !ev.ContentUnknown {
+		return Reject(ReasonInvalidField, "a %s with noResult is contentUnknown", ev.Action)
+	}
 	if ev.Action != "mcp_call" && (len(ev.Arguments) > 0 || ev.IsError) {
 		return Reject(ReasonInvalidField, "arguments and isError are an mcp_call event's")
 	}
