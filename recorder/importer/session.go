@@ -111,6 +111,7 @@ type callResult struct {
 	text       string
 	isError    bool
 	structured json.RawMessage // Claude Code's toolUseResult, when present
+	missing    bool            // nothing came back: the source ends, or too many calls wait, before it
 }
 
 // touch notes a time the source reported.
@@ -248,7 +249,7 @@ func (s *session) call(ctx context.Context, id string, at time.Time, build func(
 		return nil // a snapshot of a call already seen
 	}
 	if s.calls != nil && len(s.calls.order) >= maxPendingCalls {
-		if err := s.result(ctx, s.calls.order[0], time.Time{}, callResult{}); err != nil {
+		if err := s.result(ctx, s.calls.order[0], time.Time{}, callResult{missing: true}); err != nil {
 			return err
 		}
 	}
@@ -260,8 +261,9 @@ func (s *session) call(ctx context.Context, id string, at time.Time, build func(
 	return nil
 }
 
-// result completes a pending call and publishes its event. A result for
-// a call never seen is ignored: there is no action to attach it to.
+// result completes a pending call and publishes its event (r.missing: the
+// call's, with no result). A result for a call never seen is ignored:
+// there is no action to attach it to.
 func (s *session) result(ctx context.Context, id string, at time.Time, r callResult) error {
 	if s.calls == nil || s.calls.byID[id] == nil {
 		return nil
@@ -276,11 +278,25 @@ func (s *session) result(ctx context.Context, id string, at time.Time, r callRes
 		at = p.at
 	}
 	for _, ev := range p.build(r) {
+		if r.missing {
+			ev = unanswered(ev)
+		}
 		if err := s.event(ctx, at, ev); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// unanswered is the event of a call whose result never came: what was
+// asked (the command, path, url, tool and arguments) and nothing of an
+// outcome — no output, exit code, status or content stands in for the
+// one never reported.
+func unanswered(ev *streams.Event) *streams.Event {
+	out := &streams.Event{Action: ev.Action, Command: ev.Command, Path: ev.Path, URL: ev.URL, Server: ev.Server,
+		Tool: ev.Tool, CallID: ev.CallID, Arguments: ev.Arguments, NoResult: true}
+	out.ContentUnknown = out.Action == "file_read" || out.Action == "file_write"
+	return out
 }
 
 // addRaw keeps one of the app's usage reports verbatim, up to a bound.
@@ -312,7 +328,8 @@ func (s *session) reported() bool {
 	return s.report != nil || s.cumulative != nil || s.responses > 0
 }
 
-// finish flushes pending calls and publishes the end.
+// finish records the calls still waiting as calls with no result, and
+// publishes the end.
 func (s *session) finish(ctx context.Context) error {
 	if !s.begun {
 		return nil // nothing was ever recorded: no session
@@ -321,7 +338,7 @@ func (s *session) finish(ctx context.Context) error {
 		return err
 	}
 	for s.calls != nil {
-		if err := s.result(ctx, s.calls.order[0], time.Time{}, callResult{}); err != nil {
+		if err := s.result(ctx, s.calls.order[0], time.Time{}, callResult{missing: true}); err != nil {
 			return err
 		}
 	}
