@@ -27,6 +27,7 @@ type transcriptLine struct {
 	Timestamp     string          `json:"timestamp"`
 	CWD           string          `json:"cwd"`
 	RequestID     string          `json:"requestId"`
+	Entrypoint    string          `json:"entrypoint"`
 	IsMeta        bool            `json:"isMeta"`
 	Message       *claudeMessage  `json:"message"`
 	ToolUseResult json.RawMessage `json:"toolUseResult"`
@@ -63,6 +64,12 @@ var transcriptIgnored = []string{
 	"system", "progress", "queue-operation",
 }
 
+// headlessEntrypoints are the entrypoints of a headless Claude Code run
+// (kind run): `claude -p` (sdk-cli) and the TypeScript and Python SDKs,
+// the ones Claude Code itself treats as non-interactive. Any other (cli,
+// an IDE, the desktop app), or none, is kind open.
+var headlessEntrypoints = []string{"sdk-cli", "sdk-ts", "sdk-py"}
+
 func (p *claudeTranscript) record(ctx context.Context, rec record) (string, error) {
 	var l transcriptLine
 	if err := json.Unmarshal(rec.data, &l); err != nil {
@@ -88,6 +95,9 @@ func (p *claudeTranscript) record(ctx context.Context, rec record) (string, erro
 		return "", nil
 	}
 	s.setWorkspace(l.CWD)
+	if !s.begun && l.Entrypoint != "" {
+		s.run = slices.Contains(headlessEntrypoints, l.Entrypoint) // the session's first lines say how it ran
+	}
 	at := parseTime(l.Timestamp)
 	s.touch(at)
 	at = s.when(at, p.fc)

@@ -96,3 +96,14 @@ func TestCodexCallsWithoutResult(t *testing.T) {
 		t.Fatal("no tool call in the rollout")
 	}
 }
+
+// A transcript says how the session ran: entrypoint sdk-cli (`claude -p`)
+// is kind run, cli (the interactive app) kind open.
+func TestTranscriptKind(t *testing.T) {
+	sink, _ := outcomeEvents(t)
+	for id, kind := range map[string]string{"out-1": "run", "out-2": "open"} {
+		if st := sink.of(id, streams.TypeSessionStart); len(st) != 1 || st[0].Kind != kind {
+			t.Fatalf("%s start %+v, want kind %s", id, st, kind)
+		}
+	}
+}
