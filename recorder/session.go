@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/spinehq/spine/accounting"
 	"github.com/spinehq/spine/streams"
 )
 
@@ -21,39 +22,46 @@ const StatusCancelled = "cancelled"
 
 // Session is the session row: the seed's v1:worker:appSession.
 type Session struct {
-	ID               string          `json:"id"`
-	Org              string          `json:"org"`
-	Member           string          `json:"member"`
-	App              string          `json:"app"`
-	Kind             string          `json:"kind"`
-	Level            string          `json:"level"`
-	AppSessionRef    string          `json:"appSessionRef,omitempty"`
-	Workspace        string          `json:"workspace,omitempty"`
-	PlanID           string          `json:"planId,omitempty"`
-	TaskID           string          `json:"taskId,omitempty"`
-	StepID           string          `json:"stepId,omitempty"`
-	ParentRunID      string          `json:"parentRunId,omitempty"`
-	WorkerID         string          `json:"workerId,omitempty"`
-	PromptDigest     string          `json:"promptDigest,omitempty"`
-	Status           string          `json:"status"`
-	SessionRunID     string          `json:"sessionRunId"`
-	TranscriptFileID string          `json:"transcriptFileId"`
-	RecordedSteps    int             `json:"recordedSteps"`
-	DroppedActions   int             `json:"droppedActions"`
-	Complete         bool            `json:"complete"` // false when the recording has holes
-	LastSeq          int64           `json:"lastSeq"`
-	ExitCode         *int            `json:"exitCode"`
-	Error            string          `json:"error"`
-	Model            string          `json:"model"`
-	Effort           string          `json:"effort"`
-	Usage            json.RawMessage `json:"usage"`
-	TotalCost        *float64        `json:"totalCost"`
-	Billing          string          `json:"billing"`
-	Door             string          `json:"door"`
-	StartedAt        time.Time       `json:"startedAt"`
-	EndedAt          *time.Time      `json:"endedAt"`
-	UpdatedAt        time.Time       `json:"updatedAt"`
-	Partition        int             `json:"-"`
+	ID               string `json:"id"`
+	Org              string `json:"org"`
+	Member           string `json:"member"`
+	App              string `json:"app"`
+	Kind             string `json:"kind"`
+	Level            string `json:"level"`
+	AppSessionRef    string `json:"appSessionRef,omitempty"`
+	Workspace        string `json:"workspace,omitempty"`
+	PlanID           string `json:"planId,omitempty"`
+	TaskID           string `json:"taskId,omitempty"`
+	StepID           string `json:"stepId,omitempty"`
+	ParentRunID      string `json:"parentRunId,omitempty"`
+	WorkerID         string `json:"workerId,omitempty"`
+	PromptDigest     string `json:"promptDigest,omitempty"`
+	Status           string `json:"status"`
+	SessionRunID     string `json:"sessionRunId"`
+	TranscriptFileID string `json:"transcriptFileId"`
+	RecordedSteps    int    `json:"recordedSteps"`
+	DroppedActions   int    `json:"droppedActions"`
+	Complete         bool   `json:"complete"` // false when the recording has holes
+	LastSeq          int64  `json:"lastSeq"`
+	ExitCode         *int   `json:"exitCode"`
+	Error            string `json:"error"`
+	Model            string `json:"model"`
+	Effort           string `json:"effort"`
+	// Usage is the end's usage as its producer sent it: the app's buckets
+	// (inputTokens is the input that neither read nor wrote the cache).
+	Usage json.RawMessage `json:"usage"`
+	// Tokens are Usage in the convention of every report (input with cache
+	// reads and writes, total = input + output: accounting.Normalise,
+	// docs/counting.md), as the session's router call counts it; null when
+	// the app reported none. Set by GetSession.
+	Tokens    *accounting.Tokens `json:"tokens"`
+	TotalCost *float64           `json:"totalCost"`
+	Billing   string             `json:"billing"`
+	Door      string             `json:"door"`
+	StartedAt time.Time          `json:"startedAt"`
+	EndedAt   *time.Time         `json:"endedAt"`
+	UpdatedAt time.Time          `json:"updatedAt"`
+	Partition int                `json:"-"`
 
 	observations int  // observation_count: the run's next observation idx - 1
 	isNew        bool // inserted by this batch

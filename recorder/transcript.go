@@ -11,7 +11,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/spinehq/spine/accounting"
 	"github.com/spinehq/spine/secrets"
+	"github.com/spinehq/spine/streams"
 )
 
 // Chunk is one stdout or stderr chunk of a transcript.
@@ -140,7 +142,15 @@ func GetSession(ctx context.Context, q Queryer, owner Owner, id string) (*Sessio
 	if len(found) == 0 || found[0].Org != owner.Org || found[0].Member != owner.Member {
 		return nil, ErrNotFound
 	}
-	return found[0], nil
+	s := found[0]
+	if len(s.Usage) > 0 {
+		var u streams.Usage
+		if err := json.Unmarshal(s.Usage, &u); err != nil {
+			return nil, fmt.Errorf("get session %s: usage: %w", id, err)
+		}
+		s.Tokens = accounting.Normalise(&u)
+	}
+	return s, nil
 }
 
 // MaxPageBytes bounds one transcript page's text.

@@ -115,8 +115,8 @@ func printImport(sum *importer.Summary, asJSON bool) error {
 	t := sum.Tokens
 	fmt.Fprintf(stdout, "%s %d sessions, %d responses from %d files (%d lines, %.1f MB)\n", verb, sum.Sessions,
 		sum.Responses, sum.Files, sum.Lines, float64(sum.Bytes)/1e6)
-	fmt.Fprintf(stdout, "tokens: input %d, output %d, cache read %d, cache write %d, reasoning %d\n",
-		t.Input, t.Output, t.CacheRead, t.CacheWrite, t.Reasoning)
+	fmt.Fprintf(stdout, "tokens: %d = input %d (cache read %d, cache write %d) + output %d (reasoning %d)\n",
+		t.Total, t.Input, t.CacheRead, t.CacheWrite, t.Output, t.Reasoning)
 	if sum.AlreadyRecorded > 0 {
 		fmt.Fprintf(stdout, "%d sessions were already recorded: nothing of theirs was published again\n", sum.AlreadyRecorded)
 	}

@@ -5,16 +5,24 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/spinehq/spine/accounting"
 )
 
 // Day is one UTC day's share of an import, per app: the responses and
 // tokens whose record carries that day's time (a response's line; for a
 // session the app totalled itself, the report or running-total change).
 type Day struct {
-	Date      string `json:"date"` // YYYY-MM-DD, UTC
-	App       string `json:"app"`
-	Responses int    `json:"responses"`
-	Tokens    Tokens `json:"tokens"`
+	Date      string            `json:"date"` // YYYY-MM-DD, UTC
+	App       string            `json:"app"`
+	Responses int               `json:"responses"`
+	Tokens    accounting.Tokens `json:"tokens"` // as Summary.Tokens
+}
+
+// daySum is one row of Summary.PerDay while it is summed.
+type daySum struct {
+	responses int
+	tokens    Tokens
 }
 
 // dayUsage is one session's share of one day: tokens summed over its
@@ -77,14 +85,14 @@ func (imp *Importer) addDays(s *session) {
 		k := dayKey{u.date, s.app()}
 		d := imp.days[k]
 		if d == nil {
-			d = &Day{App: s.app()}
+			d = &daySum{}
 			imp.days[k] = d
 		}
-		d.Responses += u.responses
+		d.responses += u.responses
 		if byReport {
-			d.Tokens.add(u.reported)
+			d.tokens.add(u.reported)
 		} else {
-			d.Tokens.add(u.tokens)
+			d.tokens.add(u.tokens)
 		}
 	}
 }
@@ -95,9 +103,8 @@ func (imp *Importer) perDay() []Day {
 	for _, k := range slices.SortedFunc(maps.Keys(imp.days), func(a, b dayKey) int {
 		return cmp.Or(cmp.Compare(a.date, b.date), cmp.Compare(a.app, b.app))
 	}) {
-		if d := imp.days[k]; d.Responses != 0 || d.Tokens != (Tokens{}) {
-			d.Date = dateOf(k.date)
-			days = append(days, *d) // a day a snapshot moved away from is left empty
+		if d := imp.days[k]; d.responses != 0 || d.tokens != (Tokens{}) { // a day a snapshot moved away from is left empty
+			days = append(days, Day{Date: dateOf(k.date), App: k.app, Responses: d.responses, Tokens: d.tokens.report()})
 		}
 	}
 	return days

@@ -5,16 +5,18 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spinehq/spine/accounting"
 )
 
 // The days split the import exactly: their responses and tokens sum to the
 // summary's, and each response lands on the UTC day of its own line.
 func TestPerDay(t *testing.T) {
 	sum := run(t, nil, Options{}, fixtures(t))
-	var tokens Tokens
+	var tokens accounting.Tokens
 	responses := 0
 	for i, d := range sum.PerDay {
-		tokens.add(d.Tokens)
+		tokens = addReported(tokens, d.Tokens)
 		responses += d.Responses
 		if i > 0 && (sum.PerDay[i-1].Date > d.Date || sum.PerDay[i-1].Date == d.Date && sum.PerDay[i-1].App >= d.App) {
 			t.Fatalf("days out of order: %+v", sum.PerDay)
@@ -25,10 +27,10 @@ func TestPerDay(t *testing.T) {
 	}
 	want := map[string]Day{
 		// ccusage's alpha session spans two days; its rollout two more.
-		"2026-01-09 claude-code": {Responses: 2, Tokens: Tokens{Input: 300, Output: 125, CacheRead: 30, CacheWrite: 75}},
-		"2026-01-10 claude-code": {Responses: 1, Tokens: Tokens{Input: 300, Output: 125, CacheRead: 40}},
-		"2026-05-13 codex":       {Responses: 1, Tokens: Tokens{Input: 750, Output: 125, CacheRead: 250, Reasoning: 75}},
-		"2026-05-14 codex":       {Responses: 1, Tokens: Tokens{Input: 2000, Output: 300, CacheRead: 500, Reasoning: 200}},
+		"2026-01-09 claude-code": {Responses: 2, Tokens: Tokens{Input: 300, Output: 125, CacheRead: 30, CacheWrite: 75}.report()},
+		"2026-01-10 claude-code": {Responses: 1, Tokens: Tokens{Input: 300, Output: 125, CacheRead: 40}.report()},
+		"2026-05-13 codex":       {Responses: 1, Tokens: Tokens{Input: 750, Output: 125, CacheRead: 250, Reasoning: 75}.report()},
+		"2026-05-14 codex":       {Responses: 1, Tokens: Tokens{Input: 2000, Output: 300, CacheRead: 500, Reasoning: 200}.report()},
 	}
 	for _, d := range sum.PerDay {
 		if w, ok := want[d.Date+" "+d.App]; ok {
@@ -54,7 +56,7 @@ func TestPerDaySnapshotMoves(t *testing.T) {
 	}
 	sum := run(t, nil, Options{}, dir)
 	if len(sum.PerDay) != 1 || sum.PerDay[0].Date != "2026-03-02" || sum.PerDay[0].Responses != 1 ||
-		sum.PerDay[0].Tokens != (Tokens{Input: 5, Output: 9}) {
+		sum.PerDay[0].Tokens != (Tokens{Input: 5, Output: 9}.report()) {
 		t.Fatalf("per day: %+v", sum.PerDay)
 	}
 }

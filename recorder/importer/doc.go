@@ -42,8 +42,11 @@
 //
 // # Usage convention
 //
-// inputTokens never includes cached tokens: Claude's input_tokens as
-// reported; Codex's input_tokens minus cached_input_tokens. cacheReadTokens
+// The Summary counts tokens as every report does (accounting.Tokens: input
+// includes cache reads and writes; docs/counting.md). The envelopes carry
+// the app's buckets (streams.Usage), where inputTokens never includes
+// cached tokens: Claude's input_tokens as reported; Codex's input_tokens
+// minus cached_input_tokens. cacheReadTokens
 // is Claude's cache_read_input_tokens or Codex's cached_input_tokens;
 // cacheWriteTokens is Claude's cache_creation_input_tokens (Codex reports
 // none); outputTokens is as reported (Codex's includes reasoning);

@@ -58,7 +58,7 @@ func TestFixtures(t *testing.T) {
 	}
 	for id, w := range cases {
 		got := sessionOf(t, sum, id)
-		if got.Format != w.format || got.Responses != w.responses || got.Tokens != w.tokens || got.Model != w.model || got.Status != w.status {
+		if got.Format != w.format || got.Responses != w.responses || got.Tokens != w.tokens.report() || got.Model != w.model || got.Status != w.status {
 			t.Errorf("%s:\n got %s %d responses %+v model %q %s\nwant %s %d responses %+v model %q %s", id, got.Format,
 				got.Responses, got.Tokens, got.Model, got.Status, w.format, w.responses, w.tokens, w.model, w.status)
 		}
@@ -80,14 +80,14 @@ func checkEnd(t *testing.T, e *streams.Envelope, got Imported) {
 	if e.Billing != "" || e.Model != got.Model || (e.TotalCost == nil) != (got.TotalCost == nil) {
 		t.Errorf("%s end: billing %q model %q cost %v", e.SessionID, e.Billing, e.Model, e.TotalCost)
 	}
-	if got.Responses == 0 && got.Tokens == (Tokens{}) {
+	if got.Responses == 0 && got.Tokens == (Tokens{}.report()) {
 		if e.Usage != nil {
 			t.Errorf("%s: usage %+v on a session that reported none", e.SessionID, e.Usage)
 		}
 		return
 	}
 	u := e.Usage
-	if u == nil || (Tokens{u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens}) != got.Tokens {
+	if u == nil || (Tokens{u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens}.report()) != got.Tokens {
 		t.Fatalf("%s: end usage %+v, summary %+v", e.SessionID, u, got.Tokens)
 	}
 	var raw struct {

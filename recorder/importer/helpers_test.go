@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/spinehq/spine/accounting"
 	"github.com/spinehq/spine/streams"
 )
 
@@ -100,4 +101,11 @@ func sessionOf(t *testing.T, sum *Summary, id string) Imported {
 	}
 	t.Fatalf("no session %s in %+v", id, sum.PerSession)
 	return Imported{}
+}
+
+// addReported is a + b, count by count (accounting.Tokens has no sum of
+// its own: reports sum in SQL).
+func addReported(a, b accounting.Tokens) accounting.Tokens {
+	return accounting.Tokens{Input: a.Input + b.Input, Output: a.Output + b.Output, CacheRead: a.CacheRead + b.CacheRead,
+		CacheWrite: a.CacheWrite + b.CacheWrite, Reasoning: a.Reasoning + b.Reasoning, Total: a.Total + b.Total}
 }

@@ -66,7 +66,7 @@ type Importer struct {
 	recent    map[uint64]response // the usage of the responses counted last (see recentResponses)
 	older     map[uint64]response // the generation before recent
 	lines     map[uint64]struct{} // lines and tool calls seen, by session
-	days      map[dayKey]*Day     // closed sessions' responses and tokens per day and app
+	days      map[dayKey]*daySum  // closed sessions' responses and tokens per day and app
 	strs      map[string]string   // models and efforts, one copy each
 	progress  Progress
 	heldBytes int // of every open session's held envelopes
@@ -113,7 +113,7 @@ func Import(ctx context.Context, paths []string, opts Options) (*Summary, error)
 	imp := &Importer{opts: opts, sink: opts.Sink, sum: &Summary{DryRun: opts.Sink == nil, Skipped: []Skip{},
 		PerSession: []Imported{}, PerDay: []Day{}}, sessions: map[string]*session{}, oneFile: list.New(),
 		ended: map[uint64]struct{}{}, responses: map[uint64]int32{}, recent: map[uint64]response{}, lines: map[uint64]struct{}{},
-		days: map[dayKey]*Day{}, strs: map[string]string{}}
+		days: map[dayKey]*daySum{}, strs: map[string]string{}}
 	if imp.sink == nil {
 		imp.sink = DiscardSink{}
 	}
@@ -584,7 +584,7 @@ func (imp *Importer) tally(s *session) {
 	if imp.opts.AllSessions || len(imp.sum.PerSession) < MaxSessionsListed {
 		imp.sum.PerSession = append(imp.sum.PerSession, Imported{n: s.n, SessionID: s.id, AppSessionID: s.appID,
 			App: s.app(), Format: s.format, Files: s.files, Status: cmpOr(s.status, "done"), Model: s.model,
-			Responses: s.responses, Tokens: t, TotalCost: s.cost, Chunks: s.seq, AlreadyRecorded: s.skip})
+			Responses: s.responses, Tokens: t.report(), TotalCost: s.cost, Chunks: s.seq, AlreadyRecorded: s.skip})
 	} else {
 		imp.sum.OmittedSessions++
 	}
@@ -594,7 +594,8 @@ func (imp *Importer) tally(s *session) {
 	}
 	imp.sum.Sessions++
 	imp.sum.Responses += s.responses
-	imp.sum.Tokens.add(t)
+	imp.sum.tokens.add(t)
+	imp.sum.Tokens = imp.sum.tokens.report()
 	imp.addDays(s)
 }
 

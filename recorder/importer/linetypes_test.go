@@ -27,7 +27,7 @@ func TestTranscriptLineTypes(t *testing.T) {
 	if got := prose.String(); got != "Looking.\n\n> also count them\n" {
 		t.Fatalf("prose %q", got)
 	}
-	if s := sessionOf(t, sum, "lt-1"); s.Responses != 1 || s.Tokens != (Tokens{Input: 3, Output: 4}) {
+	if s := sessionOf(t, sum, "lt-1"); s.Responses != 1 || s.Tokens != (Tokens{Input: 3, Output: 4}.report()) {
 		t.Fatalf("session %+v", s)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/spinehq/spine/accounting"
 )
 
 // ccusageVersion is the ccusage `make ccusage-parity` installs from npm
@@ -71,10 +73,13 @@ type ccusageRow struct {
 	Reasoning     int64  `json:"reasoningOutputTokens"`
 }
 
-// tokens maps ccusage's counts onto spine's: the same convention (input
-// without cache; Codex's input minus cached), reasoning only for Codex.
-func (r ccusageRow) tokens() Tokens {
-	return Tokens{Input: r.Input, Output: r.Output, CacheRead: r.CacheRead, CacheWrite: r.CacheCreation, Reasoning: r.Reasoning}
+// tokens maps ccusage's counts onto spine's report: ccusage's inputTokens
+// is input without cache (Claude's input_tokens; Codex's input minus
+// cached), spine's input includes cache reads and writes (docs/counting.md
+// §1), so its input is ccusage's input + cacheRead + cacheCreation;
+// reasoning only for Codex.
+func (r ccusageRow) tokens() accounting.Tokens {
+	return Tokens{Input: r.Input, Output: r.Output, CacheRead: r.CacheRead, CacheWrite: r.CacheCreation, Reasoning: r.Reasoning}.report()
 }
 
 // file is the name, without extension, of the file a session row read.
@@ -180,7 +185,7 @@ func compareWithCcusage(t *testing.T, sum *Summary, reports map[string]ccusageRe
 	}
 	for _, app := range []string{"claude-code", "codex"} {
 		agent := strings.TrimSuffix(app, "-code")
-		byFile := map[string]Tokens{}
+		byFile := map[string]accounting.Tokens{}
 		for _, r := range reports[agent+" session"].Sessions {
 			if _, dup := byFile[r.file()]; dup {
 				t.Fatalf("ccusage %s session: two rows for file %s", agent, r.file())
@@ -195,18 +200,18 @@ func compareWithCcusage(t *testing.T, sum *Summary, reports map[string]ccusageRe
 			if s.App != app {
 				continue
 			}
-			var want Tokens
+			var want accounting.Tokens
 			seen := 0
 			for _, f := range s.Files {
 				name := strings.TrimSuffix(filepath.Base(f), ".jsonl")
 				if tk, ok := byFile[name]; ok {
-					want.add(tk)
+					want = addReported(want, tk)
 					seen++
 					delete(byFile, name)
 				}
 			}
 			switch {
-			case seen == 0 && s.Tokens == (Tokens{}):
+			case seen == 0 && s.Tokens == (Tokens{}.report()):
 				continue // no usage: ccusage lists no session
 			case s.Tokens != want:
 				t.Errorf("%s session %s (%v):\n spine   %+v\n ccusage %+v", app, s.SessionID, s.Files, s.Tokens, want)
@@ -216,13 +221,13 @@ func compareWithCcusage(t *testing.T, sum *Summary, reports map[string]ccusageRe
 		for f, tk := range byFile {
 			t.Errorf("ccusage %s counted file %s (%+v); spine has no session from it", agent, f, tk)
 		}
-		spineDays := map[string]Tokens{}
+		spineDays := map[string]accounting.Tokens{}
 		for _, d := range sum.PerDay {
 			if d.App == app {
 				spineDays[d.Date] = d.Tokens
 			}
 		}
-		ccDays := map[string]Tokens{}
+		ccDays := map[string]accounting.Tokens{}
 		for _, r := range reports[agent+" daily"].Daily {
 			ccDays[r.Date] = r.tokens()
 		}
@@ -260,7 +265,7 @@ func TestCcusageSnapshotRows(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		got := fmt.Sprint(cmpOr(r.SessionID, r.Date), r.tokens())
-		if want := fmt.Sprint(key, Tokens{Input: 1234, Output: 567, CacheRead: 10, CacheWrite: 89}); got != want {
+		if want := fmt.Sprint(key, Tokens{Input: 1234, Output: 567, CacheRead: 10, CacheWrite: 89}.report()); got != want {
 			t.Fatalf("%s: decoded %s, want %s", name, got, want)
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/spinehq/spine/accounting"
 )
 
 // Tools that checkpoint Claude Code transcripts save one session as several
@@ -27,7 +29,7 @@ func TestSplitCopiesOfOneSession(t *testing.T) {
 			alone := &memSink{}
 			want := run(t, alone, Options{}, copies[len(copies)-1])
 			responses, tokens := finalUsage(t, lines)
-			if want.Responses != responses || want.Tokens != tokens {
+			if want.Responses != responses || want.Tokens != tokens.report() {
 				t.Fatalf("the whole file alone: %d responses %+v; its final snapshots: %d %+v",
 					want.Responses, want.Tokens, responses, tokens)
 			}
@@ -65,7 +67,7 @@ func TestCcusageSplitCopies(t *testing.T) {
 		t.Fatalf("ccusage claude daily: %s", out)
 	}
 	sum := run(t, nil, Options{}, claudeDir)
-	got := map[string]Tokens{}
+	got := map[string]accounting.Tokens{}
 	for _, d := range sum.PerDay {
 		got[d.Date] = d.Tokens
 	}

@@ -1,6 +1,9 @@
 package importer
 
-import "github.com/spinehq/spine/streams"
+import (
+	"github.com/spinehq/spine/accounting"
+	"github.com/spinehq/spine/streams"
+)
 
 // Summary is what one import did. It is what `spine import --json` prints.
 type Summary struct {
@@ -16,10 +19,15 @@ type Summary struct {
 	// Responses are model responses counted, each once (DESIGN: one record
 	// per model response); RepeatedResponses were seen again in another
 	// session (a resumed session's copy) and not counted twice.
-	Responses         int    `json:"responses"`
-	RepeatedResponses int    `json:"repeatedResponses"`
-	Tokens            Tokens `json:"tokens"`
-	Envelopes         int    `json:"envelopes"`
+	Responses         int `json:"responses"`
+	RepeatedResponses int `json:"repeatedResponses"`
+	// Tokens are the published sessions' tokens in the convention of every
+	// report (accounting.Tokens: input includes cache reads and writes,
+	// total = input + output), so they add up to what `spine cost` says
+	// of the same sessions; see docs/counting.md.
+	Tokens    accounting.Tokens `json:"tokens"`
+	tokens    Tokens            // the same in the app's buckets, as summed
+	Envelopes int               `json:"envelopes"`
 	// Duplicates are envelopes JetStream already held (same id, within its
 	// duplicate window): stored once.
 	Duplicates int `json:"duplicates"`
@@ -61,14 +69,20 @@ type Refusal struct {
 	Reason string `json:"reason"`
 }
 
-// Tokens are normalised token counts (see Usage in doc.go for the convention).
+// Tokens are usage in the buckets a session.end carries (streams.Usage;
+// see Usage in doc.go): Input is the input that neither read nor wrote the
+// cache, Reasoning a part of Output. The importer sums in these; what it
+// reports is their report form (Tokens.report).
 type Tokens struct {
-	Input      int64 `json:"input"`
-	Output     int64 `json:"output"`
-	CacheRead  int64 `json:"cacheRead"`
-	CacheWrite int64 `json:"cacheWrite"`
-	Reasoning  int64 `json:"reasoning"`
+	Input      int64
+	Output     int64
+	CacheRead  int64
+	CacheWrite int64
+	Reasoning  int64
 }
+
+// Report is t in the convention of every report (accounting.Normalise).
+func (t Tokens) report() accounting.Tokens { return *accounting.Normalise(t.usage()) }
 
 func (t *Tokens) add(o Tokens) {
 	t.Input += o.Input
@@ -89,18 +103,18 @@ func (t Tokens) usage() *streams.Usage {
 
 // Imported is one session of the import.
 type Imported struct {
-	n            int32    // ordinal, for the order of Summary.PerSession
-	SessionID    string   `json:"sessionId"`
-	AppSessionID string   `json:"appSessionId"`
-	App          string   `json:"app"`
-	Format       Format   `json:"format"`
-	Files        []string `json:"files"`
-	Status       string   `json:"status"`
-	Model        string   `json:"model,omitempty"`
-	Responses    int      `json:"responses"`
-	Tokens       Tokens   `json:"tokens"`
-	TotalCost    *float64 `json:"totalCost,omitempty"`
-	Chunks       int64    `json:"chunks"`
+	n            int32             // ordinal, for the order of Summary.PerSession
+	SessionID    string            `json:"sessionId"`
+	AppSessionID string            `json:"appSessionId"`
+	App          string            `json:"app"`
+	Format       Format            `json:"format"`
+	Files        []string          `json:"files"`
+	Status       string            `json:"status"`
+	Model        string            `json:"model,omitempty"`
+	Responses    int               `json:"responses"`
+	Tokens       accounting.Tokens `json:"tokens"` // as Summary.Tokens
+	TotalCost    *float64          `json:"totalCost,omitempty"`
+	Chunks       int64             `json:"chunks"`
 	// AlreadyRecorded: spine held this session, ended, before the import.
 	AlreadyRecorded bool `json:"alreadyRecorded,omitempty"`
 }
