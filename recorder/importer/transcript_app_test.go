@@ -161,7 +161,8 @@ func TestAppCallWithoutResult(t *testing.T) {
 }
 
 // A real multi-turn transcript cut into prefixes (split copies), imported
-// in several orders, counts what the fake model served.
+// in several orders, counts what the fake model served and publishes what
+// the whole transcript alone does.
 func TestAppSplitCopies(t *testing.T) {
 	srv := fakemodel.Start(t)
 	c := apprig.NewClaude(t, srv, nil)
@@ -193,11 +194,15 @@ func TestAppSplitCopies(t *testing.T) {
 		copies = append(copies, p)
 	}
 	n, tokens := served(srv)
+	alone := &memSink{}
+	run(t, alone, Options{Format: FormatClaudeTranscript}, copies[len(copies)-1])
 	for name, order := range copyOrders(copies) {
-		sum := run(t, nil, Options{Format: FormatClaudeTranscript}, order...)
+		got := &memSink{}
+		sum := run(t, got, Options{Format: FormatClaudeTranscript}, order...)
 		if sum.Responses != n || sum.Tokens != tokens || sum.SkippedTotal != 0 {
 			t.Errorf("%s: %d responses %+v (skipped %d); the model served %d %+v", name, sum.Responses, sum.Tokens,
 				sum.SkippedTotal, n, tokens)
 		}
+		sameEnvelopes(t, name, got, alone)
 	}
 }
