@@ -3,6 +3,7 @@ package importer
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -137,9 +138,14 @@ func TestAppCallWithoutResult(t *testing.T) {
 	srv := fakemodel.Start(t)
 	c := apprig.NewClaude(t, srv, nil)
 	file := filepath.Join(c.Dir, "note.txt")
+	// The app writes its transcript lines asynchronously: the command waits
+	// until its own tool_use line (which holds the command, marker and all)
+	// is on disk, so the write's result before it is too, then kills the app.
+	kill := fmt.Sprintf("until grep -qs spine-stop-marker %s/*/*.jsonl; do sleep 0.05; done; kill -9 $PPID # spine-stop-marker",
+		c.Projects())
 	srv.Anthropic(
 		appTurn(1, fakemodel.Tool("Write", map[string]any{"file_path": file, "content": "rig\n"})),
-		appTurn(2, fakemodel.Tool("Bash", map[string]any{"command": "kill -9 $PPID", "description": "stop the app"})),
+		appTurn(2, fakemodel.Tool("Bash", map[string]any{"command": kill, "description": "stop the app"})),
 	)
 	res := c.Run("write, then stop", nil)
 	if res.ExitCode == 0 {
@@ -155,7 +161,7 @@ func TestAppCallWithoutResult(t *testing.T) {
 	if w := got["file_write"]; w == nil || w.NoResult || w.Content != "rig\n" {
 		t.Fatalf("the answered write %+v", w)
 	}
-	if cmd := got["command"]; cmd == nil || cmd.Command != "kill -9 $PPID" || !cmd.NoResult || cmd.Output != "" || cmd.ExitCode != nil {
+	if cmd := got["command"]; cmd == nil || cmd.Command != kill || !cmd.NoResult || cmd.Output != "" || cmd.ExitCode != nil {
 		t.Fatalf("the unanswered command %+v", cmd)
 	}
 }
