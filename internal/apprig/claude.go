@@ -122,6 +122,9 @@ type ClaudeRun struct {
 	Stderr []byte
 	// ExitCode is the process's exit status.
 	ExitCode int
+	// Started and Ended bracket the process: the wall clock just before it
+	// was started and just after it ended.
+	Started, Ended time.Time
 	// SessionID is the session the output names; "" if it names none.
 	SessionID string
 	// Transcripts are every transcript under $HOME/.claude/projects after
@@ -141,7 +144,9 @@ func (c *Claude) Run(prompt string, opts *RunOptions) *ClaudeRun {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	killGroup(cmd)
+	started := time.Now().UTC()
 	err := cmd.Run()
+	ended := time.Now().UTC()
 	if ctx.Err() != nil {
 		c.tb.Fatalf("claude: timed out after %v\nstderr: %s", cmp.Or(o.Timeout, 2*time.Minute), stderr.Bytes())
 	}
@@ -150,7 +155,7 @@ func (c *Claude) Run(prompt string, opts *RunOptions) *ClaudeRun {
 		c.tb.Fatalf("claude: %v", err)
 	}
 	run := &ClaudeRun{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: cmd.ProcessState.ExitCode(),
-		SessionID: sessionID(stdout.Bytes()), Transcripts: c.Transcripts()}
+		Started: started, Ended: ended, SessionID: sessionID(stdout.Bytes()), Transcripts: c.Transcripts()}
 	run.Log = c.saveLog(run.Stdout, o.Format)
 	return run
 }

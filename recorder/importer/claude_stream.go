@@ -9,9 +9,10 @@ import (
 
 // claudeStream reads `claude -p --output-format stream-json` (and json,
 // which is the result object alone). Each content block of a message comes
-// as its own assistant line repeating message.id with a partial usage, so
-// a session's tokens are its result lines' usage when it has any (the app's
-// own total), else the final usage of each distinct message.
+// as its own assistant line repeating message.id with a partial usage, and
+// a subagent's responses are mostly missing, so a session's tokens are what
+// its result lines report (see claudeRuns) when it has any, else the final
+// usage of each distinct message.
 type claudeStream struct {
 	imp *Importer
 	fc  *fileCtx
@@ -32,6 +33,26 @@ type claudeStreamLine struct {
 	Result        string          `json:"result"`
 	TotalCostUSD  *float64        `json:"total_cost_usd"`
 	Usage         *claudeUsage    `json:"usage"`
+	// ModelUsage is the process's running total per model, every thread
+	// and side request included (result lines of 2.1 and later).
+	ModelUsage map[string]claudeModelUsage `json:"modelUsage"`
+}
+
+// claudeModelUsage is one model's share of result.modelUsage.
+type claudeModelUsage struct {
+	Input       int64 `json:"inputTokens"`
+	Output      int64 `json:"outputTokens"`
+	CacheRead   int64 `json:"cacheReadInputTokens"`
+	CacheCreate int64 `json:"cacheCreationInputTokens"`
+}
+
+// modelUsageTokens sums result.modelUsage over its models; ok is false
+// when the line has none.
+func (l *claudeStreamLine) modelUsageTokens() (t Tokens, ok bool) {
+	for _, u := range l.ModelUsage {
+		t.add(Tokens{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheCreate})
+	}
+	return t, len(l.ModelUsage) > 0
 }
 
 func (p *claudeStream) record(ctx context.Context, rec record) (string, error) {
@@ -87,8 +108,9 @@ func (p *claudeStream) sessionFor(id string) *session {
 	return s
 }
 
-// result is the end of one query: its usage adds to the session's report,
-// its total_cost_usd (a running total for the process) replaces the last.
+// result is the end of one query: what it reports goes to the session's
+// report (see claudeRuns.report); its total_cost_usd (a running total for
+// the process) replaces the last.
 func (p *claudeStream) result(ctx context.Context, s *session, at time.Time, l *claudeStreamLine, data []byte) error {
 	s.begun = true
 	var raw map[string]json.RawMessage
@@ -103,9 +125,7 @@ func (p *claudeStream) result(ctx context.Context, s *session, at time.Time, l *
 		b, _ := json.Marshal(keep)
 		s.addRaw(b)
 	}
-	if l.Usage != nil {
-		s.addReport(at, l.Usage.tokens())
-	}
+	s.claudeRuns().report(s, at, l)
 	if l.TotalCostUSD != nil && *l.TotalCostUSD >= 0 {
 		c := *l.TotalCostUSD
 		s.cost = &c
@@ -121,3 +141,57 @@ func (p *claudeStream) result(ctx context.Context, s *session, at time.Time, l *
 }
 
 func (p *claudeStream) done(context.Context) error { return nil }
+
+// claudeRuns are the processes a Claude session's stream-json results
+// reported, in the order read. A result's usage is its query's, the main
+// thread's alone (a Task subagent's responses are not in it); its
+// modelUsage is every model's running total for the process, subagents
+// and side requests included, so a session's report is, per process, its
+// last modelUsage, summed over processes. A result continues the previous
+// one's process when its modelUsage holds the previous one's plus its own
+// query's usage (a new process starts again from its own query); a result
+// without modelUsage (before 2.1) adds its usage.
+type claudeRuns struct {
+	procs []claudeProc
+}
+
+// claudeProc is one process's running total, as its last result reported it.
+type claudeProc struct {
+	tokens Tokens
+}
+
+// claudeRuns is the session's, made on first use.
+func (s *session) claudeRuns() *claudeRuns {
+	if s.claude == nil {
+		s.claude = &claudeRuns{}
+	}
+	return s.claude
+}
+
+// report adds what one result line reports to the session's report.
+func (r *claudeRuns) report(s *session, at time.Time, l *claudeStreamLine) {
+	total, ok := l.modelUsageTokens()
+	if !ok {
+		if l.Usage != nil {
+			s.addReport(at, l.Usage.tokens())
+		}
+		return
+	}
+	if n := len(r.procs); n > 0 && continues(r.procs[n-1].tokens, total, l.Usage.tokens()) {
+		last := &r.procs[n-1]
+		delta := total
+		delta.sub(last.tokens)
+		last.tokens = total
+		s.addReport(at, delta)
+		return
+	}
+	r.procs = append(r.procs, claudeProc{tokens: total})
+	s.addReport(at, total)
+}
+
+// continues reports whether a running total is a later one of the process
+// whose last total was prev: it holds prev and its own query's usage.
+func continues(prev, total, query Tokens) bool {
+	return total.Input >= prev.Input+query.Input && total.Output >= prev.Output+query.Output &&
+		total.CacheRead >= prev.CacheRead+query.CacheRead && total.CacheWrite >= prev.CacheWrite+query.CacheWrite
+}

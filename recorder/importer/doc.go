@@ -26,6 +26,10 @@
 // passed over. Codex rollouts re-emit token_count with an unchanged running
 // total: a response is counted when the total changes, and a session's usage
 // is its last total_token_usage.
+// A Claude stream-json session's usage is what its result lines report
+// (see claudeRuns): each process's last modelUsage, which covers every
+// thread (a Task subagent's responses are not in result.usage, and mostly
+// not in the output at all), summed over the processes.
 //
 // # Bounded memory
 //

@@ -30,8 +30,10 @@ func TestFixtures(t *testing.T) {
 		// Σ input_tokens = 3500 (= input + cacheRead), Σ cached = 750, Σ output = 425, Σ reasoning = 275
 		"ccusage__codex_project-alpha_session-alpha": {FormatCodexRollout, 2, Tokens{Input: 2750, Output: 425, CacheRead: 750, Reasoning: 275}, "gpt-5.3-codex", 0, "done"},
 		// claude-stream-json: result usage is the app's total (lines carry partial output_tokens)
-		"sample-session-id":                    {FormatClaudeStream, 4, Tokens{Input: 630, Output: 265, CacheRead: 315}, "claude-test-model", 0.0347, "done"},
-		"40e7b02d-c0f9-4876-9010-f514d4eb0603": {FormatClaudeStream, 1, Tokens{Input: 18, Output: 424, CacheRead: 17254, CacheWrite: 25067}, "claude-opus-4-5-20251101", 0.24722425, "done"},
+		"sample-session-id": {FormatClaudeStream, 4, Tokens{Input: 630, Output: 265, CacheRead: 315}, "claude-test-model", 0.0347, "done"},
+		// result.modelUsage (every thread of the run), not result.usage
+		// (the main thread's: input 18, output 424, 17254, 25067)
+		"40e7b02d-c0f9-4876-9010-f514d4eb0603": {FormatClaudeStream, 1, Tokens{Input: 38, Output: 765, CacheRead: 28775, CacheWrite: 31159}, "claude-opus-4-5-20251101", 0.24722425, "done"},
 		"fa570000-aaaa-aaaa-aaaa-aaaaaaaaaaaa": {FormatClaudeStream, 3, Tokens{Input: 35, Output: 340, CacheRead: 139, CacheWrite: 300}, "claude-sonnet-5", 0, "done"},
 		"a905e63f-aaaa-aaaa-aaaa-aaaaaaaaaaaa": {FormatClaudeStream, 3, Tokens{Input: 21, Output: 2511, CacheRead: 103176, CacheWrite: 66440}, "claude-haiku-4-5-20251001", 0.105, "done"},
 		// claude-transcripts: 27 lines / 10 responses, 15 / 10, …

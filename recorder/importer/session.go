@@ -61,6 +61,8 @@ type session struct {
 
 	calls *calls // waiting for their results; nil when none
 
+	claude *claudeRuns // what stream-json results reported; nil before the first
+
 	// held are a one-file session's envelopes kept back until it is closed
 	// (see Importer.hold); streaming once they were released early.
 	held      []*streams.Envelope

@@ -1,0 +1,140 @@
+package importer
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/spinehq/spine/accounting"
+	"github.com/spinehq/spine/internal/apprig"
+	"github.com/spinehq/spine/internal/fakemodel"
+	"github.com/spinehq/spine/streams"
+)
+
+// The real Claude Code against the fake model: the served log is the
+// truth every import of what the app wrote is compared with.
+
+// claudeUsage is a realistic usage for turn n: a big cache read, a cache
+// write split between the two lifetimes, a little fresh input.
+func claudeTurnUsage(n int64) fakemodel.Usage {
+	return fakemodel.Usage{Input: 2 + n, Output: 30*n + 7, CacheRead: 11000*n + 13, CacheWrite5m: 700 + n, CacheWrite1h: 40 * n}
+}
+
+// onMain is a turn for the main thread's request, onSub one for a
+// subagent's.
+func onMain(u fakemodel.Usage, blocks ...fakemodel.Block) fakemodel.Turn {
+	return fakemodel.Turn{Blocks: blocks, Usage: u, Match: fakemodel.MainThread}
+}
+
+func onSub(u fakemodel.Usage, blocks ...fakemodel.Block) fakemodel.Turn {
+	return fakemodel.Turn{Blocks: blocks, Usage: u, Match: fakemodel.Subagent}
+}
+
+// servedTokens are the tokens of every response served, as the summary
+// counts them (docs/counting.md §1: input with cache reads and writes of
+// both lifetimes).
+func servedTokens(log []fakemodel.Served) accounting.Tokens {
+	var t Tokens
+	for _, r := range log {
+		t.add(Tokens{Input: r.Usage.Input, Output: r.Usage.Output, CacheRead: r.Usage.CacheRead,
+			CacheWrite: r.Usage.CacheWrite5m + r.Usage.CacheWrite1h})
+	}
+	return t.report()
+}
+
+// runClaude runs one prompt and fails the test unless the app ended well
+// and was served every scripted turn.
+func runClaude(t *testing.T, srv *fakemodel.Server, c *apprig.Claude, prompt string, opts *apprig.RunOptions) *apprig.ClaudeRun {
+	t.Helper()
+	run := c.Run(prompt, opts)
+	if run.ExitCode != 0 || run.SessionID == "" {
+		t.Fatalf("claude exit %d, session %q\nstdout: %s\nstderr: %s", run.ExitCode, run.SessionID, run.Stdout, run.Stderr)
+	}
+	return run
+}
+
+// importOnly imports files with a fresh memory sink and returns the one
+// session it found with its envelopes.
+func importOnly(t *testing.T, opts Options, paths ...string) (Imported, *memSink) {
+	t.Helper()
+	sink := &memSink{}
+	sum := run(t, sink, opts, paths...)
+	if len(sum.PerSession) != 1 {
+		t.Fatalf("import %v: %d sessions, want 1: %+v", paths, len(sum.PerSession), sum.PerSession)
+	}
+	return sum.PerSession[0], sink
+}
+
+// subagentFiles are the transcripts of subagents among paths.
+func subagentFiles(paths []string) (main, sub []string) {
+	for _, p := range paths {
+		if strings.Contains(p, "/subagents/") {
+			sub = append(sub, p)
+		} else {
+			main = append(main, p)
+		}
+	}
+	return main, sub
+}
+
+// A session with a Task subagent: stream-json's result.usage is the main
+// thread's alone, result.modelUsage every thread's. Imported from its log
+// alone, with its transcripts, or from the transcripts alone, the session
+// counts every response the model served.
+func TestRealClaudeSubagentTokens(t *testing.T) {
+	srv := fakemodel.Start(t)
+	c := apprig.NewClaude(t, srv, nil)
+	srv.Anthropic(
+		onMain(claudeTurnUsage(1), fakemodel.Text("delegating"),
+			fakemodel.Tool("Agent", map[string]any{"description": "count", "prompt": "count the files", "subagent_type": "general-purpose"})),
+		onSub(claudeTurnUsage(2), fakemodel.Text("listing"), fakemodel.Tool("Bash", map[string]any{"command": "ls | wc -l", "description": "count"})),
+		onSub(claudeTurnUsage(3), fakemodel.Text("there are none")),
+		onMain(claudeTurnUsage(4), fakemodel.Text("the subagent found none")),
+	)
+	run := runClaude(t, srv, c, "count the files with a subagent", nil)
+	log := srv.Log()
+	if len(log) != 4 || log[1].Thread != fakemodel.ThreadSubagent {
+		t.Fatalf("served %+v, want 4 responses, the second a subagent's", log)
+	}
+	truth := servedTokens(log)
+	mainFile, subFiles := subagentFiles(run.Transcripts)
+	if len(subFiles) != 1 {
+		t.Fatalf("transcripts %v, want one subagent's", run.Transcripts)
+	}
+	// The log shows the main thread's responses and a subagent's that
+	// called a tool; the subagent's others are only in its transcript.
+	shown := 0
+	for _, r := range log {
+		if r.Thread == fakemodel.ThreadMain || len(r.Tools) > 0 {
+			shown++
+		}
+	}
+	cases := []struct {
+		name      string
+		paths     []string
+		responses int
+	}{
+		{"stream-json", []string{run.Log}, shown},
+		{"stream-json+transcripts", append([]string{run.Log}, run.Transcripts...), len(log)},
+		{"transcripts+stream-json", append(append([]string{}, run.Transcripts...), run.Log), len(log)},
+		{"stream-json+main transcript", append([]string{run.Log}, mainFile...), shown},
+		{"transcripts", run.Transcripts, len(log)},
+	}
+	for _, tc := range cases {
+		got, _ := importOnly(t, Options{}, tc.paths...)
+		if got.Tokens != truth || got.Responses != tc.responses {
+			t.Errorf("%s: tokens %+v, %d responses; the model served %+v in %d (the import should count %d)",
+				tc.name, got.Tokens, got.Responses, truth, len(log), tc.responses)
+		}
+	}
+}
+
+// ends are a sink's session.end envelopes.
+func ends(sink *memSink) []*streams.Envelope {
+	var out []*streams.Envelope
+	for _, e := range sink.envs {
+		if e.Type == streams.TypeSessionEnd {
+			out = append(out, e)
+		}
+	}
+	return out
+}
