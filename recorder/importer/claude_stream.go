@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	json "github.com/spinehq/spine/internal/fastjson"
+	"slices"
 	"time"
 )
 
@@ -17,6 +18,19 @@ type claudeStream struct {
 	imp *Importer
 	fc  *fileCtx
 	cur fileSession
+	// results are the sessions this file has a result line of.
+	results map[*session]bool
+}
+
+// resulted reports whether the file had a result line of s before, and
+// notes that it has one now.
+func (p *claudeStream) resulted(s *session) bool {
+	if p.results == nil {
+		p.results = map[*session]bool{}
+	}
+	had := p.results[s]
+	p.results[s] = true
+	return had
 }
 
 type claudeStreamLine struct {
@@ -108,9 +122,8 @@ func (p *claudeStream) sessionFor(id string) *session {
 	return s
 }
 
-// result is the end of one query: what it reports goes to the session's
-// report (see claudeRuns.report); its total_cost_usd (a running total for
-// the process) replaces the last.
+// result is the end of one query: its usage and cost go to the session's
+// report (see claudeRuns).
 func (p *claudeStream) result(ctx context.Context, s *session, at time.Time, l *claudeStreamLine, data []byte) error {
 	s.begun = true
 	var raw map[string]json.RawMessage
@@ -125,11 +138,7 @@ func (p *claudeStream) result(ctx context.Context, s *session, at time.Time, l *
 		b, _ := json.Marshal(keep)
 		s.addRaw(b)
 	}
-	s.claudeRuns().report(s, at, l)
-	if l.TotalCostUSD != nil && *l.TotalCostUSD >= 0 {
-		c := *l.TotalCostUSD
-		s.cost = &c
-	}
+	s.claudeRuns().report(s, at, l, p.resulted(s))
 	s.status, s.err = "done", ""
 	if l.IsError {
 		s.status, s.err = "failed", cmpOr(l.Subtype, "error")
@@ -145,19 +154,24 @@ func (p *claudeStream) done(context.Context) error { return nil }
 // claudeRuns are the processes a Claude session's stream-json results
 // reported, in the order read. A result's usage is its query's, the main
 // thread's alone (a Task subagent's responses are not in it); its
-// modelUsage is every model's running total for the process, subagents
-// and side requests included, so a session's report is, per process, its
-// last modelUsage, summed over processes. A result continues the previous
-// one's process when its modelUsage holds the previous one's plus its own
-// query's usage (a new process starts again from its own query); a result
-// without modelUsage (before 2.1) adds its usage.
+// modelUsage and total_cost_usd are the process's running totals, every
+// model and thread and side request included. So a session's report is,
+// per process, its last modelUsage, and its cost each process's last
+// total_cost_usd, summed over the processes (`claude -p --resume` is a
+// new process each time). A result continues the previous one's process
+// when its modelUsage holds the previous one's plus its own query's usage
+// (a new process starts again from its own query). A result without
+// modelUsage (before 2.1) adds its usage, and continues the process of an
+// earlier result of the same file.
 type claudeRuns struct {
 	procs []claudeProc
 }
 
-// claudeProc is one process's running total, as its last result reported it.
+// claudeProc is one process's running totals, as its last result
+// reported them; cost is nil while none reported one.
 type claudeProc struct {
 	tokens Tokens
+	cost   *float64
 }
 
 // claudeRuns is the session's, made on first use.
@@ -168,25 +182,56 @@ func (s *session) claudeRuns() *claudeRuns {
 	return s.claude
 }
 
-// report adds what one result line reports to the session's report.
-func (r *claudeRuns) report(s *session, at time.Time, l *claudeStreamLine) {
+// report adds what one result line reports to the session's report and
+// cost; sameFile says an earlier result of the session was in its file.
+func (r *claudeRuns) report(s *session, at time.Time, l *claudeStreamLine, sameFile bool) {
 	total, ok := l.modelUsageTokens()
-	if !ok {
-		if l.Usage != nil {
-			s.addReport(at, l.Usage.tokens())
-		}
-		return
+	var last *claudeProc
+	if n := len(r.procs); n > 0 {
+		last = &r.procs[n-1]
 	}
-	if n := len(r.procs); n > 0 && continues(r.procs[n-1].tokens, total, l.Usage.tokens()) {
-		last := &r.procs[n-1]
+	switch {
+	case ok && last != nil && continues(last.tokens, total, l.Usage.tokens()):
 		delta := total
 		delta.sub(last.tokens)
 		last.tokens = total
 		s.addReport(at, delta)
-		return
+	case ok:
+		r.procs = append(r.procs, claudeProc{tokens: total})
+		s.addReport(at, total)
+	default:
+		if last == nil || !sameFile {
+			r.procs = append(r.procs, claudeProc{})
+		}
+		if l.Usage != nil {
+			s.addReport(at, l.Usage.tokens())
+		}
 	}
-	r.procs = append(r.procs, claudeProc{tokens: total})
-	s.addReport(at, total)
+	if c := l.TotalCostUSD; c != nil && *c >= 0 {
+		r.procs[len(r.procs)-1].cost = new(*c)
+	}
+	s.cost = r.cost()
+}
+
+// cost is the sum of the processes' costs, nil when none reported one;
+// summed smallest first, so the sum is the same whatever order the
+// processes were read in.
+func (r *claudeRuns) cost() *float64 {
+	var costs []float64
+	for _, p := range r.procs {
+		if p.cost != nil {
+			costs = append(costs, *p.cost)
+		}
+	}
+	if len(costs) == 0 {
+		return nil
+	}
+	slices.Sort(costs)
+	var sum float64
+	for _, c := range costs {
+		sum += c
+	}
+	return &sum
 }
 
 // continues reports whether a running total is a later one of the process

@@ -1,6 +1,11 @@
 package importer
 
 import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,7 +18,7 @@ import (
 // The real Claude Code against the fake model: the served log is the
 // truth every import of what the app wrote is compared with.
 
-// claudeUsage is a realistic usage for turn n: a big cache read, a cache
+// claudeTurnUsage is a realistic usage for turn n: a big cache read, a cache
 // write split between the two lifetimes, a little fresh input.
 func claudeTurnUsage(n int64) fakemodel.Usage {
 	return fakemodel.Usage{Input: 2 + n, Output: 30*n + 7, CacheRead: 11000*n + 13, CacheWrite5m: 700 + n, CacheWrite1h: 40 * n}
@@ -137,4 +142,68 @@ func ends(sink *memSink) []*streams.Envelope {
 		}
 	}
 	return out
+}
+
+// resultCost is the total_cost_usd of a run's result line.
+func resultCost(t *testing.T, out []byte) float64 {
+	t.Helper()
+	var cost *float64
+	for _, line := range bytes.Split(out, []byte("\n")) {
+		var r struct {
+			Type string   `json:"type"`
+			Cost *float64 `json:"total_cost_usd"`
+		}
+		if json.Unmarshal(line, &r) == nil && r.Type == "result" && r.Cost != nil {
+			cost = r.Cost
+		}
+	}
+	if cost == nil {
+		t.Fatalf("no total_cost_usd in %s", out)
+	}
+	return *cost
+}
+
+// A resumed session (`claude -p --resume ID`): each process reports its
+// own total_cost_usd and modelUsage. The session's cost is their sum and
+// its tokens every response the model served, whatever the order of the
+// logs, and also when both runs' output went into one file.
+func TestRealClaudeResumedCost(t *testing.T) {
+	srv := fakemodel.Start(t)
+	c := apprig.NewClaude(t, srv, nil)
+	srv.Anthropic(
+		onMain(claudeTurnUsage(1), fakemodel.Tool("Bash", map[string]any{"command": "echo one", "description": "one"})),
+		onMain(claudeTurnUsage(2), fakemodel.Text("one")),
+		onMain(claudeTurnUsage(3), fakemodel.Text("two")),
+	)
+	first := runClaude(t, srv, c, "first", nil)
+	second := runClaude(t, srv, c, "second", &apprig.RunOptions{Resume: first.SessionID})
+	if second.SessionID != first.SessionID {
+		t.Fatalf("resumed as %s, not %s", second.SessionID, first.SessionID)
+	}
+	c1, c2 := resultCost(t, first.Stdout), resultCost(t, second.Stdout)
+	truth := servedTokens(srv.Log())
+	both := filepath.Join(t.TempDir(), "both.jsonl")
+	if err := os.WriteFile(both, append(append([]byte{}, first.Stdout...), second.Stdout...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, paths := range map[string][]string{
+		"first, second":       {first.Log, second.Log},
+		"second, first":       {second.Log, first.Log},
+		"one file":            {both},
+		"with the transcript": append([]string{second.Log, first.Log}, first.Transcripts...),
+	} {
+		got, _ := importOnly(t, Options{}, paths...)
+		if got.TotalCost == nil || math.Abs(*got.TotalCost-(c1+c2)) > 1e-12 || got.Tokens != truth {
+			t.Errorf("%s: cost %v, tokens %+v; the runs reported %v + %v, the model served %+v",
+				name, costOf(got.TotalCost), got.Tokens, c1, c2, truth)
+		}
+	}
+}
+
+// costOf prints a cost that may be absent.
+func costOf(c *float64) any {
+	if c == nil {
+		return "absent"
+	}
+	return *c
 }
