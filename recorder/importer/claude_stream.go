@@ -38,6 +38,7 @@ type claudeStreamLine struct {
 	Subtype       string          `json:"subtype"`
 	SessionID     string          `json:"session_id"`
 	Timestamp     string          `json:"timestamp"`
+	UUID          string          `json:"uuid"`
 	RequestID     string          `json:"request_id"`
 	CWD           string          `json:"cwd"`
 	Model         string          `json:"model"`
@@ -78,6 +79,9 @@ func (p *claudeStream) record(ctx context.Context, rec record) (string, error) {
 	if s == nil {
 		return endedSkip(p.cur.gone), nil
 	}
+	if p.seen(s, &l) {
+		return "", nil
+	}
 	at := parseTime(l.Timestamp)
 	s.touch(at)
 	at = s.when(at, p.fc)
@@ -106,6 +110,21 @@ func (p *claudeStream) record(ctx context.Context, rec record) (string, error) {
 		return "", nil // partial deltas; the whole message follows as an assistant event
 	}
 	return fmt.Sprintf("unknown event type %q", l.Type), nil
+}
+
+// seen reports whether the line was imported already, and remembers it.
+// Stream-json lines carry the uuid of the same line in the session's
+// transcript: a line with text already read there (or in another copy of
+// the log) is passed over, as the transcript passes over its own repeats;
+// so is a result already read (its usage and cost would count twice).
+func (p *claudeStream) seen(s *session, l *claudeStreamLine) bool {
+	switch {
+	case l.Type == "result":
+		return p.imp.seenLine(s, l.UUID)
+	case l.Message != nil && mayHaveText(l.Message.Content):
+		return p.imp.seenLine(s, l.UUID)
+	}
+	return false
 }
 
 func (p *claudeStream) sessionFor(id string) *session {

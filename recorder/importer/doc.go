@@ -31,6 +31,11 @@
 // thread (a Task subagent's responses are not in result.usage, and mostly
 // not in the output at all), summed over the processes.
 //
+// One session can be in a transcript and a stream-json log at once:
+// transcripts (and rollouts) are read before one-file output whatever the
+// order of the paths, and a stream-json line the transcript had (by uuid)
+// is passed over like a transcript's own repeat.
+//
 // # Bounded memory
 //
 // Memory grows with sessions and responses, never with bytes, and no text

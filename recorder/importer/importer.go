@@ -118,7 +118,7 @@ func Import(ctx context.Context, paths []string, opts Options) (*Summary, error)
 		imp.sink = DiscardSink{}
 	}
 	imp.progress.TotalFiles, imp.progress.TotalBytes = len(files), total
-	for _, f := range files {
+	for _, f := range sessionFilesFirst(files, opts.Format) {
 		if err := imp.file(ctx, f); err != nil {
 			return imp.sum, err
 		}
@@ -203,6 +203,42 @@ func listFiles(paths []string) ([]string, int64, error) {
 		}
 	}
 	return files, total, nil
+}
+
+// sessionFilesFirst orders the files so that transcripts and rollouts
+// come before stream-json and exec output (each group in its own order;
+// forced is Options.Format, which leaves the order alone). One session can
+// be in both kinds of file at once (`spine import ~/.claude logs/`): its
+// transcript holds every line, with its time, and the headless log repeats
+// some of them (by uuid) and adds the app's own report. Reading the
+// transcript first makes the session's prompt, prose order and times the
+// transcript's whatever order the paths were given in; the log then adds
+// only what the transcript lacks.
+func sessionFilesFirst(files []string, forced Format) []string {
+	if forced != "" {
+		return files
+	}
+	var first, later []string
+	for _, f := range files {
+		if fileFormat(f).oneFile() {
+			later = append(later, f)
+		} else {
+			first = append(first, f)
+		}
+	}
+	return append(first, later...)
+}
+
+// fileFormat is the format detect tells from a file's first values, ""
+// when it tells none or the file cannot be read (file reports that).
+func fileFormat(path string) Format {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	format, _ := detect(bufio.NewReaderSize(f, 64<<10))
+	return format
 }
 
 // fileCtx is one file being read.

@@ -3,6 +3,7 @@ package importer
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -206,4 +207,103 @@ func costOf(c *float64) any {
 		return "absent"
 	}
 	return *c
+}
+
+// chunkView is what a chunk recorded, without its ids and times.
+type chunkView struct {
+	Stream, Text, Action, Path, Command, Output, Tool string
+}
+
+// chunksOf are a sink's chunks as views, in order.
+func chunksOf(sink *memSink) []chunkView {
+	var out []chunkView
+	for _, e := range sink.envs {
+		if e.Type != streams.TypeSessionChunk {
+			continue
+		}
+		v := chunkView{Stream: e.Stream, Text: e.Text}
+		if ev := e.Event; ev != nil {
+			v.Action, v.Path, v.Command, v.Output, v.Tool = ev.Action, ev.Path, ev.Command, ev.Output, ev.Tool
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// One session imported from its stream-json log and its transcripts
+// together, in either order, and from the log twice (a copy under another
+// name): nothing is counted or stored twice. The transcripts hold every
+// line the log has (same uuids), so the chunks are the transcripts'
+// alone; the tokens, responses and cost are those of the log with the
+// transcripts' responses.
+func TestRealClaudeTwoFormats(t *testing.T) {
+	srv := fakemodel.Start(t)
+	c := apprig.NewClaude(t, srv, nil)
+	note := filepath.Join(c.Dir, "note.txt")
+	srv.Anthropic(
+		onMain(claudeTurnUsage(1), fakemodel.Thinking("a note first"), fakemodel.Text("writing the note"),
+			fakemodel.Tool("Write", map[string]any{"file_path": note, "content": "two formats\n"})),
+		onMain(claudeTurnUsage(2), fakemodel.Text("now a subagent"),
+			fakemodel.Tool("Agent", map[string]any{"description": "read", "prompt": "read note.txt", "subagent_type": "general-purpose"})),
+		onSub(claudeTurnUsage(3), fakemodel.Text("reading"), fakemodel.Tool("Read", map[string]any{"file_path": note})),
+		onSub(claudeTurnUsage(4), fakemodel.Text("it says two formats")),
+		onMain(claudeTurnUsage(5), fakemodel.Tool("Bash", map[string]any{"command": "wc -c note.txt", "description": "size"})),
+		onMain(claudeTurnUsage(6), fakemodel.Text("done: 12 bytes")),
+	)
+	run := runClaude(t, srv, c, "write a note, have it read, size it", nil)
+	log := srv.Log()
+	truth, cost := servedTokens(log), resultCost(t, run.Stdout)
+
+	transcriptsOnly, ref := importOnly(t, Options{}, run.Transcripts...)
+	want := chunksOf(ref)
+	if transcriptsOnly.Responses != len(log) || len(want) == 0 {
+		t.Fatalf("transcripts alone: %d responses of %d, %d chunks", transcriptsOnly.Responses, len(log), len(want))
+	}
+	copyOfLog := filepath.Join(t.TempDir(), "copy.jsonl")
+	if err := os.WriteFile(copyOfLog, run.Stdout, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	streamOnly, streamRef := importOnly(t, Options{}, run.Log)
+	for name, paths := range map[string][]string{
+		"log, transcripts": append([]string{run.Log}, run.Transcripts...),
+		"transcripts, log": append(append([]string{}, run.Transcripts...), run.Log),
+	} {
+		got, sink := importOnly(t, Options{}, paths...)
+		if got.Tokens != truth || got.Responses != len(log) || got.TotalCost == nil || *got.TotalCost != cost {
+			t.Errorf("%s: tokens %+v, %d responses, cost %v; want %+v, %d, %v", name, got.Tokens, got.Responses,
+				costOf(got.TotalCost), truth, len(log), cost)
+		}
+		if diff := diffChunks(chunksOf(sink), want); diff != "" {
+			t.Errorf("%s: chunks differ from the transcripts' alone:\n%s", name, diff)
+		}
+	}
+	twice, sink := importOnly(t, Options{}, run.Log, copyOfLog)
+	if twice.Tokens != streamOnly.Tokens || twice.Responses != streamOnly.Responses ||
+		costOf(twice.TotalCost) != costOf(streamOnly.TotalCost) {
+		t.Errorf("the log twice: %+v; once: %+v", twice, streamOnly)
+	}
+	if diff := diffChunks(chunksOf(sink), chunksOf(streamRef)); diff != "" {
+		t.Errorf("the log twice: chunks differ from once:\n%s", diff)
+	}
+}
+
+// diffChunks says how two chunk lists differ, "" when they do not.
+func diffChunks(got, want []chunkView) string {
+	var b strings.Builder
+	for i := range max(len(got), len(want)) {
+		var g, w chunkView
+		if i < len(got) {
+			g = got[i]
+		}
+		if i < len(want) {
+			w = want[i]
+		}
+		if g != w {
+			fmt.Fprintf(&b, "  %d: got %q\n     want %q\n", i, g, w)
+		}
+	}
+	if b.Len() > 0 {
+		fmt.Fprintf(&b, "  (%d chunks, want %d)", len(got), len(want))
+	}
+	return b.String()
 }
