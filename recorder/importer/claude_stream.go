@@ -5,6 +5,7 @@ import (
 	"fmt"
 	json "github.com/spinehq/spine/internal/fastjson"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -46,6 +47,7 @@ type claudeStreamLine struct {
 	ToolUseResult json.RawMessage `json:"tool_use_result"`
 	IsError       bool            `json:"is_error"`
 	Result        string          `json:"result"`
+	NumTurns      int             `json:"num_turns"`
 	TotalCostUSD  *float64        `json:"total_cost_usd"`
 	Usage         *claudeUsage    `json:"usage"`
 	// ModelUsage is the process's running total per model, every thread
@@ -91,13 +93,14 @@ func (p *claudeStream) record(ctx context.Context, rec record) (string, error) {
 			s.setWorkspace(l.CWD)
 		}
 		if s.model == "" {
-			s.model = s.imp.intern(l.Model)
+			s.model = s.imp.intern(claudeModelName(l.Model))
 		}
 		return "", nil
 	case "assistant":
 		if l.Message == nil {
 			return "assistant event without message", nil
 		}
+		s.claudeRuns().shown(l.Message)
 		return "", s.assistant(ctx, at, l.Message, l.RequestID)
 	case "user":
 		if l.Message == nil {
@@ -162,10 +165,55 @@ func (p *claudeStream) result(ctx context.Context, s *session, at time.Time, l *
 	if l.IsError {
 		s.status, s.err = "failed", cmpOr(l.Subtype, "error")
 	}
-	if !s.sawProse && l.Result != "" { // --output-format json: the answer is only here
+	return p.answer(ctx, s, at, l)
+}
+
+// answer records what only a result line holds when its process showed
+// no response of its own (--output-format json: the result object alone):
+// its num_turns as the main thread's responses, its modelUsage's model,
+// and its text as the answer. A session read from its transcript has
+// them there (transcripts are read first, see sessionFilesFirst).
+func (p *claudeStream) answer(ctx context.Context, s *session, at time.Time, l *claudeStreamLine) error {
+	r := s.claudeRuns()
+	responses, text := r.responses, r.text
+	r.responses, r.text = 0, false // the next result is the next query's
+	if s.format == FormatClaudeTranscript {
+		return nil
+	}
+	if s.model == "" {
+		s.model = s.imp.intern(l.mainModel())
+	}
+	if responses == 0 && l.NumTurns > 0 {
+		s.responses += l.NumTurns
+		s.days[s.day(at)].responses += l.NumTurns
+	}
+	if !text && l.Result != "" {
 		return s.prose(ctx, at, "stdout", l.Result+"\n")
 	}
 	return nil
+}
+
+// mainModel is the model of result.modelUsage with the most output (the
+// main thread's, as a rule), "" without modelUsage.
+func (l *claudeStreamLine) mainModel() string {
+	var best string
+	var most int64 = -1
+	for name, u := range l.ModelUsage {
+		if u.Output > most || u.Output == most && name < best {
+			best, most = name, u.Output
+		}
+	}
+	return claudeModelName(best)
+}
+
+// claudeModelName is a model as the API names it: Claude Code's own
+// reports (system/init, result.modelUsage) mark a context variant in
+// brackets ("claude-opus-4-8[1m]"), its responses name the model alone.
+func claudeModelName(m string) string {
+	if i := strings.IndexByte(m, '['); i > 0 && strings.HasSuffix(m, "]") {
+		return m[:i]
+	}
+	return m
 }
 
 func (p *claudeStream) done(context.Context) error { return nil }
@@ -184,6 +232,18 @@ func (p *claudeStream) done(context.Context) error { return nil }
 // earlier result of the same file.
 type claudeRuns struct {
 	procs []claudeProc
+	// responses counts the assistant lines since the last result; text
+	// says one had text.
+	responses int
+	text      bool
+}
+
+// shown notes an assistant line of the output.
+func (r *claudeRuns) shown(m *claudeMessage) {
+	r.responses++
+	for _, b := range blocks(m.Content) {
+		r.text = r.text || b.Type == "text" && b.Text != ""
+	}
 }
 
 // claudeProc is one process's running totals, as its last result

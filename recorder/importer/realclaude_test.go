@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -306,4 +307,62 @@ func diffChunks(got, want []chunkView) string {
 		fmt.Fprintf(&b, "  (%d chunks, want %d)", len(got), len(want))
 	}
 	return b.String()
+}
+
+// texts are a sink's stdout texts.
+func texts(sink *memSink) []string {
+	var out []string
+	for _, v := range chunksOf(sink) {
+		if v.Stream == "stdout" {
+			out = append(out, v.Text)
+		}
+	}
+	return out
+}
+
+// `claude -p --output-format json` writes the result object alone: its
+// num_turns are the main thread's responses and its modelUsage names the
+// model. A resumed session's two json outputs count each run's responses
+// and keep each run's answer; with the transcript, the transcript's
+// responses and prose count, once.
+func TestRealClaudeJSON(t *testing.T) {
+	srv := fakemodel.Start(t)
+	c := apprig.NewClaude(t, srv, nil)
+	srv.Anthropic(
+		onMain(claudeTurnUsage(1), fakemodel.Tool("Bash", map[string]any{"command": "echo json", "description": "echo"})),
+		onMain(claudeTurnUsage(2), fakemodel.Text("the first answer")),
+		onMain(claudeTurnUsage(3), fakemodel.Text("the second answer")),
+	)
+	json := &apprig.RunOptions{Format: "json"}
+	first := runClaude(t, srv, c, "first", json)
+	second := runClaude(t, srv, c, "second", &apprig.RunOptions{Format: "json", Resume: first.SessionID})
+	log := srv.Log()
+	model := log[0].Model
+	transcriptsOnly, ref := importOnly(t, Options{}, first.Transcripts...)
+	cases := []struct {
+		name      string
+		paths     []string
+		responses int
+		tokens    accounting.Tokens
+		texts     []string
+	}{
+		{"first", []string{first.Log}, 2, servedTokens(log[:2]), []string{"the first answer\n"}},
+		{"both", []string{first.Log, second.Log}, 3, servedTokens(log), []string{"the first answer\n", "the second answer\n"}},
+		// no times: the answers come in the order read
+		{"both reversed", []string{second.Log, first.Log}, 3, servedTokens(log), []string{"the second answer\n", "the first answer\n"}},
+		{"both with the transcript", append([]string{first.Log, second.Log}, first.Transcripts...), 3, servedTokens(log), texts(ref)},
+	}
+	for _, tc := range cases {
+		got, sink := importOnly(t, Options{}, tc.paths...)
+		if got.Responses != tc.responses || got.Model != model || got.Tokens != tc.tokens {
+			t.Errorf("%s: %d responses, model %q, tokens %+v; want %d, %q, %+v", tc.name, got.Responses, got.Model,
+				got.Tokens, tc.responses, model, tc.tokens)
+		}
+		if g := texts(sink); !slices.Equal(g, tc.texts) {
+			t.Errorf("%s: prose %q, want %q", tc.name, g, tc.texts)
+		}
+	}
+	if transcriptsOnly.Responses != len(log) {
+		t.Errorf("the transcript alone: %d responses of %d", transcriptsOnly.Responses, len(log))
+	}
 }
