@@ -1,9 +1,13 @@
 package importer
 
 import (
+	"bufio"
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	json "github.com/spinehq/spine/internal/fastjson"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -21,6 +25,58 @@ type claudeStream struct {
 	cur fileSession
 	// results are the sessions this file has a result line of.
 	results map[*session]bool
+	// first and last are the earliest and latest times of the file's
+	// lines (first read ahead, see time).
+	first, last time.Time
+	scanned     bool
+}
+
+// time is a line's time. Stream-json lines mostly carry none (only user
+// lines, tool results and a subagent's prompt, have a timestamp): a line
+// without one takes the time of the file's last line that had one, or
+// before any, the first the file has (read ahead), so the session's start
+// and its responses' days are times the output carries. Zero when the file
+// has no time at all (see session.when).
+func (p *claudeStream) time(stamp string) time.Time {
+	if at := parseTime(stamp); !at.IsZero() {
+		if at.After(p.last) {
+			p.last = at
+		}
+		return at
+	}
+	if !p.scanned {
+		p.scanned, p.first = true, firstTimestamp(p.fc.path)
+	}
+	return cmp.Or(p.last, p.first)
+}
+
+// firstTimestamp is the first timestamp of a stream-json file's lines,
+// zero when none has one or the file cannot be read again.
+func firstTimestamp(path string) time.Time {
+	f, err := os.Open(path)
+	if err != nil {
+		return time.Time{}
+	}
+	defer f.Close()
+	rr := newRecordReader(bufio.NewReaderSize(f, 1<<20))
+	for {
+		rec, err := rr.next()
+		var le *lineError
+		switch {
+		case errors.As(err, &le) && !le.fatal:
+			continue
+		case err != nil:
+			return time.Time{}
+		}
+		var l struct {
+			Timestamp string `json:"timestamp"`
+		}
+		if json.Unmarshal(rec.data, &l) == nil {
+			if at := parseTime(l.Timestamp); !at.IsZero() {
+				return at
+			}
+		}
+	}
 }
 
 // resulted reports whether the file had a result line of s before, and
@@ -84,7 +140,7 @@ func (p *claudeStream) record(ctx context.Context, rec record) (string, error) {
 	if p.seen(s, &l) {
 		return "", nil
 	}
-	at := parseTime(l.Timestamp)
+	at := p.time(l.Timestamp)
 	s.touch(at)
 	at = s.when(at, p.fc)
 	switch l.Type {

@@ -583,6 +583,9 @@ func (imp *Importer) hold(ctx context.Context, s *session, e *streams.Envelope) 
 // the rest as they come (a closed session has none).
 func (imp *Importer) release(ctx context.Context, s *session) error {
 	held := s.held
+	if len(held) > 0 && held[0].Type == streams.TypeSessionStart {
+		held[0].At = s.startTime() // the earliest time read since it was held
+	}
 	s.held, s.streaming = nil, true
 	imp.heldBytes -= s.heldBytes
 	s.heldBytes = 0
@@ -620,7 +623,8 @@ func (imp *Importer) tally(s *session) {
 	if imp.opts.AllSessions || len(imp.sum.PerSession) < MaxSessionsListed {
 		imp.sum.PerSession = append(imp.sum.PerSession, Imported{n: s.n, SessionID: s.id, AppSessionID: s.appID,
 			App: s.app(), Format: s.format, Files: s.files, Status: cmpOr(s.status, "done"), Model: s.model,
-			Responses: s.responses, Tokens: t.report(), TotalCost: s.cost, Chunks: s.seq, AlreadyRecorded: s.skip})
+			Responses: s.responses, Tokens: t.report(), TotalCost: s.cost, Chunks: s.seq, AlreadyRecorded: s.skip,
+			Untimed: s.startAt.IsZero()})
 	} else {
 		imp.sum.OmittedSessions++
 	}

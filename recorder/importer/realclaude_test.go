@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spinehq/spine/accounting"
 	"github.com/spinehq/spine/internal/apprig"
@@ -364,5 +365,64 @@ func TestRealClaudeJSON(t *testing.T) {
 	}
 	if transcriptsOnly.Responses != len(log) {
 		t.Errorf("the transcript alone: %d responses of %d", transcriptsOnly.Responses, len(log))
+	}
+}
+
+// startEnd are the times on a sink's start and end.
+func startEnd(t *testing.T, sink *memSink) (start, end time.Time) {
+	t.Helper()
+	var n int
+	for _, e := range sink.envs {
+		switch e.Type {
+		case streams.TypeSessionStart:
+			start, n = e.At, n+1
+		case streams.TypeSessionEnd:
+			end, n = e.At, n+1
+		}
+	}
+	if n != 2 {
+		t.Fatalf("%d starts and ends, want one of each", n)
+	}
+	return start, end
+}
+
+// A session's start and end are times its output carries, not the log
+// file's modification time (the day it was copied, here a year on); with
+// the transcript they are the transcript's. Output with no time at all
+// (a run that called no tool) takes the file's time for both and says so.
+func TestRealClaudeTimes(t *testing.T) {
+	srv := fakemodel.Start(t)
+	c := apprig.NewClaude(t, srv, nil)
+	srv.Anthropic(
+		onMain(claudeTurnUsage(1), fakemodel.Text("checking"), fakemodel.Tool("Bash", map[string]any{"command": "true", "description": "check"})),
+		onMain(claudeTurnUsage(2), fakemodel.Text("fine")),
+		onMain(claudeTurnUsage(3), fakemodel.Text("no tools, no times")),
+	)
+	timed := runClaude(t, srv, c, "check", nil)
+	copied := timed.Ended.AddDate(1, 0, 0)
+	if err := os.Chtimes(timed.Log, copied, copied); err != nil {
+		t.Fatal(err)
+	}
+	got, sink := importOnly(t, Options{}, timed.Log)
+	start, end := startEnd(t, sink)
+	if start.Before(timed.Started) || end.After(timed.Ended) || end.Before(start) || got.Untimed {
+		t.Errorf("the log alone: start %v, end %v (untimed %v); the run went from %v to %v",
+			start, end, got.Untimed, timed.Started, timed.Ended)
+	}
+	_, ref := importOnly(t, Options{}, timed.Transcripts...)
+	wantStart, wantEnd := startEnd(t, ref)
+	_, sink = importOnly(t, Options{}, append([]string{timed.Log}, timed.Transcripts...)...)
+	if start, end := startEnd(t, sink); !start.Equal(wantStart) || !end.Equal(wantEnd) {
+		t.Errorf("with the transcript: start %v, end %v; the transcript's %v, %v", start, end, wantStart, wantEnd)
+	}
+
+	untimed := runClaude(t, srv, apprig.NewClaude(t, srv, nil), "no tools", nil)
+	if err := os.Chtimes(untimed.Log, copied, copied); err != nil {
+		t.Fatal(err)
+	}
+	got, sink = importOnly(t, Options{}, untimed.Log)
+	start, end = startEnd(t, sink)
+	if !start.Equal(copied.Truncate(time.Millisecond)) || !end.Equal(start) || !got.Untimed {
+		t.Errorf("no times: start %v, end %v, untimed %v; want the file's %v for both, untimed", start, end, got.Untimed, copied)
 	}
 }

@@ -116,12 +116,14 @@ type callResult struct {
 	missing    bool            // nothing came back: the source ends, or too many calls wait, before it
 }
 
-// touch notes a time the source reported.
+// touch notes a time the source reported. The earliest is the start's
+// (a one-file session's start is held back until it is closed, see
+// Importer.release, so a later file of it can still move it earlier).
 func (s *session) touch(at time.Time) {
 	if at.IsZero() {
 		return
 	}
-	if !s.started && (s.startAt.IsZero() || at.Before(s.startAt)) {
+	if s.startAt.IsZero() || at.Before(s.startAt) {
 		s.startAt = at
 	}
 	if at.After(s.lastAt) {
@@ -357,8 +359,9 @@ func (s *session) finish(ctx context.Context) error {
 	return s.imp.publish(ctx, s, e)
 }
 
+// endTime is the latest time the source reported, never before the start.
 func (s *session) endTime() time.Time {
-	if s.lastAt.IsZero() {
+	if s.lastAt.IsZero() || s.lastAt.Before(s.startTime()) {
 		return s.startTime()
 	}
 	return s.lastAt.UTC()

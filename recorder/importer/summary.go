@@ -115,6 +115,10 @@ type Imported struct {
 	Tokens       accounting.Tokens `json:"tokens"` // as Summary.Tokens
 	TotalCost    *float64          `json:"totalCost,omitempty"`
 	Chunks       int64             `json:"chunks"`
+	// Untimed: the output carried no time at all (a stream-json run that
+	// called no tool; codex exec --json), so start and end are the first
+	// file's modification time.
+	Untimed bool `json:"untimed,omitempty"`
 	// AlreadyRecorded: spine held this session, ended, before the import.
 	AlreadyRecorded bool `json:"alreadyRecorded,omitempty"`
 }
