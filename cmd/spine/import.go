@@ -24,7 +24,7 @@ func runImport(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("import", flag.ContinueOnError)
 	app := fs.String("app", "", "only files of this app: claude-code or codex (default both)")
 	format := fs.String("format", "", fmt.Sprintf("force the format of every file: one of %v (default: detect per file)", importer.Formats))
-	billing := fs.String("billing", "", "stamp imported sessions subscription or metered (default: unknown)")
+	billing := fs.String("billing", "", "stamp imported sessions subscription or metered (default: what the output says, else unknown)")
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	allSessions := fs.Bool("all-sessions", false, fmt.Sprintf("list every session in the JSON summary (default: the first %d; totals count them all)", importer.MaxSessionsListed))
 	dryRun := fs.Bool("dry-run", false, "read and count everything, publish nothing")

@@ -98,6 +98,7 @@ type claudeStreamLine struct {
 	UUID          string          `json:"uuid"`
 	RequestID     string          `json:"request_id"`
 	CWD           string          `json:"cwd"`
+	APIKeySource  string          `json:"apiKeySource"`
 	Model         string          `json:"model"`
 	Message       *claudeMessage  `json:"message"`
 	ToolUseResult json.RawMessage `json:"tool_use_result"`
@@ -147,6 +148,7 @@ func (p *claudeStream) record(ctx context.Context, rec record) (string, error) {
 	case "system":
 		if l.Subtype == "init" {
 			s.setWorkspace(l.CWD)
+			s.claudeRuns().signal(s, claudeBilling(l.APIKeySource))
 		}
 		if s.model == "" {
 			s.model = s.imp.intern(claudeModelName(l.Model))
@@ -288,10 +290,37 @@ func (p *claudeStream) done(context.Context) error { return nil }
 // earlier result of the same file.
 type claudeRuns struct {
 	procs []claudeProc
+	// signalled and mixed: a system/init gave a billing signal, and two
+	// gave different ones (then the session's is unknown).
+	signalled, mixed bool
 	// responses counts the assistant lines since the last result; text
 	// says one had text.
 	responses int
 	text      bool
+}
+
+// claudeKeySources are the apiKeySource values of Claude Code 2.1's
+// system/init that name an API key, billed per token. A claude.ai login
+// (its OAuth token, measured) and a run with no credential both say
+// "none": that says nothing about billing.
+var claudeKeySources = []string{"ANTHROPIC_API_KEY", "apiKeyHelper", "/login managed key"}
+
+// claudeBilling maps an apiKeySource to a billing signal ("" = silent).
+func claudeBilling(apiKeySource string) string {
+	if slices.Contains(claudeKeySources, apiKeySource) {
+		return "metered"
+	}
+	return ""
+}
+
+// signal notes one system/init's billing signal: the session's is that
+// signal while every init gives the same one, else unknown.
+func (r *claudeRuns) signal(s *session, billing string) {
+	r.mixed = r.mixed || r.signalled && billing != s.billing
+	r.signalled, s.billing = true, billing
+	if r.mixed {
+		s.billing = ""
+	}
 }
 
 // shown notes an assistant line of the output.

@@ -25,8 +25,9 @@ type Options struct {
 	App string
 	// Format forces every file's format; "" detects it per file.
 	Format Format
-	// Billing is stamped on every end: "" (unknown), "subscription" or
-	// "metered". Files never say, so only the person importing can.
+	// Billing is stamped on every end: "subscription" or "metered"; ""
+	// keeps what the app's output says, where it says (Claude stream-json's
+	// apiKeySource, see claudeBilling), else unknown.
 	Billing string
 	// Owner owns the imported sessions. HTTP ingest replaces it with the
 	// token's org and member; "" means "dev"/"dev", like `spine token mint`.

@@ -426,3 +426,50 @@ func TestRealClaudeTimes(t *testing.T) {
 		t.Errorf("no times: start %v, end %v, untimed %v; want the file's %v for both, untimed", start, end, got.Untimed, copied)
 	}
 }
+
+// billingOf is the billing on a sink's end.
+func billingOf(t *testing.T, sink *memSink) string {
+	t.Helper()
+	e := ends(sink)
+	if len(e) != 1 {
+		t.Fatalf("%d ends, want 1", len(e))
+	}
+	return e[0].Billing
+}
+
+// Claude's system/init names the credential (apiKeySource): an API key is
+// metered; "none" (a claude.ai login, measured with an OAuth token, or no
+// credential) says nothing, so billing stays unknown; --billing overrides.
+// Transcripts carry no such signal.
+func TestRealClaudeBilling(t *testing.T) {
+	srv := fakemodel.Start(t)
+	srv.Anthropic(onMain(claudeTurnUsage(1), fakemodel.Text("metered")), onMain(claudeTurnUsage(2), fakemodel.Text("login")))
+	key := runClaude(t, srv, apprig.NewClaude(t, srv, nil), "with a key", nil)
+	login := runClaude(t, srv, apprig.NewClaude(t, srv, &apprig.ClaudeOptions{
+		Env: []string{"ANTHROPIC_API_KEY=", "CLAUDE_CODE_OAUTH_TOKEN=dummy"}}), "with a login", nil)
+	for _, tc := range []struct {
+		run     *apprig.ClaudeRun
+		source  string
+		billing string
+	}{{key, "ANTHROPIC_API_KEY", "metered"}, {login, "none", ""}} {
+		if !bytes.Contains(tc.run.Stdout, []byte(`"apiKeySource":"`+tc.source+`"`)) {
+			t.Fatalf("system/init does not say apiKeySource %s: %s", tc.source, tc.run.Stdout)
+		}
+		_, sink := importOnly(t, Options{}, tc.run.Log)
+		if got := billingOf(t, sink); got != tc.billing {
+			t.Errorf("apiKeySource %s: billing %q, want %q", tc.source, got, tc.billing)
+		}
+		_, sink = importOnly(t, Options{Billing: "subscription"}, tc.run.Log)
+		if got := billingOf(t, sink); got != "subscription" {
+			t.Errorf("apiKeySource %s with --billing subscription: billing %q", tc.source, got)
+		}
+	}
+	_, sink := importOnly(t, Options{}, key.Transcripts...)
+	if got := billingOf(t, sink); got != "" {
+		t.Errorf("the transcript alone: billing %q, want unknown", got)
+	}
+	_, sink = importOnly(t, Options{}, append([]string{key.Log}, key.Transcripts...)...)
+	if got := billingOf(t, sink); got != "metered" {
+		t.Errorf("the log with the transcript: billing %q, want metered", got)
+	}
+}

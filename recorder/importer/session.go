@@ -55,6 +55,7 @@ type session struct {
 	days       []dayUsage // this session's share of each UTC day
 
 	model, effort string
+	billing       string // the app's own billing signal, "" when silent (Options.Billing overrides)
 	cost          *float64
 	status, err   string
 	exitCode      *int
@@ -351,7 +352,8 @@ func (s *session) finish(ctx context.Context) error {
 	}
 	e := &streams.Envelope{V: streams.Version, Type: streams.TypeSessionEnd, ID: envelopeID(s.app(), s.id, "end", 0),
 		At: s.endTime(), SessionID: s.id, Status: cmpOr(s.status, "done"), ExitCode: s.exitCode, Error: s.err,
-		Model: s.model, Effort: s.effort, TotalCost: s.cost, Billing: s.imp.opts.Billing}
+		Model: s.model, Effort: s.effort, TotalCost: s.cost,
+		Billing: cmpOr(s.imp.opts.Billing, s.billing)}
 	if s.reported() {
 		e.Usage = s.total().usage()
 		e.Usage.Raw = s.rawJSON()
