@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"time"
 )
 
 // subagentMark is what the billing header of a subagent's request carries.
@@ -53,6 +54,7 @@ var defaultAnthropic = Turn{
 // as server-sent events when the request asks for "stream", else as one
 // JSON message.
 func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
+	received := time.Now().UTC()
 	body, err := readBody(r)
 	if err != nil {
 		http.Error(w, "fakemodel: read body: "+err.Error(), http.StatusBadRequest)
@@ -80,7 +82,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	s.record(Served{
 		API: "anthropic", Model: m.model, ID: m.id, RequestID: m.requestID,
 		Usage: turn.Usage, Turn: n, Tools: m.toolIDs(), Thread: anthropicThread(body),
-		Request: json.RawMessage(body),
+		Request: json.RawMessage(body), Received: received,
 	})
 }
 

@@ -473,3 +473,232 @@ func TestRealClaudeBilling(t *testing.T) {
 		t.Errorf("the log with the transcript: billing %q, want metered", got)
 	}
 }
+
+// A scenario of the matrix: the turns scripted, the prompts run (the
+// second and later resume the first), and the output format.
+type claudeScenario struct {
+	name    string
+	mcp     bool
+	format  string // "" (stream-json) or "json"
+	prompts []string
+	turns   func(dir string) []fakemodel.Turn
+}
+
+// steps are the actions the scripted tool calls are recorded as, sorted.
+func (sc claudeScenario) steps(turns []fakemodel.Turn) []string {
+	var out []string
+	for _, t := range turns {
+		for _, b := range t.Blocks {
+			in, _ := b.Input.(map[string]any)
+			switch {
+			case b.Kind != "tool" || b.Tool == "Agent":
+			case b.Tool == "Bash":
+				out = append(out, "command "+in["command"].(string))
+			case b.Tool == "Read":
+				out = append(out, "file_read "+in["file_path"].(string))
+			case b.Tool == "Write":
+				out = append(out, "file_write "+in["file_path"].(string))
+			case strings.HasPrefix(b.Tool, "mcp__"):
+				out = append(out, "mcp_call "+b.Tool[strings.LastIndex(b.Tool, "__")+2:])
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// stepsOf are a sink's recorded actions, as steps names them, sorted.
+func stepsOf(sink *memSink) []string {
+	var out []string
+	for _, v := range chunksOf(sink) {
+		switch v.Action {
+		case "command":
+			out = append(out, "command "+v.Command)
+		case "file_read", "file_write":
+			out = append(out, v.Action+" "+v.Path)
+		case "mcp_call":
+			out = append(out, "mcp_call "+v.Tool)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Every scenario, every mix of its files: tokens, responses, cost, start,
+// end, prompts and steps equal what the fake model served and the runs
+// reported (the logs, the transcripts, both in either order). The truth per mix: tokens are every response served (the
+// logs' report, or the transcripts' responses); responses are every one
+// with the transcripts, else those the output shows; cost is the runs'
+// sum when a log is imported, absent from transcripts alone; times fall
+// within the runs and, with the transcripts, around every request; the
+// prompts are in the transcripts only (print mode does not echo them);
+// steps are every tool call that is an action (json output names none).
+func TestRealClaudeMatrix(t *testing.T) {
+	scenarios := []claudeScenario{
+		{name: "tools", prompts: []string{"write, read and run"}, turns: func(dir string) []fakemodel.Turn {
+			f := filepath.Join(dir, "a.txt")
+			return []fakemodel.Turn{
+				onMain(claudeTurnUsage(1), fakemodel.Thinking("plan"), fakemodel.Text("writing"),
+					fakemodel.Tool("Write", map[string]any{"file_path": f, "content": "a\n"})),
+				onMain(claudeTurnUsage(2), fakemodel.Tool("Read", map[string]any{"file_path": f})),
+				onMain(claudeTurnUsage(3), fakemodel.Tool("Bash", map[string]any{"command": "cat a.txt", "description": "cat"})),
+				onMain(claudeTurnUsage(4), fakemodel.Text("all done")),
+			}
+		}},
+		{name: "subagent", prompts: []string{"delegate"}, turns: func(string) []fakemodel.Turn {
+			return []fakemodel.Turn{
+				onMain(claudeTurnUsage(1), fakemodel.Tool("Agent", map[string]any{"description": "d", "prompt": "run pwd", "subagent_type": "general-purpose"})),
+				onSub(claudeTurnUsage(2), fakemodel.Tool("Bash", map[string]any{"command": "pwd", "description": "where"})),
+				onSub(claudeTurnUsage(3), fakemodel.Text("in the work dir")),
+				onMain(claudeTurnUsage(4), fakemodel.Text("it ran pwd")),
+			}
+		}},
+		{name: "mcp", mcp: true, prompts: []string{"call the tools"}, turns: func(string) []fakemodel.Turn {
+			return []fakemodel.Turn{
+				onMain(claudeTurnUsage(1), fakemodel.Tool("mcp__spine__add", map[string]any{"a": 2, "b": 3})),
+				onMain(claudeTurnUsage(2), fakemodel.Tool("mcp__spine__fail", map[string]any{"reason": "on purpose"})),
+				onMain(claudeTurnUsage(3), fakemodel.Text("5, and one failure")),
+			}
+		}},
+		{name: "resumed", prompts: []string{"first", "second"}, turns: func(string) []fakemodel.Turn {
+			return []fakemodel.Turn{
+				onMain(claudeTurnUsage(1), fakemodel.Tool("Bash", map[string]any{"command": "echo 1", "description": "one"})),
+				onMain(claudeTurnUsage(2), fakemodel.Text("one")),
+				onMain(claudeTurnUsage(3), fakemodel.Tool("Bash", map[string]any{"command": "echo 2", "description": "two"})),
+				onMain(claudeTurnUsage(4), fakemodel.Text("two")),
+			}
+		}},
+		{name: "json resumed", format: "json", prompts: []string{"first", "second"}, turns: func(string) []fakemodel.Turn {
+			return []fakemodel.Turn{
+				onMain(claudeTurnUsage(1), fakemodel.Tool("Bash", map[string]any{"command": "echo 1", "description": "one"})),
+				onMain(claudeTurnUsage(2), fakemodel.Text("one")),
+				onMain(claudeTurnUsage(3), fakemodel.Text("two")),
+			}
+		}},
+	}
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) { sc.check(t) })
+	}
+}
+
+// check runs the scenario and compares every mix of its files with the truth.
+func (sc claudeScenario) check(t *testing.T) {
+	srv := fakemodel.Start(t)
+	c := apprig.NewClaude(t, srv, &apprig.ClaudeOptions{MCP: sc.mcp})
+	turns := sc.turns(c.Dir)
+	srv.Anthropic(turns...)
+	var runs []*apprig.ClaudeRun
+	var logs []string
+	var cost float64
+	for i, p := range sc.prompts {
+		o := &apprig.RunOptions{Format: sc.format}
+		if i > 0 {
+			o.Resume = runs[0].SessionID
+		}
+		r := runClaude(t, srv, c, p, o)
+		runs, logs, cost = append(runs, r), append(logs, r.Log), cost+resultCost(t, r.Stdout)
+	}
+	log := srv.Log()
+	if len(log) != len(turns) || len(srv.Scripted()) != len(turns) {
+		t.Fatalf("served %d responses for %d turns: %+v", len(log), len(turns), log)
+	}
+	transcripts := runs[len(runs)-1].Transcripts
+	shown := 0
+	for _, r := range log {
+		// the logs show the main thread's responses, and in stream-json a
+		// subagent's that called a tool
+		if r.Thread == fakemodel.ThreadMain || sc.format == "" && len(r.Tools) > 0 {
+			shown++
+		}
+	}
+	reversed := slices.Clone(logs)
+	slices.Reverse(reversed)
+	mixes := []struct {
+		name        string
+		paths       []string
+		logs, trans bool
+	}{
+		{"logs", logs, true, false},
+		{"logs reversed", reversed, true, false},
+		{"transcripts", transcripts, false, true},
+		{"logs, transcripts", append(slices.Clone(logs), transcripts...), true, true},
+		{"transcripts, logs reversed", append(slices.Clone(transcripts), reversed...), true, true},
+	}
+	for _, m := range mixes {
+		got, sink := importOnly(t, Options{}, m.paths...)
+		where := fmt.Sprintf("%s (%d files)", m.name, len(m.paths))
+		if got.Tokens != servedTokens(log) {
+			t.Errorf("%s: tokens %+v, served %+v", where, got.Tokens, servedTokens(log))
+		}
+		wantResponses := shown
+		if m.trans {
+			wantResponses = len(log)
+		}
+		if got.Responses != wantResponses {
+			t.Errorf("%s: %d responses, want %d of the %d served", where, got.Responses, wantResponses, len(log))
+		}
+		switch {
+		case m.logs && (got.TotalCost == nil || math.Abs(*got.TotalCost-cost) > 1e-12):
+			t.Errorf("%s: cost %v, the runs reported %v", where, costOf(got.TotalCost), cost)
+		case !m.logs && got.TotalCost != nil:
+			t.Errorf("%s: cost %v from transcripts, which report none", where, *got.TotalCost)
+		}
+		want := sc.steps(turns)
+		if sc.format == "json" && !m.trans {
+			want = nil // the result object alone names no tool call
+		}
+		if g := stepsOf(sink); !slices.Equal(g, want) {
+			t.Errorf("%s: steps %q, want %q", where, g, want)
+		}
+		sc.checkTimes(t, where, sink, got, runs, log, m.trans)
+		sc.checkPrompts(t, where, sink, m.trans)
+	}
+}
+
+// checkTimes: within the runs; with the transcripts, around every request.
+func (sc claudeScenario) checkTimes(t *testing.T, where string, sink *memSink, got Imported, runs []*apprig.ClaudeRun, log []fakemodel.Served, trans bool) {
+	t.Helper()
+	start, end := startEnd(t, sink)
+	if end.Before(start) {
+		t.Errorf("%s: end %v before start %v", where, end, start)
+	}
+	if got.Untimed {
+		if trans || sc.format != "json" {
+			t.Errorf("%s: untimed, though the files carry times", where)
+		}
+		return
+	}
+	if first, last := runs[0].Started.Truncate(time.Millisecond), runs[len(runs)-1].Ended; start.Before(first) || end.After(last) {
+		t.Errorf("%s: %v to %v, outside the runs' %v to %v", where, start, end, first, last)
+	}
+	if trans && (start.After(log[0].Received) || end.Before(log[len(log)-1].Received)) {
+		t.Errorf("%s: %v to %v does not hold the requests, %v to %v", where, start, end, log[0].Received, log[len(log)-1].Received)
+	}
+}
+
+// checkPrompts: the transcripts' first prompt is the start's, later ones
+// the user's prose; the logs carry none.
+func (sc claudeScenario) checkPrompts(t *testing.T, where string, sink *memSink, trans bool) {
+	t.Helper()
+	var prompt string
+	for _, e := range sink.envs {
+		if e.Type == streams.TypeSessionStart {
+			prompt = e.Prompt
+		}
+	}
+	prose := strings.Join(texts(sink), "")
+	if !trans {
+		if prompt != "" {
+			t.Errorf("%s: prompt %q from logs that carry none", where, prompt)
+		}
+		return
+	}
+	if prompt != sc.prompts[0] {
+		t.Errorf("%s: prompt %q, want %q", where, prompt, sc.prompts[0])
+	}
+	for _, p := range sc.prompts[1:] {
+		if !strings.Contains(prose, "\n> "+p+"\n") {
+			t.Errorf("%s: the resumed prompt %q is not in the prose %q", where, p, prose)
+		}
+	}
+}
