@@ -100,9 +100,10 @@ type response struct {
 const recentResponses = 1 << 15
 
 // Import reads every file under paths (directories recursively, in
-// lexical order), publishes one session per app session it finds, and
-// says what it did. A malformed line is skipped and reported; only a
-// failing sink or an unreadable path stops the import.
+// lexical order; transcripts and rollouts before stream-json and exec
+// output, see sessionFilesFirst), publishes one session per app session
+// it finds, and says what it did. A malformed line is skipped and
+// reported; only a failing sink or an unreadable path stops the import.
 func Import(ctx context.Context, paths []string, opts Options) (*Summary, error) {
 	if err := opts.check(); err != nil {
 		return nil, err
