@@ -57,6 +57,7 @@ type Server struct {
 	anthropic []Turn // scripted turns not yet served, by API
 	openai    []Turn
 	used      [2]int // scripted turns served: anthropic, openai
+	queued    [2]int // scripted turns queued, by API: the next one's index
 	served    []Served
 	n         int // ids handed out
 }
@@ -73,6 +74,8 @@ type Turn struct {
 	// a request no queued turn matches gets the default answer. It sees
 	// the request body as sent.
 	Match func(body []byte) bool
+
+	index int // in its API's script, set when queued
 }
 
 // Block is one content block of a response.
@@ -183,14 +186,24 @@ func (s *Server) URL() string { return s.url }
 func (s *Server) Anthropic(turns ...Turn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.anthropic = append(s.anthropic, turns...)
+	s.anthropic = append(s.anthropic, indexed(turns, &s.queued[0])...)
 }
 
 // OpenAI queues turns for /v1/responses, answered in order.
 func (s *Server) OpenAI(turns ...Turn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.openai = append(s.openai, turns...)
+	s.openai = append(s.openai, indexed(turns, &s.queued[1])...)
+}
+
+// indexed copies turns, numbering them on from *next.
+func indexed(turns []Turn, next *int) []Turn {
+	out := make([]Turn, len(turns))
+	for i, t := range turns {
+		t.index, *next = *next, *next+1
+		out[i] = t
+	}
+	return out
 }
 
 // Log is every response served so far, in order.
@@ -211,17 +224,17 @@ func (s *Server) Scripted() []Served {
 	return out
 }
 
-// next takes the first queued turn of an API that accepts body; ok is false
-// when none does. Turns before it stay queued.
+// next takes the first queued turn of an API that accepts body, with its
+// index in the script; ok is false when none does. Turns before it stay
+// queued.
 func (s *Server) next(queue *[]Turn, used *int, body []byte) (Turn, int, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, t := range *queue {
 		if t.Match == nil || t.Match(body) {
 			*queue = append((*queue)[:i:i], (*queue)[i+1:]...)
-			n := *used
 			*used++
-			return t, n, true
+			return t, t.index, true
 		}
 	}
 	return Turn{}, -1, false
