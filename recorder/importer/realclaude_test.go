@@ -136,6 +136,12 @@ func TestRealClaudeSubagentTokens(t *testing.T) {
 	}
 }
 
+// endTokens are an end's usage as Tokens.
+func endTokens(u *streams.Usage) Tokens {
+	return Tokens{Input: u.InputTokens, Output: u.OutputTokens, CacheRead: u.CacheReadTokens,
+		CacheWrite: u.CacheWriteTokens, Reasoning: u.ReasoningTokens}
+}
+
 // ends are a sink's session.end envelopes.
 func ends(sink *memSink) []*streams.Envelope {
 	var out []*streams.Envelope
@@ -629,6 +635,10 @@ func (sc claudeScenario) check(t *testing.T) {
 		where := fmt.Sprintf("%s (%d files)", m.name, len(m.paths))
 		if got.Tokens != servedTokens(log) {
 			t.Errorf("%s: tokens %+v, served %+v", where, got.Tokens, servedTokens(log))
+		}
+		if e := ends(sink); len(e) != 1 || e[0].Usage == nil || endTokens(e[0].Usage).report() != got.Tokens ||
+			costOf(e[0].TotalCost) != costOf(got.TotalCost) {
+			t.Errorf("%s: the end (the router-call row's source) says %+v, the summary %+v", where, e, got)
 		}
 		wantResponses := shown
 		if m.trans {
