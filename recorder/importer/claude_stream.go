@@ -101,11 +101,13 @@ type claudeStreamLine struct {
 	Model         string          `json:"model"`
 	Message       *claudeMessage  `json:"message"`
 	ToolUseResult json.RawMessage `json:"tool_use_result"`
-	IsError       bool            `json:"is_error"`
-	Result        string          `json:"result"`
-	NumTurns      int             `json:"num_turns"`
-	TotalCostUSD  *float64        `json:"total_cost_usd"`
-	Usage         *claudeUsage    `json:"usage"`
+	// ParentToolUseID names the Task call a subagent's line belongs to.
+	ParentToolUseID string       `json:"parent_tool_use_id"`
+	IsError         bool         `json:"is_error"`
+	Result          string       `json:"result"`
+	NumTurns        int          `json:"num_turns"`
+	TotalCostUSD    *float64     `json:"total_cost_usd"`
+	Usage           *claudeUsage `json:"usage"`
 	// ModelUsage is the process's running total per model, every thread
 	// and side request included (result lines of 2.1 and later).
 	ModelUsage map[string]claudeModelUsage `json:"modelUsage"`
@@ -163,6 +165,11 @@ func (p *claudeStream) record(ctx context.Context, rec record) (string, error) {
 		if l.Message == nil {
 			return "user event without message", nil
 		}
+		if l.ParentToolUseID != "" {
+			if had, err := p.subagentPrompt(ctx, s, at, l.Message); had || err != nil {
+				return "", err
+			}
+		}
 		return "", s.user(ctx, at, l.Message, l.ToolUseResult)
 	case "result":
 		return "", p.result(ctx, s, at, &l, rec.data)
@@ -170,6 +177,24 @@ func (p *claudeStream) record(ctx context.Context, rec record) (string, error) {
 		return "", nil // partial deltas; the whole message follows as an assistant event
 	}
 	return fmt.Sprintf("unknown event type %q", l.Type), nil
+}
+
+// subagentPrompt records the text of a subagent's user line, the task the
+// main thread gave it, as prose marked as a prompt (as the subagent's
+// transcript gives it): never the person's prompt, which print mode does
+// not echo. It reports whether the line had text; one without (tool
+// results) is an ordinary user line.
+func (p *claudeStream) subagentPrompt(ctx context.Context, s *session, at time.Time, m *claudeMessage) (bool, error) {
+	had := false
+	for _, b := range blocks(m.Content) {
+		if b.Type == "text" && b.Text != "" {
+			had = true
+			if err := s.prose(ctx, at, "stdout", "\n> "+b.Text+"\n"); err != nil {
+				return true, err
+			}
+		}
+	}
+	return had, nil
 }
 
 // seen reports whether the line was imported already, and remembers it.
