@@ -80,7 +80,7 @@ func (s *session) addReport(at time.Time, t Tokens) {
 
 // addDays adds a closed session's days to the import's, per date and app.
 func (imp *Importer) addDays(s *session) {
-	byReport := s.report != nil || s.cumulative != nil
+	byReport := s.byReport() || s.cumulative != nil
 	for _, u := range s.days {
 		k := dayKey{u.date, s.app()}
 		d := imp.days[k]

@@ -2,6 +2,7 @@ package importer
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -595,14 +596,18 @@ func (sc claudeScenario) check(t *testing.T) {
 	srv.Anthropic(turns...)
 	var runs []*apprig.ClaudeRun
 	var logs []string
-	var cost float64
+	var costs []float64
 	for i, p := range sc.prompts {
 		o := &apprig.RunOptions{Format: sc.format}
 		if i > 0 {
 			o.Resume = runs[0].SessionID
 		}
 		r := runClaude(t, srv, c, p, o)
-		runs, logs, cost = append(runs, r), append(logs, r.Log), cost+resultCost(t, r.Stdout)
+		runs, logs, costs = append(runs, r), append(logs, r.Log), append(costs, resultCost(t, r.Stdout))
+	}
+	cost := costs[0]
+	for _, c := range costs[1:] {
+		cost += c
 	}
 	log := srv.Log()
 	if len(log) != len(turns) || len(srv.Scripted()) != len(turns) {
@@ -623,12 +628,21 @@ func (sc claudeScenario) check(t *testing.T) {
 		name        string
 		paths       []string
 		logs, trans bool
+		cost        float64 // when logs; 0: every run's
 	}{
-		{"logs", logs, true, false},
-		{"logs reversed", reversed, true, false},
-		{"transcripts", transcripts, false, true},
-		{"logs, transcripts", append(slices.Clone(logs), transcripts...), true, true},
-		{"transcripts, logs reversed", append(slices.Clone(transcripts), reversed...), true, true},
+		{"logs", logs, true, false, 0},
+		{"logs reversed", reversed, true, false, 0},
+		{"transcripts", transcripts, false, true, 0},
+		{"logs, transcripts", append(slices.Clone(logs), transcripts...), true, true, 0},
+		{"transcripts, logs reversed", append(slices.Clone(transcripts), reversed...), true, true, 0},
+	}
+	if len(logs) > 1 { // the transcript holds every run; one run's log is missing
+		mixes = append(mixes, struct {
+			name        string
+			paths       []string
+			logs, trans bool
+			cost        float64
+		}{"transcripts, the last log", append(slices.Clone(transcripts), logs[len(logs)-1]), true, true, costs[len(costs)-1]})
 	}
 	for _, m := range mixes {
 		got, sink := importOnly(t, Options{}, m.paths...)
@@ -647,9 +661,10 @@ func (sc claudeScenario) check(t *testing.T) {
 		if got.Responses != wantResponses {
 			t.Errorf("%s: %d responses, want %d of the %d served", where, got.Responses, wantResponses, len(log))
 		}
+		wantCost := cmp.Or(m.cost, cost) // a cost is what the imported logs reported
 		switch {
-		case m.logs && (got.TotalCost == nil || math.Abs(*got.TotalCost-cost) > 1e-12):
-			t.Errorf("%s: cost %v, the runs reported %v", where, costOf(got.TotalCost), cost)
+		case m.logs && (got.TotalCost == nil || math.Abs(*got.TotalCost-wantCost) > 1e-12):
+			t.Errorf("%s: cost %v, the logs reported %v", where, costOf(got.TotalCost), wantCost)
 		case !m.logs && got.TotalCost != nil:
 			t.Errorf("%s: cost %v from transcripts, which report none", where, *got.TotalCost)
 		}

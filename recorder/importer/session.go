@@ -318,15 +318,24 @@ func (s *session) addRaw(r json.RawMessage) {
 }
 
 // total is the session's normalised usage: the app's own total when it
-// reported one, else the sum over its responses.
+// reported one (see byReport), else the sum over its responses.
 func (s *session) total() Tokens {
 	switch {
-	case s.report != nil:
+	case s.byReport():
 		return *s.report
 	case s.cumulative != nil:
 		return *s.cumulative
 	}
 	return s.tokens
+}
+
+// byReport reports whether the session's tokens are the app's own report.
+// A Claude session's report covers the processes whose logs were
+// imported (every thread and side request of each); its transcript covers
+// every process's responses. When the responses add up to more, some
+// process's log is missing and they count instead (see claudeRuns).
+func (s *session) byReport() bool {
+	return s.report != nil && (s.claude == nil || s.tokens.sum() <= s.report.sum())
 }
 
 func (s *session) reported() bool {

@@ -92,6 +92,9 @@ func (t *Tokens) add(o Tokens) {
 	t.Reasoning += o.Reasoning
 }
 
+// sum is every count but reasoning (a part of output): the tokens in all.
+func (t Tokens) sum() int64 { return t.Input + t.Output + t.CacheRead + t.CacheWrite }
+
 func (t *Tokens) sub(o Tokens) {
 	t.add(Tokens{-o.Input, -o.Output, -o.CacheRead, -o.CacheWrite, -o.Reasoning})
 }
