@@ -35,6 +35,38 @@
 // Claude Code names the model it asked for with a context suffix in its
 // own reports (result.modelUsage "claude-opus-4-8[1m]") while the request
 // and the response say "claude-opus-4-8".
+//
+// # What Codex 0.171.0 sends
+//
+// Only streaming POST /v1/responses (no title, compaction or other side
+// requests at these sizes), headers originator: codex_exec, session-id and
+// thread-id (the thread's id), x-codex-turn-metadata (request_kind
+// "turn"), Authorization: Bearer with the provider's env_key value. The
+// body has model, stream, input (developer instructions, an
+// environment_context user message, the prompt, then every earlier item
+// and tool output), reasoning {effort}, include
+// ["reasoning.encrypted_content"], store false and prompt_cache_key (the
+// thread id). The tools it declares for a model it knows (gpt-5.5):
+// exec_command (a function, arguments {"cmd": …}; there is no "shell"),
+// write_stdin, request_user_input, apply_patch as a custom (freeform,
+// grammar) tool whose call carries the patch as its input string,
+// view_image, get_goal/create_goal/update_goal, tool_search (client
+// executed), web_search, and with MCP servers list_mcp_resources,
+// list_mcp_resource_templates and read_mcp_resource. MCP tools themselves
+// are deferred: a tool_search_call (object arguments {query, limit}) is
+// answered with a tool_search_output naming a namespace "mcp__NAME"; a
+// call to one is a function_call with that namespace and the bare tool
+// name. For a model it does not know, Codex warns (an error item in exec
+// --json) and declares no apply_patch.
+//
+// Codex reads response.output_item.done items and response.completed's
+// usage; the server also sends response.output_item.added and the text
+// and reasoning-summary deltas as OpenAI does. A tool block's Input is
+// the function call's arguments, or, when it is a string, a custom tool
+// call's input (apply_patch); a block for "tool_search" is a
+// tool_search_call. Codex reports each response's usage in its rollout
+// (token_usage_record, with the response id) and the thread's running
+// total on token_count and on exec --json's turn.completed.
 package fakemodel
 
 import (
@@ -80,10 +112,13 @@ type Turn struct {
 
 // Block is one content block of a response.
 type Block struct {
-	Kind  string // "text", "thinking" or "tool"
-	Text  string // text and thinking
-	Tool  string // the tool's name (tool blocks)
-	Input any    // the tool's arguments (tool blocks): marshalled to a JSON object
+	Kind string // "text", "thinking" or "tool"
+	Text string // text and thinking
+	Tool string // the tool's name (tool blocks)
+	// Input is the tool's arguments (tool blocks), marshalled to a JSON
+	// object; for OpenAI a string is a custom tool call's input instead
+	// (Codex's apply_patch).
+	Input any
 	// Namespace is a Responses-API function call's namespace (Codex's MCP
 	// tools, e.g. "mcp__spine"); "" for none.
 	Namespace string

@@ -1,0 +1,186 @@
+package apprig
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spinehq/spine/internal/fakemodel"
+)
+
+// CodexModel is the model the rig names: one Codex 0.171 knows, so it
+// declares its full tool set (exec_command, apply_patch as a freeform
+// custom tool, tool_search) instead of warning about missing metadata.
+const CodexModel = "gpt-5.5"
+
+// codexKeyEnv is the variable the rig's provider reads its API key from.
+const codexKeyEnv = "SPINE_FAKE_OPENAI_KEY"
+
+// Codex is a Codex installation for one test: a temporary CODEX_HOME whose
+// config.toml points a model provider at a fakemodel server, and a
+// workspace directory the runs work in.
+type Codex struct {
+	Bin  string // the codex binary
+	Home string // $CODEX_HOME (and $HOME)
+	Dir  string // the workspace: each run's working directory
+}
+
+// CodexOptions tune a Codex installation; nil means the defaults.
+type CodexOptions struct {
+	// Model is the model named in config.toml; "" is CodexModel.
+	Model string
+	// MCP are stdio MCP servers by name (config.toml's [mcp_servers.NAME]);
+	// Codex names their tools' namespace mcp__NAME.
+	MCP map[string]MCPCommand
+}
+
+// MCPCommand starts a stdio MCP server.
+type MCPCommand struct {
+	Command string
+	Args    []string
+	Env     map[string]string // added to the server's environment; nil adds none
+}
+
+// CodexRun is what one codex process did.
+type CodexRun struct {
+	Stdout   []byte // the exec --json log, as written
+	Stderr   []byte
+	ExitCode int
+	// ThreadID is the thread.started line's thread_id ("" when there was none).
+	ThreadID string
+	// Rollouts are every rollout file under $CODEX_HOME/sessions after the
+	// run, in path order (a resumed thread appends to its own file).
+	Rollouts []string
+}
+
+// NewCodex makes a CODEX_HOME configured for srv. Analytics are off and
+// approvals and the sandbox are bypassed per run, so commands and patches
+// run unattended.
+func NewCodex(tb testing.TB, srv *fakemodel.Server, opts *CodexOptions) *Codex {
+	tb.Helper()
+	if opts == nil {
+		opts = &CodexOptions{}
+	}
+	c := &Codex{Bin: CodexBinary(tb), Home: tb.TempDir(), Dir: tb.TempDir()}
+	var cfg strings.Builder
+	fmt.Fprintf(&cfg, "model = %q\nmodel_provider = \"fakemodel\"\n\n", cmp.Or(opts.Model, CodexModel))
+	fmt.Fprintf(&cfg, "[model_providers.fakemodel]\nname = \"fakemodel\"\nbase_url = %q\nwire_api = \"responses\"\nenv_key = %q\n\n",
+		srv.URL()+"/v1", codexKeyEnv)
+	cfg.WriteString("[analytics]\nenabled = false\n")
+	for _, name := range sortedKeys(opts.MCP) {
+		m := opts.MCP[name]
+		args, _ := json.Marshal(append([]string{}, m.Args...))
+		fmt.Fprintf(&cfg, "\n[mcp_servers.%s]\ncommand = %q\nargs = %s\n", name, m.Command, args)
+		if len(m.Env) > 0 {
+			fmt.Fprintf(&cfg, "\n[mcp_servers.%s.env]\n", name)
+			for _, k := range sortedKeys(m.Env) {
+				fmt.Fprintf(&cfg, "%s = %q\n", k, m.Env[k])
+			}
+		}
+	}
+	if err := os.WriteFile(filepath.Join(c.Home, "config.toml"), []byte(cfg.String()), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// Exec runs `codex exec --json PROMPT`.
+func (c *Codex) Exec(tb testing.TB, prompt string) *CodexRun {
+	tb.Helper()
+	return c.run(tb, "exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", prompt)
+}
+
+// Resume runs `codex exec resume --json THREAD PROMPT`, continuing a thread.
+func (c *Codex) Resume(tb testing.TB, threadID, prompt string) *CodexRun {
+	tb.Helper()
+	return c.run(tb, "exec", "resume", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
+		threadID, prompt)
+}
+
+// codexTimeout bounds one run; a run against the fake model takes well
+// under a second per turn.
+const codexTimeout = 2 * time.Minute
+
+func (c *Codex) run(tb testing.TB, args ...string) *CodexRun {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), codexTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.Bin, args...)
+	cmd.Dir = c.Dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + c.Home, "CODEX_HOME=" + c.Home,
+		codexKeyEnv + "=dummy", "LANG=C.UTF-8", "NO_COLOR=1", "RUST_LOG=error"}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	run := &CodexRun{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		run.ExitCode = exit.ExitCode()
+	case err != nil:
+		tb.Fatalf("codex %s: %v\nstderr:\n%s", strings.Join(args, " "), err, stderr.Bytes())
+	}
+	if ctx.Err() != nil {
+		tb.Fatalf("codex %s: no end within %s\nstderr:\n%s", strings.Join(args, " "), codexTimeout, stderr.Bytes())
+	}
+	run.ThreadID = threadID(run.Stdout)
+	run.Rollouts = c.Rollouts(tb)
+	return run
+}
+
+// Rollouts are the rollout files under $CODEX_HOME/sessions, in path order.
+func (c *Codex) Rollouts(tb testing.TB) []string {
+	tb.Helper()
+	var out []string
+	err := filepath.WalkDir(filepath.Join(c.Home, "sessions"), func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fs.SkipAll
+		}
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".jsonl") {
+			out = append(out, p)
+		}
+		return err
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// threadID is the exec --json log's thread.started thread_id.
+func threadID(log []byte) string {
+	sc := bufio.NewScanner(bytes.NewReader(log))
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		var l struct {
+			Type     string `json:"type"`
+			ThreadID string `json:"thread_id"`
+		}
+		if json.Unmarshal(sc.Bytes(), &l) == nil && l.Type == "thread.started" {
+			return l.ThreadID
+		}
+	}
+	return ""
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
