@@ -3,6 +3,7 @@ package importer
 import (
 	json "github.com/spinehq/spine/internal/fastjson"
 	"strings"
+	"time"
 
 	"github.com/spinehq/spine/streams"
 )
@@ -22,6 +23,33 @@ type codexUsage struct {
 func (u codexUsage) tokens() Tokens {
 	cached := min(u.Cached, u.Input)
 	return Tokens{Input: u.Input - cached, Output: u.Output, CacheRead: cached, Reasoning: u.Reasoning}
+}
+
+// runningTotal takes one report of a thread's running total (a rollout's
+// total_token_usage; exec --json's turn.completed usage, which after
+// `codex exec resume` includes the earlier runs' too): the session's usage
+// becomes the total and the change since its last report goes to at's
+// day. It reports whether the total grew; a report equal to the last one
+// (Codex re-emits them) or below it (an earlier report read after a later
+// one, as a resumed run's log read before the first run's) adds nothing.
+func (s *session) runningTotal(at time.Time, t Tokens) bool {
+	if s.cumulative != nil && !t.grew(*s.cumulative) {
+		return false
+	}
+	delta := t
+	if s.cumulative != nil {
+		delta.sub(*s.cumulative)
+	}
+	s.days[s.day(at)].reported.add(delta)
+	s.cumulative = &t
+	return true
+}
+
+// grew reports whether a running total t is past an earlier one: no field
+// smaller, one larger.
+func (t Tokens) grew(before Tokens) bool {
+	return t != before && t.Input >= before.Input && t.Output >= before.Output && t.CacheRead >= before.CacheRead &&
+		t.CacheWrite >= before.CacheWrite && t.Reasoning >= before.Reasoning
 }
 
 // patchEvents turns an apply_patch body into file writes: an added file's

@@ -13,8 +13,12 @@ import (
 // codexExec reads `codex exec --json`. The stream has no model, no cost
 // and no times: the session's times are the file's modification time, its
 // model is unknown (""), its cost absent. Each turn.completed is one
-// response and its usage adds to the session's. A stream that ends inside
-// a turn was aborted: the session ends failed, error "stream_incomplete".
+// report (a turn, which may have taken several model responses: the log
+// does not say) and its usage is the thread's running total: a run of
+// `codex exec resume` reports the earlier runs' usage too, so the
+// session's usage is its last total, never a sum (see runningTotal). A
+// stream that ends inside a turn was aborted: the session ends failed,
+// error "stream_incomplete".
 type codexExec struct {
 	imp    *Importer
 	fc     *fileCtx
@@ -79,7 +83,7 @@ func (p *codexExec) record(ctx context.Context, rec record) (string, error) {
 		if err := json.Unmarshal(l.Usage, &u); err != nil || len(l.Usage) == 0 {
 			return "turn.completed without usage", nil
 		}
-		s.addReport(at, u.tokens())
+		s.runningTotal(at, u.tokens())
 		s.responses++
 		s.days[s.day(at)].responses++
 		s.addRaw(l.Usage)

@@ -184,19 +184,11 @@ func (p *codexRollout) tokens(s *session, at time.Time, pl *rolloutPayload) stri
 	if info.Total == nil {
 		return "token_count without total_token_usage"
 	}
-	t := info.Total.tokens()
 	s.begun = true
-	if s.cumulative != nil && *s.cumulative == t {
+	if !s.runningTotal(at, info.Total.tokens()) {
 		return "" // re-emitted with an unchanged total: no new response
 	}
-	delta := t // the running total's change is this response's, on its day
-	if s.cumulative != nil {
-		delta.sub(*s.cumulative)
-	}
-	d := &s.days[s.day(at)]
-	d.reported.add(delta)
-	d.responses++
-	s.cumulative = &t
+	s.days[s.day(at)].responses++
 	s.responses++
 	s.model = s.imp.intern(cmpOr(info.Model, s.model))
 	s.raw = nil

@@ -25,7 +25,9 @@
 // again in another, and a line (by uuid) already imported into a session is
 // passed over. Codex rollouts re-emit token_count with an unchanged running
 // total: a response is counted when the total changes, and a session's usage
-// is its last total_token_usage.
+// is its last total_token_usage. codex exec --json's turn.completed is the
+// thread's running total too (after `codex exec resume` it includes the
+// earlier runs'): a session's usage is its last one, never a sum.
 // A Claude stream-json session's usage is what its result lines report
 // (see claudeRuns): each process's last modelUsage, which covers every
 // thread (a Task subagent's responses are not in result.usage, and mostly
