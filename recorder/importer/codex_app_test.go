@@ -3,8 +3,8 @@ package importer
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
-	"time"
 
 	"github.com/spinehq/spine/accounting"
 	"github.com/spinehq/spine/internal/apprig"
@@ -95,4 +95,94 @@ func TestCodexExecResumeCountsEachRunOnce(t *testing.T) {
 	checkCodexSession(t, sum, sink, SessionID("codex", first.ThreadID), want, responses)
 }
 
-var _ = time.Now
+// events are a session's published actions, in order.
+func events(sink *memSink, id string) []*streams.Event {
+	var out []*streams.Event
+	for _, e := range sink.of(id, streams.TypeSessionChunk) {
+		if e.Event != nil {
+			out = append(out, e.Event)
+		}
+	}
+	return out
+}
+
+// prose is a session's published stdout and stderr, in order.
+func prose(sink *memSink, id string) string {
+	var b strings.Builder
+	for _, e := range sink.of(id, streams.TypeSessionChunk) {
+		b.WriteString(e.Text)
+	}
+	return b.String()
+}
+
+// codexMCP is the rig's MCP server, as Codex's server "spine".
+func codexMCP(t *testing.T) *apprig.CodexOptions {
+	return &apprig.CodexOptions{MCP: map[string]apprig.MCPCommand{"spine": {Command: apprig.MCPServer(t)}}}
+}
+
+func mcpTool(tool string, args map[string]any) fakemodel.Block {
+	return fakemodel.Block{Kind: "tool", Tool: tool, Namespace: "mcp__spine", Input: args}
+}
+
+// A 0.171 rollout of a thread run and resumed: the prompts come only as
+// user messages (no event_msg user_message), MCP calls as function calls
+// in namespace mcp__spine, and a tool_search_call has object arguments.
+// The first prompt is the start's, the resumed one is in the transcript,
+// each MCP call is an mcp_call with its arguments and outcome, and no
+// line is skipped for its arguments.
+func TestCodexRolloutPromptsAndMCPCalls(t *testing.T) {
+	srv := fakemodel.Start(t)
+	srv.OpenAI(
+		fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Thinking("find the tools"),
+			fakemodel.Tool("tool_search", map[string]any{"query": "spine echo", "limit": 8})},
+			Usage: fakemodel.Usage{Input: 800, CacheRead: 3000, Output: 20, Reasoning: 9}},
+		fakemodel.Turn{Blocks: []fakemodel.Block{mcpTool("echo", map[string]any{"text": "ping"})},
+			Usage: fakemodel.Usage{Input: 300, CacheRead: 3800, Output: 15}},
+		fakemodel.Turn{Blocks: []fakemodel.Block{mcpTool("fail", map[string]any{"reason": "on purpose"})},
+			Usage: fakemodel.Usage{Input: 120, CacheRead: 4100, Output: 15}},
+		fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("first done")},
+			Usage: fakemodel.Usage{Input: 90, CacheRead: 4200, Output: 6}},
+		fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Tool("exec_command", map[string]any{"cmd": "echo resumed"})},
+			Usage: fakemodel.Usage{Input: 400, CacheRead: 4300, Output: 25, Reasoning: 4}},
+		fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("second done")},
+			Usage: fakemodel.Usage{Input: 60, CacheRead: 4700, Output: 5}},
+	)
+	c := apprig.NewCodex(t, srv, codexMCP(t))
+	first := c.Exec(t, "use the spine tools")
+	second := c.Resume(t, first.ThreadID, "now run a command")
+	if first.ExitCode != 0 || second.ExitCode != 0 || len(second.Rollouts) != 1 {
+		t.Fatalf("exit %d, %d; rollouts %v\nstderr:\n%s", first.ExitCode, second.ExitCode, second.Rollouts, second.Stderr)
+	}
+	want, responses := codexTruth(srv.Log())
+	sink := &memSink{}
+	sum := run(t, sink, Options{}, second.Rollouts...)
+	id := SessionID("codex", first.ThreadID)
+	checkCodexSession(t, sum, sink, id, want, responses)
+	for _, sk := range sum.Skipped {
+		if !strings.HasPrefix(sk.Reason, "unknown line type") {
+			t.Errorf("skipped line %d: %s", sk.Line, sk.Reason)
+		}
+	}
+	starts := sink.of(id, streams.TypeSessionStart)
+	if len(starts) != 1 || starts[0].Prompt != "use the spine tools" {
+		t.Fatalf("start prompt %q: want the first prompt", starts[0].Prompt)
+	}
+	if p := prose(sink, id); !strings.Contains(p, "\n> now run a command\n") || !strings.Contains(p, "second done") {
+		t.Errorf("the transcript lacks the resumed prompt or the answer:\n%s", p)
+	}
+	evs := events(sink, id)
+	if len(evs) != 3 {
+		t.Fatalf("%d actions, want 2 MCP calls and a command: %+v", len(evs), evs)
+	}
+	echo, fail, cmd := evs[0], evs[1], evs[2]
+	if echo.Action != "mcp_call" || echo.Server != "spine" || echo.Tool != "echo" || echo.IsError ||
+		string(echo.Arguments) != `{"text":"ping"}` || !strings.Contains(echo.Output, "ping") {
+		t.Errorf("echo call %+v (arguments %s)", echo, echo.Arguments)
+	}
+	if fail.Action != "mcp_call" || fail.Tool != "fail" || !fail.IsError || string(fail.Arguments) != `{"reason":"on purpose"}` {
+		t.Errorf("fail call %+v (arguments %s)", fail, fail.Arguments)
+	}
+	if cmd.Action != "command" || cmd.Command != "echo resumed" || !strings.Contains(cmd.Output, "resumed") {
+		t.Errorf("command %+v", cmd)
+	}
+}

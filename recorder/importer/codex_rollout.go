@@ -15,11 +15,21 @@ import (
 // with an unchanged total, so a response is counted only when the total
 // changes, and the session's usage is its last total, never a sum of
 // last_token_usage. The model is the last turn_context's (or the
-// token_count's own, where a version writes one).
+// token_count's own, where a version writes one). Prompts are event_msg
+// user_message lines before 0.171 and, from 0.171, user messages whose
+// content has provenance "user"; a call in namespace mcp__SERVER is an
+// mcp_call with its arguments, completed (with whether it failed) by the
+// McpToolCall item Codex writes. tool_search_call (Codex finding its
+// deferred MCP tools) is protocol, not an action.
 type codexRollout struct {
 	imp *Importer
 	fc  *fileCtx
 	cur fileSession
+	// prompt is the last prompt recorded and whether it came from an
+	// event_msg user_message, so a version that writes a prompt both ways
+	// records it once.
+	prompt      string
+	promptEvent bool
 }
 
 type rolloutLine struct {
@@ -39,13 +49,25 @@ type rolloutPayload struct {
 	Role       string          `json:"role"`
 	Content    json.RawMessage `json:"content"`
 	Name       string          `json:"name"`
-	Arguments  string          `json:"arguments"`
+	Namespace  string          `json:"namespace"`
+	Arguments  json.RawMessage `json:"arguments"` // a JSON string (function_call), an object (tool_search_call)
 	Input      string          `json:"input"`
 	CallID     string          `json:"call_id"`
 	Output     json.RawMessage `json:"output"`
 	Message    string          `json:"message"`
 	Reason     string          `json:"reason"`
 	Info       json.RawMessage `json:"info"`
+	Item       json.RawMessage `json:"item"` // event_msg item_completed
+	// Passthrough says where a message's content came from (0.171 on):
+	// provenance "user" is what the person typed; injected context has
+	// another.
+	Passthrough *struct {
+		Items []struct {
+			Provenance struct {
+				Type string `json:"type"`
+			} `json:"provenance"`
+		} `json:"content_item_metadata"`
+	} `json:"internal_chat_message_metadata_passthrough"`
 }
 
 func (p *codexRollout) record(ctx context.Context, rec record) (string, error) {
@@ -98,23 +120,23 @@ func (p *codexRollout) session() *session {
 func (p *codexRollout) item(ctx context.Context, s *session, at time.Time, pl *rolloutPayload) error {
 	switch pl.Type {
 	case "message":
+		if pl.Role == "user" {
+			return p.userMessage(ctx, s, at, pl)
+		}
 		if pl.Role != "assistant" {
-			return nil // user turns come as event_msg user_message, without injected context
+			return nil // developer instructions
 		}
-		var parts []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}
-		_ = json.Unmarshal(pl.Content, &parts)
-		for _, part := range parts {
-			if part.Text != "" {
-				if err := s.prose(ctx, at, "stdout", part.Text+"\n"); err != nil {
-					return err
-				}
+		for _, text := range messageTexts(pl.Content) {
+			if err := s.prose(ctx, at, "stdout", text+"\n"); err != nil {
+				return err
 			}
 		}
 	case "function_call":
-		return s.call(ctx, pl.CallID, at, codexFunction(pl.Name, pl.Arguments))
+		args := functionArguments(pl.Arguments)
+		if server, ok := strings.CutPrefix(pl.Namespace, "mcp__"); ok && pl.Name != "" {
+			return s.call(ctx, pl.CallID, at, mcpCall(server, pl.Name, pl.CallID, args))
+		}
+		return s.call(ctx, pl.CallID, at, codexFunction(pl.Name, args))
 	case "custom_tool_call":
 		if pl.Name != "apply_patch" {
 			return nil
@@ -128,14 +150,83 @@ func (p *codexRollout) item(ctx context.Context, s *session, at time.Time, pl *r
 	return nil
 }
 
+// userMessage records a user message that is a prompt. Before 0.171 a
+// rollout's user messages also hold injected context (environment,
+// instructions) and the prompt comes as an event_msg user_message; from
+// 0.171 only the message says, its content marked with provenance "user".
+func (p *codexRollout) userMessage(ctx context.Context, s *session, at time.Time, pl *rolloutPayload) error {
+	if pl.Passthrough == nil || len(pl.Passthrough.Items) == 0 {
+		return nil
+	}
+	for _, it := range pl.Passthrough.Items {
+		if it.Provenance.Type != "user" {
+			return nil // context Codex added, not the person's words
+		}
+	}
+	return p.userText(ctx, s, at, strings.Join(messageTexts(pl.Content), "\n"), false)
+}
+
+// userText records a prompt once, whether a version writes it as a
+// message, as an event_msg user_message or both.
+func (p *codexRollout) userText(ctx context.Context, s *session, at time.Time, text string, event bool) error {
+	if text == p.prompt && event != p.promptEvent {
+		p.prompt = "" // its other copy
+		return nil
+	}
+	p.prompt, p.promptEvent = text, event
+	if s.status == "cancelled" {
+		s.status, s.err = "", "" // a new turn after an abort
+	}
+	return s.userText(ctx, at, text)
+}
+
+// messageTexts are a message's text parts (input_text, output_text).
+func messageTexts(content json.RawMessage) []string {
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(content, &parts)
+	var out []string
+	for _, part := range parts {
+		if part.Text != "" {
+			out = append(out, part.Text)
+		}
+	}
+	return out
+}
+
+// functionArguments is a function call's arguments: Codex writes them as
+// a JSON string holding JSON; nil when they are not JSON spine can store.
+func functionArguments(raw json.RawMessage) json.RawMessage {
+	var text string
+	if json.Unmarshal(raw, &text) == nil {
+		raw = json.RawMessage(text)
+	}
+	if len(raw) == 0 || streams.CheckRawJSON("arguments", raw) != nil {
+		return nil
+	}
+	return raw
+}
+
+// mcpCall is a call to an MCP tool (a function call in namespace
+// mcp__SERVER). Its result is the McpToolCall item Codex writes when the
+// call completes (with isError), else the function_call_output.
+func mcpCall(server, tool, callID string, args json.RawMessage) func(callResult) []*streams.Event {
+	return func(r callResult) []*streams.Event {
+		return []*streams.Event{{Action: "mcp_call", Server: server, Tool: tool, CallID: callID, Arguments: args,
+			Output: r.text, IsError: r.isError}}
+	}
+}
+
 // codexFunction maps a Codex function call to a cockpit action: the shell
 // tools are commands; others record nothing.
-func codexFunction(name, arguments string) func(callResult) []*streams.Event {
+func codexFunction(name string, arguments json.RawMessage) func(callResult) []*streams.Event {
 	var args struct {
 		Cmd     string          `json:"cmd"`
 		Command json.RawMessage `json:"command"`
 	}
-	_ = json.Unmarshal([]byte(arguments), &args)
+	_ = json.Unmarshal(arguments, &args)
 	cmd := args.Cmd
 	if cmd == "" {
 		var argv []string
@@ -159,14 +250,43 @@ func (p *codexRollout) event(ctx context.Context, s *session, at time.Time, pl *
 	case "token_count":
 		return p.tokens(s, at, pl), nil
 	case "user_message":
-		if s.status == "cancelled" {
-			s.status, s.err = "", "" // a new turn after an abort
-		}
-		return "", s.userText(ctx, at, pl.Message)
+		return "", p.userText(ctx, s, at, pl.Message, true)
+	case "item_completed":
+		return "", p.completed(ctx, s, at, pl.Item)
 	case "turn_aborted":
 		s.status, s.err = "cancelled", "turn_aborted: "+pl.Reason
 	}
 	return "", nil // agent_message, agent_reasoning…: the response items carry them
+}
+
+// completed reads an event_msg item_completed (0.171 on). Only an
+// McpToolCall says more than the response items: whether the call failed
+// and the tool's own result; it completes the call. The others (the user's
+// and agent's messages, reasoning, commands, file changes) repeat what
+// the response items carry.
+func (p *codexRollout) completed(ctx context.Context, s *session, at time.Time, raw json.RawMessage) error {
+	var it struct {
+		Type   string `json:"type"`
+		ID     string `json:"id"`
+		Status string `json:"status"`
+		Result *struct {
+			Content json.RawMessage `json:"content"`
+			IsError bool            `json:"isError"`
+		} `json:"result"`
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(raw, &it) != nil || it.Type != "McpToolCall" || it.ID == "" {
+		return nil
+	}
+	r := callResult{isError: it.Status == "failed"}
+	switch {
+	case it.Result != nil:
+		r.text = strings.Join(messageTexts(it.Result.Content), "\n")
+		r.isError = r.isError || it.Result.IsError
+	case len(it.Error) > 0 && string(it.Error) != "null":
+		r.text, r.isError = string(it.Error), true
+	}
+	return s.result(ctx, it.ID, at, r)
 }
 
 func (p *codexRollout) tokens(s *session, at time.Time, pl *rolloutPayload) string {

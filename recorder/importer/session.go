@@ -143,13 +143,14 @@ func (s *session) when(at time.Time, fc *fileCtx) time.Time {
 	return fc.mtime
 }
 
-// userText is a prompt: the session's first becomes the start's prompt,
-// later ones are stdout prose marked as the user's.
+// userText is a prompt: the session's first, before its start is
+// published, becomes the start's prompt; later ones are stdout prose
+// marked as the user's.
 func (s *session) userText(ctx context.Context, at time.Time, text string) error {
 	if text == "" {
 		return nil
 	}
-	if !s.begun && (s.pre == nil || s.pre.prompt == "") {
+	if !s.started && (s.pre == nil || s.pre.prompt == "") {
 		if s.pre == nil {
 			s.pre = &preStart{}
 		}
