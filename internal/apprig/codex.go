@@ -35,22 +35,20 @@ type Codex struct {
 	Bin  string // the codex binary
 	Home string // $CODEX_HOME (and $HOME)
 	Dir  string // the workspace: each run's working directory
+	env  []string
 }
 
 // CodexOptions tune a Codex installation; nil means the defaults.
 type CodexOptions struct {
 	// Model is the model named in config.toml; "" is CodexModel.
 	Model string
-	// MCP are stdio MCP servers by name (config.toml's [mcp_servers.NAME]);
-	// Codex names their tools' namespace mcp__NAME.
-	MCP map[string]MCPCommand
-}
-
-// MCPCommand starts a stdio MCP server.
-type MCPCommand struct {
-	Command string
-	Args    []string
-	Env     map[string]string // added to the server's environment; nil adds none
+	// MCP gives the app the rig's MCP server (see MCPServer) as "spine"
+	// (config.toml's [mcp_servers.spine]; Codex puts its tools in
+	// namespace mcp__spine); false runs without MCP servers.
+	MCP bool
+	// Env is added to (and overrides) each run's environment; nil adds
+	// nothing.
+	Env []string
 }
 
 // CodexRun is what one codex process did.
@@ -73,22 +71,14 @@ func NewCodex(tb testing.TB, srv *fakemodel.Server, opts *CodexOptions) *Codex {
 	if opts == nil {
 		opts = &CodexOptions{}
 	}
-	c := &Codex{Bin: CodexBinary(tb), Home: tb.TempDir(), Dir: tb.TempDir()}
+	c := &Codex{Bin: CodexBinary(tb), Home: tb.TempDir(), Dir: tb.TempDir(), env: opts.Env}
 	var cfg strings.Builder
 	fmt.Fprintf(&cfg, "model = %q\nmodel_provider = \"fakemodel\"\n\n", cmp.Or(opts.Model, CodexModel))
 	fmt.Fprintf(&cfg, "[model_providers.fakemodel]\nname = \"fakemodel\"\nbase_url = %q\nwire_api = \"responses\"\nenv_key = %q\n\n",
 		srv.URL()+"/v1", codexKeyEnv)
 	cfg.WriteString("[analytics]\nenabled = false\n")
-	for _, name := range sortedKeys(opts.MCP) {
-		m := opts.MCP[name]
-		args, _ := json.Marshal(append([]string{}, m.Args...))
-		fmt.Fprintf(&cfg, "\n[mcp_servers.%s]\ncommand = %q\nargs = %s\n", name, m.Command, args)
-		if len(m.Env) > 0 {
-			fmt.Fprintf(&cfg, "\n[mcp_servers.%s.env]\n", name)
-			for _, k := range sortedKeys(m.Env) {
-				fmt.Fprintf(&cfg, "%s = %q\n", k, m.Env[k])
-			}
-		}
+	if opts.MCP {
+		fmt.Fprintf(&cfg, "\n[mcp_servers.spine]\ncommand = %q\nargs = []\n", MCPServer(tb))
 	}
 	if err := os.WriteFile(filepath.Join(c.Home, "config.toml"), []byte(cfg.String()), 0o600); err != nil {
 		tb.Fatal(err)
@@ -121,6 +111,7 @@ func (c *Codex) run(tb testing.TB, args ...string) *CodexRun {
 	cmd.Dir = c.Dir
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + c.Home, "CODEX_HOME=" + c.Home,
 		codexKeyEnv + "=dummy", "LANG=C.UTF-8", "NO_COLOR=1", "RUST_LOG=error"}
+	cmd.Env = append(cmd.Env, c.env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -174,13 +165,4 @@ func threadID(log []byte) string {
 		}
 	}
 	return ""
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

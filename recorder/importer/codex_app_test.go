@@ -115,11 +115,6 @@ func prose(sink *memSink, id string) string {
 	return b.String()
 }
 
-// codexMCP is the rig's MCP server, as Codex's server "spine".
-func codexMCP(t *testing.T) *apprig.CodexOptions {
-	return &apprig.CodexOptions{MCP: map[string]apprig.MCPCommand{"spine": {Command: apprig.MCPServer(t)}}}
-}
-
 func mcpTool(tool string, args map[string]any) fakemodel.Block {
 	return fakemodel.Block{Kind: "tool", Tool: tool, Namespace: "mcp__spine", Input: args}
 }
@@ -147,7 +142,7 @@ func TestCodexRolloutPromptsAndMCPCalls(t *testing.T) {
 		fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("second done")},
 			Usage: fakemodel.Usage{Input: 60, CacheRead: 4700, Output: 5}},
 	)
-	c := apprig.NewCodex(t, srv, codexMCP(t))
+	c := apprig.NewCodex(t, srv, &apprig.CodexOptions{MCP: true})
 	first := c.Exec(t, "use the spine tools")
 	second := c.Resume(t, first.ThreadID, "now run a command")
 	if first.ExitCode != 0 || second.ExitCode != 0 || len(second.Rollouts) != 1 {
