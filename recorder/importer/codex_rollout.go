@@ -98,6 +98,12 @@ func (p *codexRollout) record(ctx context.Context, rec record) (string, error) {
 	switch l.Type {
 	case "session_meta", "compacted":
 		return "", nil
+	case "world_state", "token_usage_record":
+		// Passed over on purpose (0.171 on): world_state is the context
+		// Codex gives the model (environment, instructions, skills), not
+		// work; token_usage_record is one response's usage, which the
+		// running total on the token_count after it already counts.
+		return "", nil
 	case "turn_context":
 		s.model, s.effort = s.imp.intern(cmpOr(pl.Model, s.model)), s.imp.intern(cmpOr(pl.Effort, s.effort))
 		return "", nil
