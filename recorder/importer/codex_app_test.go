@@ -226,3 +226,42 @@ func TestCodexRolloutLineTypesAreKnown(t *testing.T) {
 		t.Fatalf("skipped %d lines: %+v", sum.SkippedTotal, sum.Skipped)
 	}
 }
+
+// One thread imported from its rollout and its two exec --json logs
+// together, in either order, as `spine import ~/.codex logs/` would: one
+// session, its responses and tokens counted once (the summary's days
+// agree with its sessions), every action and line of prose stored once.
+func TestCodexRolloutAndExecLogTogether(t *testing.T) {
+	srv, c, first, second := codexThread(t)
+	logs := t.TempDir()
+	execLog(t, logs, "1.jsonl", first)
+	execLog(t, logs, "2.jsonl", second)
+	want, responses := codexTruth(srv.Log())
+	id := SessionID("codex", first.ThreadID)
+	for name, paths := range map[string][]string{
+		"rollouts first": {filepath.Join(c.Home, "sessions"), logs},
+		"logs first":     {logs, filepath.Join(c.Home, "sessions")},
+	} {
+		t.Run(name, func(t *testing.T) {
+			sink := &memSink{}
+			sum := run(t, sink, Options{}, paths...)
+			if sum.Sessions != 1 || len(sum.PerSession) != 1 {
+				t.Fatalf("%d sessions: %+v", sum.Sessions, sum.PerSession)
+			}
+			checkCodexSession(t, sum, sink, id, want, responses)
+			var actions []string
+			for _, ev := range events(sink, id) {
+				actions = append(actions, ev.Action+" "+ev.Command+ev.Path+ev.Tool)
+			}
+			if len(actions) != 5 {
+				t.Errorf("actions %q: want the 2 commands, the write and the 2 MCP calls once each", actions)
+			}
+			p := prose(sink, id)
+			for _, line := range []string{"listing\n", "first done\n", "second done\n"} {
+				if n := strings.Count(p, line); n != 1 {
+					t.Errorf("%q is in the transcript %d times:\n%s", line, n, p)
+				}
+			}
+		})
+	}
+}

@@ -19,11 +19,19 @@ import (
 // session's usage is its last total, never a sum (see runningTotal). A
 // stream that ends inside a turn was aborted: the session ends failed,
 // error "stream_incomplete".
+//
+// A thread whose rollout is in the same import is recorded from the
+// rollout alone (it has every response, the times, the model and the
+// prompts); its exec --json lines add nothing. Import reads one-file output
+// after the rollouts (see sessionFilesFirst), so the rollout comes first
+// whatever the order of the paths.
 type codexExec struct {
 	imp    *Importer
 	fc     *fileCtx
 	cur    fileSession
 	inTurn bool
+	// rollout: the current thread is recorded from its rollout.
+	rollout bool
 }
 
 type codexExecLine struct {
@@ -66,8 +74,14 @@ func (p *codexExec) record(ctx context.Context, rec record) (string, error) {
 		if s == nil {
 			return endedSkip(l.ThreadID), nil
 		}
-		s.run, s.begun = true, true
+		p.rollout = s.format == FormatCodexRollout
+		if !p.rollout {
+			s.run, s.begun = true, true
+		}
 		return "", nil
+	}
+	if p.rollout {
+		return "", nil // the thread's rollout has it
 	}
 	s := p.session()
 	if s == nil {
@@ -159,7 +173,7 @@ func (p *codexExec) item(ctx context.Context, s *session, it *execItem) error {
 }
 
 func (p *codexExec) done(context.Context) error {
-	if s := p.cur.get(); p.inTurn && s != nil {
+	if s := p.cur.get(); p.inTurn && !p.rollout && s != nil {
 		s.status, s.err = "failed", "stream_incomplete: the stream ended inside a turn (no turn.completed)"
 	}
 	return nil

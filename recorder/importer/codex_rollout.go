@@ -30,6 +30,9 @@ type codexRollout struct {
 	// records it once.
 	prompt      string
 	promptEvent bool
+	// exec: the session was recorded from its exec --json log before
+	// this rollout was read; the rollout adds nothing.
+	exec bool
 }
 
 type rolloutLine struct {
@@ -84,9 +87,17 @@ func (p *codexRollout) record(ctx context.Context, rec record) (string, error) {
 		if s == nil {
 			return endedSkip(pl.ID), nil
 		}
+		if s.format == FormatCodexExec {
+			p.exec = true // only when its first values did not tell this file a rollout (see sessionFilesFirst)
+			return fmt.Sprintf("session %s was recorded from its exec --json log, read before this rollout: "+
+				"the rollout is not imported", pl.ID), nil
+		}
 		s.begun, s.run = true, pl.Originator == "codex_exec"
 		s.setWorkspace(pl.CWD)
 		s.touch(parseTime(pl.Timestamp))
+	}
+	if p.exec {
+		return "", nil
 	}
 	s := p.session()
 	if s == nil {
