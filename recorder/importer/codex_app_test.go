@@ -265,3 +265,30 @@ func TestCodexRolloutAndExecLogTogether(t *testing.T) {
 		})
 	}
 }
+
+// codex exec --json alone: each MCP call is an mcp_call with its
+// arguments, its result's text and whether it failed.
+func TestCodexExecMCPCalls(t *testing.T) {
+	_, _, first, second := codexThread(t)
+	logs := t.TempDir()
+	sink := &memSink{}
+	run(t, sink, Options{}, execLog(t, logs, "1.jsonl", first), execLog(t, logs, "2.jsonl", second))
+	var calls []*streams.Event
+	for _, ev := range events(sink, SessionID("codex", first.ThreadID)) {
+		if ev.Action == "mcp_call" {
+			calls = append(calls, ev)
+		}
+	}
+	if len(calls) != 2 {
+		t.Fatalf("%d MCP calls, want 2", len(calls))
+	}
+	echo, fail := calls[0], calls[1]
+	if echo.Server != "spine" || echo.Tool != "echo" || echo.IsError || string(echo.Arguments) != `{"text":"ping"}` ||
+		!strings.Contains(echo.Output, "ping") || strings.Contains(echo.Output, "structured_content") {
+		t.Errorf("echo call %+v (arguments %s)", echo, echo.Arguments)
+	}
+	if fail.Tool != "fail" || !fail.IsError || string(fail.Arguments) != `{"reason":"on purpose"}` ||
+		!strings.Contains(fail.Output, "on purpose") {
+		t.Errorf("fail call %+v (arguments %s)", fail, fail.Arguments)
+	}
+}

@@ -57,11 +57,12 @@ type execItem struct {
 		Path string `json:"path"`
 		Kind string `json:"kind"`
 	} `json:"changes"`
-	Server string          `json:"server"`
-	Tool   string          `json:"tool"`
-	Result json.RawMessage `json:"result"`
-	Error  json.RawMessage `json:"error"`
-	Query  string          `json:"query"`
+	Server    string          `json:"server"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+	Result    json.RawMessage `json:"result"`
+	Error     json.RawMessage `json:"error"`
+	Query     string          `json:"query"`
 }
 
 func (p *codexExec) record(ctx context.Context, rec record) (string, error) {
@@ -159,17 +160,39 @@ func (p *codexExec) item(ctx context.Context, s *session, it *execItem) error {
 		if it.Tool == "" {
 			return nil
 		}
-		out := string(it.Result)
+		out, failed := mcpResult(it.Result), it.Status == "failed"
 		if len(it.Error) > 0 && string(it.Error) != "null" {
-			out = string(it.Error)
+			out, failed = string(it.Error), true
 		}
-		return s.event(ctx, at, &streams.Event{Action: "mcp_call", Server: it.Server, Tool: it.Tool, CallID: it.ID, Output: out})
+		var args json.RawMessage
+		if len(it.Arguments) > 0 && string(it.Arguments) != "null" && streams.CheckRawJSON("arguments", it.Arguments) == nil {
+			args = it.Arguments
+		}
+		return s.event(ctx, at, &streams.Event{Action: "mcp_call", Server: it.Server, Tool: it.Tool, CallID: it.ID,
+			Arguments: args, Output: out, IsError: failed})
 	case "web_search":
 		return s.prose(ctx, at, "stdout", "[web search] "+strings.TrimSpace(it.Query)+"\n")
 	case "error":
 		return s.prose(ctx, at, "stderr", it.Text+"\n")
 	}
 	return nil // reasoning, todo_list: not prose, not actions
+}
+
+// mcpResult is an MCP call's result as text: its content's text parts,
+// else the result as written.
+func mcpResult(raw json.RawMessage) string {
+	var r struct {
+		Content json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(raw, &r) == nil {
+		if texts := messageTexts(r.Content); len(texts) > 0 {
+			return strings.Join(texts, "\n")
+		}
+	}
+	if string(raw) == "null" {
+		return ""
+	}
+	return string(raw)
 }
 
 func (p *codexExec) done(context.Context) error {
