@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,7 +50,19 @@ type CodexOptions struct {
 	// Env is added to (and overrides) each run's environment; nil adds
 	// nothing.
 	Env []string
+	// ChatGPT signs the home in with a ChatGPT account (CodexChatGPTPlan,
+	// account CodexChatGPTAccount) instead of an API key: auth.json holds
+	// an unsigned token naming them and the provider sends it
+	// (requires_openai_auth). Codex then also asks GET /v1/models and
+	// tries the account's remote MCP apps (which fail here).
+	ChatGPT bool
 }
+
+// The ChatGPT account a ChatGPT-signed-in home names.
+const (
+	CodexChatGPTPlan    = "plus"
+	CodexChatGPTAccount = "acct-apprig"
+)
 
 // CodexRun is what one codex process did.
 type CodexRun struct {
@@ -74,8 +87,14 @@ func NewCodex(tb testing.TB, srv *fakemodel.Server, opts *CodexOptions) *Codex {
 	c := &Codex{Bin: CodexBinary(tb), Home: tb.TempDir(), Dir: tb.TempDir(), env: opts.Env}
 	var cfg strings.Builder
 	fmt.Fprintf(&cfg, "model = %q\nmodel_provider = \"fakemodel\"\n\n", cmp.Or(opts.Model, CodexModel))
-	fmt.Fprintf(&cfg, "[model_providers.fakemodel]\nname = \"fakemodel\"\nbase_url = %q\nwire_api = \"responses\"\nenv_key = %q\n\n",
-		srv.URL()+"/v1", codexKeyEnv)
+	fmt.Fprintf(&cfg, "[model_providers.fakemodel]\nname = \"fakemodel\"\nbase_url = %q\nwire_api = \"responses\"\n",
+		srv.URL()+"/v1")
+	if opts.ChatGPT {
+		cfg.WriteString("requires_openai_auth = true\n\n")
+		writeChatGPTAuth(tb, c.Home)
+	} else {
+		fmt.Fprintf(&cfg, "env_key = %q\n\n", codexKeyEnv)
+	}
 	cfg.WriteString("[analytics]\nenabled = false\n")
 	if opts.MCP {
 		fmt.Fprintf(&cfg, "\n[mcp_servers.spine]\ncommand = %q\nargs = []\n", MCPServer(tb))
@@ -84,6 +103,31 @@ func NewCodex(tb testing.TB, srv *fakemodel.Server, opts *CodexOptions) *Codex {
 		tb.Fatal(err)
 	}
 	return c
+}
+
+// writeChatGPTAuth writes the auth.json of a ChatGPT sign-in: an
+// unsigned id token (Codex reads its claims, it does not check the
+// signature) naming the plan and account, refreshed just now so Codex does
+// not try to refresh it.
+func writeChatGPTAuth(tb testing.TB, home string) {
+	tb.Helper()
+	now := time.Now().UTC()
+	part := func(v any) string {
+		b, _ := json.Marshal(v)
+		return base64.RawURLEncoding.EncodeToString(b)
+	}
+	token := part(map[string]any{"alg": "none", "typ": "JWT"}) + "." + part(map[string]any{
+		"email": "apprig@example.test", "iat": now.Unix(), "exp": now.Add(24 * time.Hour).Unix(),
+		"https://api.openai.com/auth": map[string]any{"chatgpt_plan_type": CodexChatGPTPlan,
+			"chatgpt_account_id": CodexChatGPTAccount, "chatgpt_user_id": "user-apprig", "user_id": "user-apprig"},
+	}) + ".unsigned"
+	auth, _ := json.Marshal(map[string]any{"auth_mode": "chatgpt", "OPENAI_API_KEY": nil,
+		"tokens": map[string]any{"id_token": token, "access_token": token, "refresh_token": "unused",
+			"account_id": CodexChatGPTAccount},
+		"last_refresh": now.Format(time.RFC3339)})
+	if err := os.WriteFile(filepath.Join(home, "auth.json"), auth, 0o600); err != nil {
+		tb.Fatal(err)
+	}
 }
 
 // Exec runs `codex exec --json PROMPT`.

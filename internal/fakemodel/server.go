@@ -57,7 +57,9 @@
 // answered with a tool_search_output naming a namespace "mcp__NAME"; a
 // call to one is a function_call with that namespace and the bare tool
 // name. For a model it does not know, Codex warns (an error item in exec
-// --json) and declares no apply_patch.
+// --json) and declares no apply_patch. Signed in with ChatGPT
+// (apprig's CodexOptions.ChatGPT) it also asks GET /v1/models (answered
+// 404) and names the account in its rollout's session_meta.
 //
 // Codex reads response.output_item.done items and response.completed's
 // usage; the server also sends response.output_item.added and the text

@@ -292,3 +292,49 @@ func TestCodexExecMCPCalls(t *testing.T) {
 		t.Errorf("fail call %+v (arguments %s)", fail, fail.Arguments)
 	}
 }
+
+// Billing is what the output says: a rollout of a home signed in with
+// ChatGPT names the account (subscription); one run with an API key, and
+// exec --json logs, say nothing (unknown). Options.Billing overrides.
+func TestCodexBilling(t *testing.T) {
+	srv := fakemodel.Start(t)
+	srv.OpenAI(fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("on a plan")},
+		Usage: fakemodel.Usage{Input: 100, CacheRead: 2000, Output: 5}},
+		fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("on a key")},
+			Usage: fakemodel.Usage{Input: 100, CacheRead: 2000, Output: 5}})
+	plan := apprig.NewCodex(t, srv, &apprig.CodexOptions{ChatGPT: true}).Exec(t, "hello")
+	key := apprig.NewCodex(t, srv, nil).Exec(t, "hello")
+	logs := t.TempDir()
+	planLog, keyLog := execLog(t, logs, "plan.jsonl", plan), execLog(t, logs, "key.jsonl", key)
+	billing := func(opts Options, paths ...string) string {
+		t.Helper()
+		sink := &memSink{}
+		sum := run(t, sink, opts, paths...)
+		if len(sum.PerSession) != 1 {
+			t.Fatalf("%d sessions", len(sum.PerSession))
+		}
+		ends := sink.of(sum.PerSession[0].SessionID, streams.TypeSessionEnd)
+		if len(ends) != 1 {
+			t.Fatalf("%d ends", len(ends))
+		}
+		return ends[0].Billing
+	}
+	for _, c := range []struct {
+		name  string
+		opts  Options
+		paths []string
+		want  string
+	}{
+		{"ChatGPT rollout", Options{}, plan.Rollouts, "subscription"},
+		{"ChatGPT rollout and exec log", Options{}, append([]string{planLog}, plan.Rollouts...), "subscription"},
+		{"ChatGPT exec log", Options{}, []string{planLog}, ""},
+		{"API key rollout", Options{}, key.Rollouts, ""},
+		{"API key exec log", Options{}, []string{keyLog}, ""},
+		{"ChatGPT rollout, --billing metered", Options{Billing: "metered"}, plan.Rollouts, "metered"},
+		{"API key rollout, --billing metered", Options{Billing: "metered"}, key.Rollouts, "metered"},
+	} {
+		if got := billing(c.opts, c.paths...); got != c.want {
+			t.Errorf("%s: billing %q, want %q", c.name, got, c.want)
+		}
+	}
+}

@@ -20,7 +20,11 @@ import (
 // content has provenance "user"; a call in namespace mcp__SERVER is an
 // mcp_call with its arguments, completed (with whether it failed) by the
 // McpToolCall item Codex writes. tool_search_call (Codex finding its
-// deferred MCP tools) is protocol, not an action.
+// deferred MCP tools) is protocol, not an action. Billing is "subscription"
+// when the rollout names a ChatGPT sign-in (session_meta's
+// creator_account_id, or a plan_type in token_count's rate_limits), else
+// silent: no version writes that an API key was used, so metered is only
+// what Options.Billing says.
 type codexRollout struct {
 	imp *Importer
 	fc  *fileCtx
@@ -61,6 +65,13 @@ type rolloutPayload struct {
 	Reason     string          `json:"reason"`
 	Info       json.RawMessage `json:"info"`
 	Item       json.RawMessage `json:"item"` // event_msg item_completed
+	// CreatorAccountID (session_meta, 0.171 on) is the ChatGPT account
+	// signed in; absent with an API key.
+	CreatorAccountID string `json:"creator_account_id"`
+	// RateLimits (token_count) name the ChatGPT plan, when signed in to one.
+	RateLimits *struct {
+		PlanType *string `json:"plan_type"`
+	} `json:"rate_limits"`
 	// Passthrough says where a message's content came from (0.171 on):
 	// provenance "user" is what the person typed; injected context has
 	// another.
@@ -93,6 +104,9 @@ func (p *codexRollout) record(ctx context.Context, rec record) (string, error) {
 				"the rollout is not imported", pl.ID), nil
 		}
 		s.begun, s.run = true, pl.Originator == "codex_exec"
+		if pl.CreatorAccountID != "" {
+			s.billing = "subscription" // signed in with a ChatGPT account: its plan pays
+		}
 		s.setWorkspace(pl.CWD)
 		s.touch(parseTime(pl.Timestamp))
 	}
@@ -265,6 +279,9 @@ func codexFunction(name string, arguments json.RawMessage) func(callResult) []*s
 func (p *codexRollout) event(ctx context.Context, s *session, at time.Time, pl *rolloutPayload) (string, error) {
 	switch pl.Type {
 	case "token_count":
+		if pl.RateLimits != nil && pl.RateLimits.PlanType != nil && *pl.RateLimits.PlanType != "" {
+			s.billing = "subscription" // the rate limits of a ChatGPT plan
+		}
 		return p.tokens(s, at, pl), nil
 	case "user_message":
 		return "", p.userText(ctx, s, at, pl.Message, true)

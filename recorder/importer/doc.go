@@ -4,7 +4,8 @@
 // chunks for actions (commands, file reads and writes with content,
 // fetches, MCP calls), and an end with the usage, model and cost the file
 // reported. Nothing is computed that the file did not report: billing is
-// what the person importing says, a cost absent from the file stays absent.
+// what the file says of itself (or the person importing), a cost absent
+// from the file stays absent.
 //
 // Formats (one file each): claude-stream-json (`claude -p --output-format
 // stream-json`, a JSON array of its events, or `--output-format json`),
