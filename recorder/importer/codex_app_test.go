@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spinehq/spine/accounting"
 	"github.com/spinehq/spine/internal/apprig"
@@ -186,7 +187,16 @@ func TestCodexRolloutPromptsAndMCPCalls(t *testing.T) {
 // It returns the fake model, the home and the two runs.
 func codexThread(t *testing.T) (*fakemodel.Server, *apprig.Codex, *apprig.CodexRun, *apprig.CodexRun) {
 	t.Helper()
-	srv := fakemodel.Start(t)
+	srv, c, first, second, _, _ := codexThreadTimed(t)
+	return srv, c, first, second
+}
+
+// codexThreadTimed is codexThread with the wall-clock span the two runs
+// took: every time Codex wrote lies within it.
+func codexThreadTimed(t *testing.T) (srv *fakemodel.Server, c *apprig.Codex, first, second *apprig.CodexRun,
+	began, ended time.Time) {
+	t.Helper()
+	srv = fakemodel.Start(t)
 	srv.OpenAI(
 		fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Thinking("look first"), fakemodel.Text("listing"),
 			fakemodel.Tool("exec_command", map[string]any{"cmd": "echo hi"})},
@@ -207,14 +217,16 @@ func codexThread(t *testing.T) (*fakemodel.Server, *apprig.Codex, *apprig.CodexR
 		fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("second done")},
 			Usage: fakemodel.Usage{Input: 60, CacheRead: 4900, Output: 5}},
 	)
-	c := apprig.NewCodex(t, srv, &apprig.CodexOptions{MCP: true})
-	first := c.Exec(t, "list, write and look up")
-	second := c.Resume(t, first.ThreadID, "read it back")
+	c = apprig.NewCodex(t, srv, &apprig.CodexOptions{MCP: true})
+	began = time.Now().UTC().Truncate(time.Millisecond)
+	first = c.Exec(t, "list, write and look up")
+	second = c.Resume(t, first.ThreadID, "read it back")
+	ended = time.Now().UTC()
 	if first.ExitCode != 0 || second.ExitCode != 0 || len(second.Rollouts) != 1 || len(srv.Scripted()) != 8 {
 		t.Fatalf("exit %d, %d; rollouts %v; %d scripted responses served\nstderr:\n%s", first.ExitCode,
 			second.ExitCode, second.Rollouts, len(srv.Scripted()), second.Stderr)
 	}
-	return srv, c, first, second
+	return srv, c, first, second, began, ended
 }
 
 // Every line type a 0.171 rollout writes is known: world_state and
@@ -336,5 +348,54 @@ func TestCodexBilling(t *testing.T) {
 		if got := billing(c.opts, c.paths...); got != c.want {
 			t.Errorf("%s: billing %q, want %q", c.name, got, c.want)
 		}
+	}
+}
+
+// A session's start and end are the times the output carries: a rollout's
+// (alone or with the thread's exec logs, whatever the files' modification
+// times) lie within the runs and its days are theirs. exec --json carries
+// none: alone, start and end are the first log's modification time, never
+// one before the other, and the summary says the session is untimed.
+func TestCodexTimes(t *testing.T) {
+	_, c, first, second, began, ended := codexThreadTimed(t)
+	logs := t.TempDir()
+	copied := ended.AddDate(1, 0, 0).Truncate(time.Millisecond) // the day the files were copied
+	paths := []string{execLog(t, logs, "1.jsonl", first), execLog(t, logs, "2.jsonl", second)}
+	for _, p := range append(paths, second.Rollouts...) {
+		if err := os.Chtimes(p, copied, copied); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := SessionID("codex", first.ThreadID)
+	span := func(paths ...string) (start, end time.Time, sum *Summary) {
+		t.Helper()
+		sink := &memSink{}
+		sum = run(t, sink, Options{}, paths...)
+		starts, ends := sink.of(id, streams.TypeSessionStart), sink.of(id, streams.TypeSessionEnd)
+		if len(starts) != 1 || len(ends) != 1 {
+			t.Fatalf("%d starts, %d ends", len(starts), len(ends))
+		}
+		return starts[0].At, ends[0].At, sum
+	}
+	for name, ps := range map[string][]string{
+		"rollout":               second.Rollouts,
+		"rollout and exec logs": {filepath.Join(c.Home, "sessions"), logs},
+		"exec logs and rollout": {logs, filepath.Join(c.Home, "sessions")},
+	} {
+		start, end, sum := span(ps...)
+		if start.Before(began) || end.After(ended) || end.Before(start) || sessionOf(t, sum, id).Untimed {
+			t.Errorf("%s: start %v, end %v (untimed %v); the runs went from %v to %v", name, start, end,
+				sessionOf(t, sum, id).Untimed, began, ended)
+		}
+		for _, d := range sum.PerDay {
+			if d.Date != began.Format(time.DateOnly) && d.Date != ended.Format(time.DateOnly) {
+				t.Errorf("%s: responses on %s, not a day the runs took", name, d.Date)
+			}
+		}
+	}
+	start, end, sum := span(paths...)
+	if !start.Equal(copied) || !end.Equal(copied) || !sessionOf(t, sum, id).Untimed {
+		t.Errorf("exec logs alone: start %v, end %v (untimed %v); they carry no time, so both are the first "+
+			"log's %v and the session is untimed", start, end, sessionOf(t, sum, id).Untimed, copied)
 	}
 }
