@@ -399,3 +399,47 @@ func TestCodexTimes(t *testing.T) {
 			"log's %v and the session is untimed", start, end, sessionOf(t, sum, id).Untimed, copied)
 	}
 }
+
+// A real rollout of a thread run and resumed, imported alone, is what the
+// model served and the tools did: tokens and responses, no cost (Codex
+// reports none), the model, the prompts, and each step as it happened —
+// the commands with their own output and exit code, the patch's file at
+// its path in the workspace with its content, the MCP calls.
+func TestCodexRolloutMatchesTheModel(t *testing.T) {
+	srv, c, first, second := codexThread(t)
+	want, responses := codexTruth(srv.Log())
+	sink := &memSink{}
+	sum := run(t, sink, Options{}, second.Rollouts...)
+	id := SessionID("codex", first.ThreadID)
+	checkCodexSession(t, sum, sink, id, want, responses)
+	end := sink.of(id, streams.TypeSessionEnd)[0]
+	if end.TotalCost != nil || end.Model != apprig.CodexModel || end.Status != "done" {
+		t.Errorf("end: cost %v, model %q, status %q", end.TotalCost, end.Model, end.Status)
+	}
+	if p := sink.of(id, streams.TypeSessionStart)[0].Prompt; p != "list, write and look up" {
+		t.Errorf("prompt %q", p)
+	}
+	if p := prose(sink, id); !strings.Contains(p, "\n> read it back\n") {
+		t.Errorf("the resumed prompt is not in the transcript:\n%s", p)
+	}
+	evs := events(sink, id)
+	if len(evs) != 5 {
+		t.Fatalf("%d steps, want 5: %+v", len(evs), evs)
+	}
+	zero := 0
+	for i, w := range []streams.Event{
+		{Action: "command", Command: "echo hi", Output: "hi\n", ExitCode: &zero},
+		{Action: "file_write", Path: filepath.Join(c.Dir, "hello.txt"), Content: "hello\n"},
+		{Action: "mcp_call", Server: "spine", Tool: "echo"},
+		{Action: "mcp_call", Server: "spine", Tool: "fail", IsError: true},
+		{Action: "command", Command: "cat hello.txt", Output: "hello\n", ExitCode: &zero},
+	} {
+		g := evs[i]
+		if g.Action != w.Action || g.Command != w.Command || g.Path != w.Path || g.Content != w.Content ||
+			g.Tool != w.Tool || g.IsError != w.IsError || w.Action == "command" && (g.Output != w.Output ||
+			g.ExitCode == nil || *g.ExitCode != 0) {
+			t.Errorf("step %d: %s %q %q %q exit %v output %q; want %s %q %q %q output %q", i, g.Action, g.Command,
+				g.Path, g.Content, g.ExitCode, g.Output, w.Action, w.Command, w.Path, w.Content, w.Output)
+		}
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	json "github.com/spinehq/spine/internal/fastjson"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -293,34 +295,82 @@ func (p *codexRollout) event(ctx context.Context, s *session, at time.Time, pl *
 	return "", nil // agent_message, agent_reasoning…: the response items carry them
 }
 
-// completed reads an event_msg item_completed (0.171 on). Only an
-// McpToolCall says more than the response items: whether the call failed
-// and the tool's own result; it completes the call. The others (the user's
-// and agent's messages, reasoning, commands, file changes) repeat what
-// the response items carry.
+// completed reads an event_msg item_completed (0.171 on): where it says
+// more than the response items it completes the call. A CommandExecution
+// has the command's own output and exit code (the function_call_output
+// wraps them in Codex's notes to the model); a FileChange has each file's
+// absolute path and an added file's content (the patch has paths relative
+// to the workspace); an McpToolCall has the tool's result and whether it
+// failed. The others (the user's and agent's messages, reasoning) repeat
+// the response items.
 func (p *codexRollout) completed(ctx context.Context, s *session, at time.Time, raw json.RawMessage) error {
-	var it struct {
-		Type   string `json:"type"`
-		ID     string `json:"id"`
-		Status string `json:"status"`
-		Result *struct {
-			Content json.RawMessage `json:"content"`
-			IsError bool            `json:"isError"`
-		} `json:"result"`
-		Error json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal(raw, &it) != nil || it.Type != "McpToolCall" || it.ID == "" {
+	var it completedItem
+	if json.Unmarshal(raw, &it) != nil || it.ID == "" {
 		return nil
 	}
-	r := callResult{isError: it.Status == "failed"}
-	switch {
-	case it.Result != nil:
-		r.text = strings.Join(messageTexts(it.Result.Content), "\n")
-		r.isError = r.isError || it.Result.IsError
-	case len(it.Error) > 0 && string(it.Error) != "null":
-		r.text, r.isError = string(it.Error), true
+	switch it.Type {
+	case "CommandExecution":
+		if it.ExitCode == nil || it.Status != "completed" && it.Status != "failed" {
+			return nil
+		}
+		out, _ := json.Marshal(map[string]any{"output": it.Output, "metadata": map[string]any{"exit_code": *it.ExitCode}})
+		return s.result(ctx, it.ID, at, callResult{text: it.Output, structured: out})
+	case "FileChange":
+		if it.Status != "completed" {
+			return nil
+		}
+		return s.replace(ctx, it.ID, at, fileChanges(it.Changes))
+	case "McpToolCall":
+		r := callResult{isError: it.Status == "failed"}
+		switch {
+		case it.Result != nil:
+			r.text = strings.Join(messageTexts(it.Result.Content), "\n")
+			r.isError = r.isError || it.Result.IsError
+		case len(it.Error) > 0 && string(it.Error) != "null":
+			r.text, r.isError = string(it.Error), true
+		}
+		return s.result(ctx, it.ID, at, r)
 	}
-	return s.result(ctx, it.ID, at, r)
+	return nil
+}
+
+// completedItem is an event_msg item_completed's item.
+type completedItem struct {
+	Type     string `json:"type"`
+	ID       string `json:"id"` // the call's call_id
+	Status   string `json:"status"`
+	Output   string `json:"aggregated_output"`
+	ExitCode *int   `json:"exit_code"`
+	Changes  map[string]struct {
+		Type    string  `json:"type"`
+		Content *string `json:"content"`
+	} `json:"changes"`
+	Result *struct {
+		Content json.RawMessage `json:"content"`
+		IsError bool            `json:"isError"`
+	} `json:"result"`
+	Error json.RawMessage `json:"error"`
+}
+
+// fileChanges are a FileChange's writes, by path: an added file with its
+// content, an updated one whose content the change does not carry as
+// unknown; a deleted file is not a write.
+func fileChanges(changes map[string]struct {
+	Type    string  `json:"type"`
+	Content *string `json:"content"`
+}) []*streams.Event {
+	var evs []*streams.Event
+	for _, path := range slices.Sorted(maps.Keys(changes)) {
+		c := changes[path]
+		switch {
+		case c.Type == "delete" || path == "":
+		case c.Type == "add" && c.Content != nil:
+			evs = append(evs, &streams.Event{Action: "file_write", Path: path, Content: *c.Content})
+		default:
+			evs = append(evs, &streams.Event{Action: "file_write", Path: path, ContentUnknown: true})
+		}
+	}
+	return evs
 }
 
 func (p *codexRollout) tokens(s *session, at time.Time, pl *rolloutPayload) string {

@@ -305,6 +305,17 @@ func unanswered(ev *streams.Event) *streams.Event {
 	return out
 }
 
+// replace completes a pending call with events its result described
+// better than the call did (a Codex FileChange's paths and contents for an
+// apply_patch). A call never seen is ignored, as in result.
+func (s *session) replace(ctx context.Context, id string, at time.Time, evs []*streams.Event) error {
+	if s.calls == nil || s.calls.byID[id] == nil {
+		return nil
+	}
+	s.calls.byID[id].build = func(callResult) []*streams.Event { return evs }
+	return s.result(ctx, id, at, callResult{})
+}
+
 // addRaw keeps one of the app's usage reports verbatim, up to a bound.
 func (s *session) addRaw(r json.RawMessage) {
 	if s.raw == nil {
