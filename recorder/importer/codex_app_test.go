@@ -63,6 +63,9 @@ func checkCodexSession(t *testing.T, sum *Summary, sink *memSink, id string, wan
 	if days != sum.Tokens || dayResponses != sum.Responses {
 		t.Errorf("perDay %d responses, %+v; the totals %d, %+v", dayResponses, days, sum.Responses, sum.Tokens)
 	}
+	if len(sum.PerSession) == 1 && (sum.Tokens != got.Tokens || sum.Responses != got.Responses) {
+		t.Errorf("the totals %d, %+v; perSession %d, %+v", sum.Responses, sum.Tokens, got.Responses, got.Tokens)
+	}
 	ends := sink.of(id, streams.TypeSessionEnd)
 	if len(ends) != 1 || ends[0].Usage == nil {
 		t.Fatalf("session %s: ends %v", id, ends)
