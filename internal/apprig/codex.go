@@ -36,7 +36,11 @@ type Codex struct {
 	Bin  string // the codex binary
 	Home string // $CODEX_HOME (and $HOME)
 	Dir  string // the workspace: each run's working directory
-	env  []string
+	// KillWhen, when set, kills the next runs with SIGKILL as soon as
+	// their stdout holds it (a crash at a known point, e.g. inside a
+	// command whose item.started is out); the run's exit code is then -1.
+	KillWhen string
+	env      []string
 }
 
 // CodexOptions tune a Codex installation; nil means the defaults.
@@ -158,6 +162,9 @@ func (c *Codex) run(tb testing.TB, args ...string) *CodexRun {
 	cmd.Env = append(cmd.Env, c.env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if c.KillWhen != "" {
+		cmd.Stdout = &killWriter{buf: &stdout, when: []byte(c.KillWhen), cmd: cmd}
+	}
 	err := cmd.Run()
 	run := &CodexRun{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
 	var exit *exec.ExitError
@@ -173,6 +180,23 @@ func (c *Codex) run(tb testing.TB, args ...string) *CodexRun {
 	run.ThreadID = threadID(run.Stdout)
 	run.Rollouts = c.Rollouts(tb)
 	return run
+}
+
+// killWriter collects a run's stdout and kills the run once it holds when.
+type killWriter struct {
+	buf  *bytes.Buffer
+	when []byte
+	cmd  *exec.Cmd
+	done bool
+}
+
+func (w *killWriter) Write(p []byte) (int, error) {
+	w.buf.Write(p)
+	if !w.done && bytes.Contains(w.buf.Bytes(), w.when) {
+		w.done = true
+		w.cmd.Process.Kill() //nolint:errcheck // it may have ended already
+	}
+	return len(p), nil
 }
 
 // Rollouts are the rollout files under $CODEX_HOME/sessions, in path order.

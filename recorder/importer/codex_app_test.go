@@ -446,3 +446,43 @@ func TestCodexRolloutMatchesTheModel(t *testing.T) {
 		}
 	}
 }
+
+// A codex exec run that dies inside a command (killed once the command's
+// item.started is out, as a crash or a closed terminal would) leaves an
+// item.started with no item.completed: the command is recorded as having
+// no result, not left out and not invented as a finished one.
+func TestCodexExecCallWithoutResult(t *testing.T) {
+	srv := fakemodel.Start(t)
+	kill := "sleep 5 # spine-stop-marker"
+	srv.OpenAI(fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Tool("exec_command", map[string]any{"cmd": "echo before"})},
+		Usage: fakemodel.Usage{Input: 300, CacheRead: 1000, Output: 20}},
+		fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Tool("exec_command", map[string]any{"cmd": kill})},
+			Usage: fakemodel.Usage{Input: 300, CacheRead: 1300, Output: 20}})
+	c := apprig.NewCodex(t, srv, nil)
+	c.KillWhen = "spine-stop-marker"
+	res := c.Exec(t, "run, then stop")
+	if res.ExitCode == 0 {
+		t.Fatalf("codex was not stopped:\n%s", res.Stdout)
+	}
+	log := filepath.Join(t.TempDir(), "exec.jsonl")
+	if err := os.WriteFile(log, res.Stdout, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sink := &memSink{}
+	run(t, sink, Options{}, log)
+	var got []*streams.Event
+	for _, ev := range events(sink, SessionID("codex", res.ThreadID)) {
+		if ev.Action == "command" {
+			got = append(got, ev)
+		}
+	}
+	if len(got) != 2 {
+		t.Fatalf("%d commands, want 2 (the answered one and the one codex died in):\n%s", len(got), res.Stdout)
+	}
+	if c := got[0]; c.NoResult || !strings.Contains(c.Output, "before") || c.ExitCode == nil {
+		t.Errorf("the answered command %+v", c)
+	}
+	if c := got[1]; !c.NoResult || c.Command == "" || c.Output != "" || c.ExitCode != nil {
+		t.Errorf("the unanswered command %+v", c)
+	}
+}

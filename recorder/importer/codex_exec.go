@@ -111,7 +111,13 @@ func (p *codexExec) record(ctx context.Context, rec record) (string, error) {
 	case "error":
 		s.err = cmpOr(s.err, l.Message)
 		return "", s.prose(ctx, at, "stderr", l.Message+"\n")
-	case "item.started", "item.updated":
+	case "item.started":
+		// An action waits for its item.completed; one that never comes (the
+		// run died inside it) is recorded as having no result.
+		if it := l.Item; it != nil && it.ID != "" && p.action(it) != nil {
+			return "", s.call(ctx, p.callID(it), at, func(callResult) []*streams.Event { return p.action(it) })
+		}
+	case "item.updated":
 		return "", nil // the completed item is the action
 	case "item.completed":
 		if l.Item == nil {
@@ -136,26 +142,29 @@ func (p *codexExec) session() *session {
 	return s
 }
 
-func (p *codexExec) item(ctx context.Context, s *session, it *execItem) error {
-	at := s.when(time.Time{}, p.fc)
+// callID is the pending-call key of an exec item: item ids restart at
+// item_0 in every process, so the file is part of it.
+func (p *codexExec) callID(it *execItem) string { return "exec:" + p.fc.path + ":" + it.ID }
+
+// action is the events of a command, file change or MCP call item (nil for
+// any other item, or one that names no command, path or tool).
+func (p *codexExec) action(it *execItem) []*streams.Event {
 	switch it.Type {
-	case "agent_message":
-		return s.prose(ctx, at, "stdout", it.Text+"\n")
 	case "command_execution":
 		if it.Command == "" {
 			return nil
 		}
-		return s.event(ctx, at, &streams.Event{Action: "command", Command: it.Command, ExitCode: it.ExitCode, Output: it.Output})
+		return []*streams.Event{{Action: "command", Command: it.Command, ExitCode: it.ExitCode, Output: it.Output}}
 	case "file_change":
+		var evs []*streams.Event
 		for _, c := range it.Changes {
 			if c.Kind == "delete" || c.Path == "" {
 				continue
 			}
 			// exec --json names the file, never its content
-			if err := s.event(ctx, at, &streams.Event{Action: "file_write", Path: c.Path, ContentUnknown: true}); err != nil {
-				return err
-			}
+			evs = append(evs, &streams.Event{Action: "file_write", Path: c.Path, ContentUnknown: true})
 		}
+		return evs
 	case "mcp_tool_call":
 		if it.Tool == "" {
 			return nil
@@ -168,8 +177,28 @@ func (p *codexExec) item(ctx context.Context, s *session, it *execItem) error {
 		if len(it.Arguments) > 0 && string(it.Arguments) != "null" && streams.CheckRawJSON("arguments", it.Arguments) == nil {
 			args = it.Arguments
 		}
-		return s.event(ctx, at, &streams.Event{Action: "mcp_call", Server: it.Server, Tool: it.Tool, CallID: it.ID,
-			Arguments: args, Output: out, IsError: failed})
+		return []*streams.Event{{Action: "mcp_call", Server: it.Server, Tool: it.Tool, CallID: it.ID,
+			Arguments: args, Output: out, IsError: failed}}
+	}
+	return nil
+}
+
+func (p *codexExec) item(ctx context.Context, s *session, it *execItem) error {
+	at := s.when(time.Time{}, p.fc)
+	if evs := p.action(it); evs != nil || it.Type == "file_change" {
+		if s.waiting(p.callID(it)) {
+			return s.replace(ctx, p.callID(it), at, evs) // its item.started is answered
+		}
+		for _, ev := range evs {
+			if err := s.event(ctx, at, ev); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	switch it.Type {
+	case "agent_message":
+		return s.prose(ctx, at, "stdout", it.Text+"\n")
 	case "web_search":
 		return s.prose(ctx, at, "stdout", "[web search] "+strings.TrimSpace(it.Query)+"\n")
 	case "error":

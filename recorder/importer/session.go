@@ -305,6 +305,9 @@ func unanswered(ev *streams.Event) *streams.Event {
 	return out
 }
 
+// waiting reports whether a call is waiting for its result.
+func (s *session) waiting(id string) bool { return s.calls != nil && s.calls.byID[id] != nil }
+
 // replace completes a pending call with events its result described
 // better than the call did (a Codex FileChange's paths and contents for an
 // apply_patch). A call never seen is ignored, as in result.
