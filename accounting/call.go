@@ -63,7 +63,7 @@ func Normalise(u *streams.Usage) *Tokens {
 // clampCount keeps a reported token count within 0 to streams.MaxTokens.
 func clampCount(n int64) int64 { return min(max(n, 0), streams.MaxTokens) }
 
-// Call is a router-call row: the seed's v1:router:call, one per session.
+// Call is a router-call row, one per session (docs/design.md#accounting).
 type Call struct {
 	SessionID        string          `json:"sessionId"`
 	Org              string          `json:"org"`

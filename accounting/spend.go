@@ -11,7 +11,8 @@ import (
 )
 
 // PlanSpend is where a plan stands. Metered and subscription spend
-// accumulate apart (the seed's tokenSpent and tokenSpentSubscription); the
+// accumulate apart (tokenSpent and tokenSpentSubscription,
+// docs/design.md#accounting); the
 // dollar ceiling counts only metered dollars, the loop cap every call.
 //
 // Scoped to one member (Member set), it counts only that member's calls and

@@ -1,6 +1,6 @@
 // Package bench measures spine against a raw baseline in the same run, so
 // the figure that matters is a ratio rather than a number that depends on
-// the machine (DESIGN §4).
+// the machine (docs/performance.md).
 //
 // Ingest sends the same workload twice through one embedded nats-server and
 // one fresh PostgreSQL database:

@@ -5,7 +5,7 @@
 // JSON Schema of their arguments); execute_capability runs one by name.
 // Everything spine can do for an agent is a capability behind those two
 // tools — remoteSession.create, send, read, list and cancel today — so the
-// tool list every MCP client sees never grows (seed 002's contract). An
+// tool list every MCP client sees never grows (docs/design.md#mcp). An
 // unknown name is the tool error unknown_capability.
 //
 // The caller is the {org, member} of the verified token, never an

@@ -1,4 +1,4 @@
--- Desktop tasks and remoteSession (DESIGN §3). desktop_tasks,
+-- Desktop tasks and remoteSession (docs/design.md#desktop-tasks). desktop_tasks,
 -- desktop_task_events, desktop_runners and remote_sessions are projections of
 -- the SPINE_TASKS stream (projector "tasks"): no column takes now(), times
 -- come from the messages. runner_tokens is not a projection: it is the list

@@ -13,4 +13,7 @@
 // cost_days from router_calls, so an upgraded database answers at once. The
 // projector keeps it from then on, a rebuild makes it from the log, and a
 // test holds the backfill equal to what the projector writes.
+//
+// Each table has one package that writes it; docs/design.md#ownership lists
+// them.
 package migrations

@@ -1,5 +1,5 @@
 // Package recorder applies the app-session rules to the session stream and
-// writes the projections: the session row (the seed's v1:worker:appSession),
+// writes the projections: the session row (one per app session),
 // its recording run with one step and one observation per completed action,
 // live prose chunks, and at the end one content-addressed transcript file.
 //

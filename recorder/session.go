@@ -20,7 +20,8 @@ const StatusRunning = "running"
 // StatusCancelled is the status of a session ended after a cancel.
 const StatusCancelled = "cancelled"
 
-// Session is the session row: the seed's v1:worker:appSession.
+// Session is the session row: one per app session, kept by the recorder
+// (docs/design.md#ownership).
 type Session struct {
 	ID               string `json:"id"`
 	Org              string `json:"org"`

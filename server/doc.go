@@ -1,17 +1,53 @@
 // Package server is spine's HTTP API: ingest for producers that do not
 // speak NATS, and the reads served from the projections.
 //
-//	POST /v1/ingest                        a batch of envelopes → 207, one result each
-//	GET  /v1/sessions                      ?after=&limit= the caller's sessions by id: lastSeq, ended
-//	GET  /v1/sessions/{id}                 the session row
-//	GET  /v1/sessions/{id}/transcript      ?since=&limit= a bounded page of prose
-//	GET  /v1/runs/{id}/steps               ?since=&limit= steps with their observations
-//	GET  /v1/deadletters                   ?after=&limit= the caller's dead letters (an admin's: the org's)
-//	GET  /v1/deadletters/{stream}/{seq}    one, with the message as stored
-//	GET  /healthz /readyz /metrics
+//	GET  /healthz /readyz /metrics                   liveness, readiness (names a stuck projector), Prometheus
 //
-// Every /v1 route needs a member bearer token and is scoped to its org and
-// member: another member's session answers exactly as a missing one does.
+//	POST /v1/ingest                                  a batch of envelopes → 207, one result each
+//	GET  /v1/sessions                                ?after=&limit= the caller's sessions by id: lastSeq, ended
+//	GET  /v1/sessions/{id}                           the session row
+//	GET  /v1/sessions/{id}/transcript                ?since=&limit= a bounded page of prose
+//	POST /v1/sessions/{id}/cancel                    the owner's cancel → 202
+//	GET  /v1/runs/{id}/steps                         ?since=&limit= steps with their observations
+//	GET  /v1/deadletters                             ?after=&limit= the caller's dead letters (an admin's: the org's)
+//	GET  /v1/deadletters/{stream}/{seq}              one, with the message as stored
+//
+//	POST /v1/library/uploads                         ?name=&contentType= stream a file into the Library
+//	GET  /v1/library/files/{digest}                  a file's bytes (Range supported)
+//	GET  /v1/provenance/{id}                         the trace of a digest, artifact or session
+//
+//	GET  /v1/cost/summary                            ?from=&to=&groupBy=&limit=&after= calls, tokens, dollars by billing
+//	GET  /v1/plans/{id}/spend                        where a plan stands
+//	POST /v1/plans/{id}/budget                       set a plan's budget (admins) → 202
+//	GET  /ui/cost                                    the cost report as a page
+//
+//	POST   /v1/desktop-runner/tokens                 mint a runner token (member)
+//	GET    /v1/desktop-runner/tokens                 list them
+//	DELETE /v1/desktop-runner/tokens/{id}            revoke one
+//	POST /v1/desktop-runner/register                 a runner's inventory (runner token, as below)
+//	GET  /v1/desktop-runner/work                     queued tasks for this runner
+//	GET  /v1/desktop-runner/events                   server-sent events: work_available
+//	POST /v1/desktop-runner/tasks/{id}/claim         → fence and lease, or 409 already_claimed
+//	POST /v1/desktop-runner/tasks/{id}/heartbeat     → lease validity, cancelRequested
+//	POST /v1/desktop-runner/tasks/{id}/events        the runner's ordered events
+//	POST /v1/desktop-runner/tasks/{id}/complete      → a durable receipt
+//	POST /v1/remote-sessions                         remoteSession.create
+//	GET  /v1/remote-sessions                         remoteSession.list
+//	GET  /v1/remote-sessions/{id}                    ?since=&limit= remoteSession.read
+//	POST /v1/remote-sessions/{id}/messages           remoteSession.send
+//	POST /v1/remote-sessions/{id}/cancel             remoteSession.cancel
+//	GET  /ui/sessions/{id}                           a remote session's live page
+//	GET  /ui/sessions/{id}/events                    the page's change notifications
+//	     /mcp                                        the MCP endpoint (package gateway)
+//
+// The desktop routes and /mcp exist only when the server has a desktop
+// service (Config.Desktop), as a node always does. docs/ingest.md,
+// docs/accounting.md and docs/desktop.md describe each answer.
+//
+// Every /v1 route but the runner's needs a member bearer token and is
+// scoped to its org and member: another member's session answers exactly
+// as a missing one does. Runner routes take a runner token instead; a /ui
+// page also takes the cookie it sets once from ?token=.
 // Errors are {"error":{"code","message"}} with a 4xx or 5xx status.
 //
 // Ingest deduplicates within the caller's own envelope ids, and a session

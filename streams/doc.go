@@ -15,7 +15,7 @@
 // # Envelopes, version 1
 //
 // An Envelope is one JSON object per message: v, type, id, at, and the
-// fields of its type (DESIGN.md §5). Decode parses and validates untrusted
+// fields of its type (docs/design.md#envelopes). Decode parses and validates untrusted
 // bytes; every failure is a *Rejection whose Reason (malformed_json,
 // unknown_app, invalid_id, …) is stable enough to be a metric label and is
 // what the dead letter carries. Producers may add fields freely; unknown

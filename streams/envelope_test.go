@@ -300,7 +300,7 @@ func TestValidateZeroEnvelope(t *testing.T) {
 }
 
 // TestEnvelopeHasNoCredentialField walks every JSON name the envelope can
-// carry: none may be a place to put a credential (DESIGN §3). The usage
+// carry: none may be a place to put a credential (docs/design.md#redaction). The usage
 // token counts are counts, not tokens, and are the only names allowed to
 // say "token".
 func TestEnvelopeHasNoCredentialField(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 )
 
-// Closed value sets (DESIGN §3, §5).
+// Closed value sets (docs/design.md#envelopes).
 var (
 	Apps           = []string{"claude-code", "codex"}
 	Kinds          = []string{"run", "open", "attach"}

@@ -1,16 +1,21 @@
 // Command spine records coding-agent sessions and serves them back.
 //
-//	spine serve                       run spine (embedded NATS, PostgreSQL found or started)
+//	spine serve [-v]                  run spine (embedded NATS, PostgreSQL found or started)
 //	spine migrate                     apply database migrations and exit
-//	spine publish FILE.jsonl          send envelopes from a file
-//	spine import PATH...              import Claude Code and Codex output
+//	spine publish [--nats URL] FILE.jsonl|-   send envelopes from a file
+//	spine import [flags] PATH...      import Claude Code and Codex output
 //	spine read session|transcript|steps ID [--json] [--follow]
+//	spine cancel ID [--reason R]      cancel a running session
+//	spine rebuild [--verify] [--keep] replay the streams into a fresh database
 //	spine trace DIGEST|ARTIFACT|SESSION [--json]
 //	spine token init                  create the token secret in the data dir
 //	spine token mint [--org O] [--member M] [--role member|admin] [--ttl D]
 //	spine cost [--from D] [--to D] [--group-by G] [--json]; spine cost plan ID
 //	spine deadletters [STREAM:SEQ] [--limit N] [--after C] [--json]
-//	spine bench ingest [flags]        measure ingest against a raw baseline
+//	spine bench ingest|library|dispatch|import|fairness|flood [flags]
+//
+// Settings come from SPINE_* environment variables (internal/config, listed
+// in the README); the reference for each command is in docs/.
 package main
 
 import (

@@ -37,7 +37,7 @@ func runPublish(ctx context.Context, args []string) error {
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	batch := fs.Int("batch", 500, "envelopes per HTTP request")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: spine publish [flags] FILE.jsonl|-\n\nEach line is one envelope (see DESIGN §5).")
+		fmt.Fprintln(fs.Output(), "usage: spine publish [flags] FILE.jsonl|-\n\nEach line is one envelope (see docs/design.md#envelopes).")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

@@ -16,8 +16,8 @@ type Summary struct {
 	// AlreadyRecorded sessions had been imported and ended before: nothing
 	// of theirs was published again.
 	AlreadyRecorded int `json:"alreadyRecorded"`
-	// Responses are model responses counted, each once (DESIGN: one record
-	// per model response); RepeatedResponses were seen again in another
+	// Responses are model responses counted, each once (one record per
+	// model response: docs/counting.md); RepeatedResponses were seen again in another
 	// session (a resumed session's copy) and not counted twice.
 	Responses         int `json:"responses"`
 	RepeatedResponses int `json:"repeatedResponses"`

@@ -22,7 +22,7 @@ const (
 	StateCancelled   = "cancelled"
 )
 
-// Protocol figures (seed 000 §6).
+// Protocol figures (docs/design.md#desktop-tasks).
 const (
 	LeaseTTL          = 60 * time.Second
 	HeartbeatInterval = 10 * time.Second
