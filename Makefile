@@ -67,7 +67,7 @@ CCUSAGE_BIN     := bin/ccusage-$(CCUSAGE_VERSION)/node_modules/.bin/ccusage
 ccusage-parity: ## ccusage (npm, pinned) and spine import on the same fixtures: tokens per session and per day must match (SPINE_CCUSAGE_RECORD=1 rewrites the offline copy)
 	@command -v npm >/dev/null || { echo "ccusage-parity needs npm (Node.js)"; exit 1; }
 	@test -x $(CCUSAGE_BIN) || npm install --silent --no-audit --no-fund --prefix bin/ccusage-$(CCUSAGE_VERSION) ccusage@$(CCUSAGE_VERSION)
-	SPINE_CCUSAGE=$(CURDIR)/$(CCUSAGE_BIN) $(GO) test -count=1 -v -run 'TestCcusage' ./recorder/importer/
+	SPINE_CCUSAGE=$(CURDIR)/$(CCUSAGE_BIN) $(GO) test -count=1 -v -run 'TestCcusage' ./importer/
 
 CLAUDE_CODE_VERSION := 2.1.197
 CODEX_VERSION       := 0.171.0

@@ -13,7 +13,7 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/spinehq/spine/recorder/importer"
+	"github.com/spinehq/spine/importer"
 	"github.com/spinehq/spine/streams"
 )
 

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/spinehq/spine/recorder/importer"
+	"github.com/spinehq/spine/importer"
 )
 
 // corpusSources are the fixture folders whose JSON-lines files give each

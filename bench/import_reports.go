@@ -18,8 +18,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spinehq/spine/importer"
 	"github.com/spinehq/spine/node"
-	"github.com/spinehq/spine/recorder/importer"
 )
 
 // CcusageVersion is the ccusage `make ccusage-parity` installs (its native

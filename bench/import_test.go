@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spinehq/spine/recorder/importer"
+	"github.com/spinehq/spine/importer"
 )
 
 // The corpus is the fixtures' lines copied with fresh ids: every copy adds

@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/spinehq/spine/bench"
+	"github.com/spinehq/spine/importer"
 	"github.com/spinehq/spine/internal/config"
-	"github.com/spinehq/spine/recorder/importer"
 )
 
 const benchImportUsage = `usage: spine bench import [flags]

@@ -15,7 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/spinehq/spine/recorder/importer"
+	"github.com/spinehq/spine/importer"
 	"github.com/spinehq/spine/server"
 	"github.com/spinehq/spine/streams"
 )

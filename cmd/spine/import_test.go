@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spinehq/spine/importer"
 	"github.com/spinehq/spine/internal/checksum"
 	"github.com/spinehq/spine/internal/config"
 	"github.com/spinehq/spine/node"
-	"github.com/spinehq/spine/recorder/importer"
 )
 
 // sharedFixtures is ../shared/fixtures beside the repository root.

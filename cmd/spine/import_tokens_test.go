@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/spinehq/spine/accounting"
-	"github.com/spinehq/spine/recorder/importer"
+	"github.com/spinehq/spine/importer"
 )
 
 // One token convention on every surface: what `spine import` says of each

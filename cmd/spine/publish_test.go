@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spinehq/spine/importer"
 	"github.com/spinehq/spine/internal/config"
 	"github.com/spinehq/spine/internal/pgtest"
 	"github.com/spinehq/spine/internal/spinetest"
 	"github.com/spinehq/spine/node"
-	"github.com/spinehq/spine/recorder/importer"
 )
 
 // spine publish --nats and spine import --nats reach the embedded server's
@@ -43,7 +43,7 @@ func TestNATSProducersPresentTheToken(t *testing.T) {
 	if err != nil || !strings.Contains(out, "6 sent, 6 accepted, 0 refused") {
 		t.Fatalf("publish --nats with serve's data dir: %v\n%s", err, out)
 	}
-	out, err = capture(t, "import", "--json", "--nats", n.NATSURL(), "../../recorder/importer/testdata/split")
+	out, err = capture(t, "import", "--json", "--nats", n.NATSURL(), "../../importer/testdata/split")
 	var sum importer.Summary
 	if err != nil || json.Unmarshal([]byte(out), &sum) != nil || sum.Sessions == 0 || len(sum.Refused) != 0 {
 		t.Fatalf("import --nats: %v\n%s", err, out)
