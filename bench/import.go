@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/spinehq/spine/apps"
 	"github.com/spinehq/spine/importer"
 	"github.com/spinehq/spine/streams"
 )
@@ -32,7 +33,7 @@ type ImportConfig struct {
 	// removed at the end.
 	Dir string
 	// Formats to measure; nil means every format.
-	Formats []importer.Format
+	Formats []apps.Format
 	// Size is each format's file for the dry run and the raw baseline;
 	// 0 means DefaultImportSize.
 	Size int64
@@ -71,14 +72,14 @@ type ImportResult struct {
 // ImportFormat is one format's corpus through the parsers and through a
 // raw baseline of the same file.
 type ImportFormat struct {
-	Format    importer.Format `json:"format"`
-	Bytes     int64           `json:"bytes"`
-	Lines     int             `json:"lines"`
-	Copies    int             `json:"copies"` // copies of the fixtures' lines, each with fresh ids
-	Sessions  int             `json:"sessions"`
-	Responses int             `json:"responses"`
-	Envelopes int             `json:"envelopes"`
-	Skipped   int             `json:"skipped"`
+	Format    apps.Format `json:"format"`
+	Bytes     int64       `json:"bytes"`
+	Lines     int         `json:"lines"`
+	Copies    int         `json:"copies"` // copies of the fixtures' lines, each with fresh ids
+	Sessions  int         `json:"sessions"`
+	Responses int         `json:"responses"`
+	Envelopes int         `json:"envelopes"`
+	Skipped   int         `json:"skipped"`
 	// DryRun is `spine import --dry-run`: read, parse, build and validate
 	// every envelope, publish nothing.
 	DryRun ImportRate `json:"dryRun"`
@@ -99,13 +100,13 @@ type ImportRate struct {
 
 // ImportNodeFormat is one format's file through the node.
 type ImportNodeFormat struct {
-	Format           importer.Format `json:"format"`
-	Bytes            int64           `json:"bytes"`
-	Sessions         int             `json:"sessions"`
-	Responses        int             `json:"responses"`
-	Envelopes        int             `json:"envelopes"`
-	PublishedSeconds float64         `json:"publishedSeconds"`
-	Rate             ImportRate      `json:"rate"`
+	Format           apps.Format `json:"format"`
+	Bytes            int64       `json:"bytes"`
+	Sessions         int         `json:"sessions"`
+	Responses        int         `json:"responses"`
+	Envelopes        int         `json:"envelopes"`
+	PublishedSeconds float64     `json:"publishedSeconds"`
+	Rate             ImportRate  `json:"rate"`
 }
 
 // ImportNode is the end-to-end phase.
@@ -136,7 +137,7 @@ func (c ImportConfig) withDefaults() (ImportConfig, error) {
 	c.NodeSize = cmp.Or(c.NodeSize, DefaultImportNodeSize)
 	c.ReportRuns = cmp.Or(c.ReportRuns, DefaultReportRuns)
 	if len(c.Formats) == 0 {
-		c.Formats = importer.Formats
+		c.Formats = apps.Formats
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -173,7 +174,7 @@ func RunImport(ctx context.Context, cfg ImportConfig) (res *ImportResult, err er
 	}
 	res = &ImportResult{Benchmark: "import", Environment: environment(), PeakRSSScope: "phase"}
 	var nodeFiles []string
-	var nodeFormats []importer.Format
+	var nodeFormats []apps.Format
 	for _, f := range cfg.Formats {
 		ct, err := loadTemplate(cfg.FixturesDir, f)
 		if err != nil {
@@ -229,7 +230,7 @@ func rawPass(path string, size int64, res *ImportResult) (ImportRate, error) {
 	defer f.Close()
 	start := time.Now()
 	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), importer.MaxLineBytes)
+	sc.Buffer(make([]byte, 1<<20), apps.MaxLineBytes)
 	lines := 0
 	for sc.Scan() {
 		var m map[string]any
@@ -258,7 +259,7 @@ func importPass(ctx context.Context, paths []string, opts importer.Options, size
 // nodePass imports each file through a fresh node's JetStream (the path of
 // `spine import --nats`), one after the other, each timed until the
 // recorder has committed all of it.
-func nodePass(ctx context.Context, cfg ImportConfig, files []string, formats []importer.Format, res *ImportResult) (*ImportNode, error) {
+func nodePass(ctx context.Context, cfg ImportConfig, files []string, formats []apps.Format, res *ImportResult) (*ImportNode, error) {
 	tb, err := startTestbed(ctx, Config{DatabaseURL: cfg.DatabaseURL, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err

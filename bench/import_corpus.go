@@ -11,17 +11,17 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/spinehq/spine/importer"
+	"github.com/spinehq/spine/apps"
 )
 
 // corpusSources are the fixture folders whose JSON-lines files give each
 // format's line shapes. Rollouts need a session_meta line so that every
 // copy is its own session inside one file.
-var corpusSources = map[importer.Format]string{
-	importer.FormatClaudeTranscript: "claude-transcripts",
-	importer.FormatClaudeStream:     "claude-stream-json",
-	importer.FormatCodexExec:        "codex-exec-json",
-	importer.FormatCodexRollout:     "codex-rollout",
+var corpusSources = map[apps.Format]string{
+	apps.FormatClaudeTranscript: "claude-transcripts",
+	apps.FormatClaudeStream:     "claude-stream-json",
+	apps.FormatCodexExec:        "codex-exec-json",
+	apps.FormatCodexRollout:     "codex-rollout",
 }
 
 // idKeys are the keys whose string values identify a session, a line, a
@@ -37,14 +37,14 @@ type template struct {
 
 // corpusTemplate is one format's lines, in file order, as templates.
 type corpusTemplate struct {
-	format importer.Format
+	format apps.Format
 	lines  []template
 	bytes  int64 // one copy's size, newlines included
 }
 
 // loadTemplate reads the fixture files of one format (the .jsonl ones,
 // sorted) under fixturesDir.
-func loadTemplate(fixturesDir string, f importer.Format) (*corpusTemplate, error) {
+func loadTemplate(fixturesDir string, f apps.Format) (*corpusTemplate, error) {
 	files, err := filepath.Glob(filepath.Join(fixturesDir, corpusSources[f], "*.jsonl"))
 	if err != nil || len(files) == 0 {
 		return nil, fmt.Errorf("no %s fixtures under %s", f, fixturesDir)
@@ -56,7 +56,7 @@ func loadTemplate(fixturesDir string, f importer.Format) (*corpusTemplate, error
 		if err != nil {
 			return nil, err
 		}
-		if f == importer.FormatCodexRollout && !bytes.Contains(data, []byte(`"session_meta"`)) {
+		if f == apps.FormatCodexRollout && !bytes.Contains(data, []byte(`"session_meta"`)) {
 			continue // its session would be the file's name: every copy one session
 		}
 		for line := range bytes.SplitSeq(data, []byte("\n")) {
@@ -159,6 +159,6 @@ func (ct *corpusTemplate) writeCorpus(path string, size int64) (copies, lines in
 }
 
 // corpusName is the file a format's corpus is written to.
-func corpusName(dir string, f importer.Format, tag string) string {
+func corpusName(dir string, f apps.Format, tag string) string {
 	return filepath.Join(dir, strings.Join([]string{string(f), tag}, "-")+".jsonl")
 }

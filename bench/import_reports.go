@@ -18,7 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spinehq/spine/importer"
+	"github.com/spinehq/spine/apps"
 	"github.com/spinehq/spine/node"
 )
 
@@ -253,10 +253,10 @@ func ccusageReports(ctx context.Context, cfg ImportConfig, r *ImportReports, fil
 		var n int
 		var size int64
 		switch {
-		case strings.Contains(filepath.Base(f), string(importer.FormatClaudeTranscript)):
-			n, size, err = splitSessions(f, projects, importer.FormatClaudeTranscript)
-		case strings.Contains(filepath.Base(f), string(importer.FormatCodexRollout)):
-			n, size, err = splitSessions(f, sessions, importer.FormatCodexRollout)
+		case strings.Contains(filepath.Base(f), string(apps.FormatClaudeTranscript)):
+			n, size, err = splitSessions(f, projects, apps.FormatClaudeTranscript)
+		case strings.Contains(filepath.Base(f), string(apps.FormatCodexRollout)):
+			n, size, err = splitSessions(f, sessions, apps.FormatCodexRollout)
 		default:
 			continue
 		}
@@ -330,7 +330,7 @@ func ccusageReports(ctx context.Context, cfg ImportConfig, r *ImportReports, fil
 // session as the app keeps them: a transcript line goes to the file named
 // by its sessionId (a line without one to the current file), a rollout
 // starts a new file at each session_meta line.
-func splitSessions(path, dir string, f importer.Format) (files int, size int64, err error) {
+func splitSessions(path, dir string, f apps.Format) (files int, size int64, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 0, 0, err
 	}
@@ -362,9 +362,9 @@ func splitSessions(path, dir string, f importer.Format) (files int, size int64, 
 			_ = json.Unmarshal(line, &v)
 			name := current
 			switch {
-			case f == importer.FormatClaudeTranscript && v.SessionID != "":
+			case f == apps.FormatClaudeTranscript && v.SessionID != "":
 				name = v.SessionID + ".jsonl"
-			case f == importer.FormatCodexRollout && v.Type == "session_meta":
+			case f == apps.FormatCodexRollout && v.Type == "session_meta":
 				name = fmt.Sprintf("rollout-2026-01-01T00-00-00-%06d.jsonl", files)
 			}
 			if name == "" {

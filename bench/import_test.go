@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spinehq/spine/apps"
 	"github.com/spinehq/spine/importer"
 )
 
@@ -23,7 +24,7 @@ func TestImportCorpus(t *testing.T) {
 	}
 	fixturesDir := filepath.Join(root, "..", "shared", "fixtures")
 	dir := t.TempDir()
-	for _, f := range importer.Formats {
+	for _, f := range apps.Formats {
 		ct, err := loadTemplate(fixturesDir, f)
 		if err != nil {
 			t.Fatal(err)
@@ -87,7 +88,7 @@ func TestRunImport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Formats) != len(importer.Formats) || res.Node == nil {
+	if len(res.Formats) != len(apps.Formats) || res.Node == nil {
 		t.Fatalf("result %+v", res)
 	}
 	for _, f := range res.Formats {
@@ -118,7 +119,7 @@ func TestSplitSessions(t *testing.T) {
 	wd, _ := os.Getwd()
 	root, _ := moduleRoot(wd)
 	dir := t.TempDir()
-	for _, f := range []importer.Format{importer.FormatClaudeTranscript, importer.FormatCodexRollout} {
+	for _, f := range []apps.Format{apps.FormatClaudeTranscript, apps.FormatCodexRollout} {
 		ct, err := loadTemplate(filepath.Join(root, "..", "shared", "fixtures"), f)
 		if err != nil {
 			t.Fatal(err)

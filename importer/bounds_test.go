@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spinehq/spine/apps"
 	"github.com/spinehq/spine/streams"
 )
 
@@ -36,9 +37,9 @@ func TestImportHoldsFieldsToTheirBounds(t *testing.T) {
 	// memSink validates and decodes every envelope, as the door would; the
 	// format is named because the first line is past what detection reads.
 	sink := &memSink{}
-	run(t, sink, Options{Format: FormatClaudeTranscript}, dir)
+	run(t, sink, Options{Format: apps.FormatClaudeTranscript}, dir)
 	start := sink.of("big-1", streams.TypeSessionStart)
-	if len(start) != 1 || len(start[0].Prompt) > streams.MaxPromptLen || !strings.HasSuffix(start[0].Prompt, truncatedMarker) {
+	if len(start) != 1 || len(start[0].Prompt) > streams.MaxPromptLen || !strings.HasSuffix(start[0].Prompt, apps.TruncatedMarker) {
 		t.Fatalf("start prompt of %d bytes", len(start[0].Prompt))
 	}
 	var cmd *streams.Event
@@ -47,7 +48,7 @@ func TestImportHoldsFieldsToTheirBounds(t *testing.T) {
 			cmd = c.Event
 		}
 	}
-	if cmd == nil || len(cmd.Command) > streams.MaxCommandLen || !strings.HasSuffix(cmd.Command, truncatedMarker) {
+	if cmd == nil || len(cmd.Command) > streams.MaxCommandLen || !strings.HasSuffix(cmd.Command, apps.TruncatedMarker) {
 		t.Fatalf("command event %v", cmd != nil)
 	}
 	end := sink.of("big-1", streams.TypeSessionEnd)

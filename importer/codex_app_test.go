@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spinehq/spine/accounting"
+	"github.com/spinehq/spine/apps"
 	"github.com/spinehq/spine/internal/apprig"
 	"github.com/spinehq/spine/internal/fakemodel"
 	"github.com/spinehq/spine/streams"
@@ -19,10 +20,10 @@ import (
 
 // codexTruth is what the fake model served: the tokens in spine's
 // convention (input without the cached part) and the responses.
-func codexTruth(log []fakemodel.Served) (Tokens, int) {
-	var t Tokens
+func codexTruth(log []fakemodel.Served) (apps.Tokens, int) {
+	var t apps.Tokens
 	for _, r := range log {
-		t.add(Tokens{Input: r.Usage.Input, Output: r.Usage.Output, CacheRead: r.Usage.CacheRead,
+		t.Add(apps.Tokens{Input: r.Usage.Input, Output: r.Usage.Output, CacheRead: r.Usage.CacheRead,
 			Reasoning: r.Usage.Reasoning})
 	}
 	return t, len(log)
@@ -44,12 +45,12 @@ func execLog(t *testing.T, dir, name string, run *apprig.CodexRun) string {
 // checkCodexSession compares one imported Codex session with the truth:
 // its tokens (in the report convention) and responses, its row in the
 // summary, the summary's days and the end's usage (in the app's buckets).
-func checkCodexSession(t *testing.T, sum *Summary, sink *memSink, id string, want Tokens, responses int) {
+func checkCodexSession(t *testing.T, sum *Summary, sink *memSink, id string, want apps.Tokens, responses int) {
 	t.Helper()
 	got := sessionOf(t, sum, id)
-	if got.Tokens != want.report() || got.Responses != responses {
+	if got.Tokens != report(want) || got.Responses != responses {
 		t.Errorf("session %s: %d responses, tokens %+v; the model served %d, %+v", id, got.Responses,
-			got.Tokens, responses, want.report())
+			got.Tokens, responses, report(want))
 	}
 	var days accounting.Tokens
 	var dayResponses int
@@ -96,7 +97,7 @@ func TestCodexExecResumeCountsEachRunOnce(t *testing.T) {
 	want, responses := codexTruth(srv.Log())
 	sink := &memSink{}
 	sum := run(t, sink, Options{}, dir)
-	checkCodexSession(t, sum, sink, SessionID("codex", first.ThreadID), want, responses)
+	checkCodexSession(t, sum, sink, apps.SessionID("codex", first.ThreadID), want, responses)
 }
 
 // events are a session's published actions, in order.
@@ -155,7 +156,7 @@ func TestCodexRolloutPromptsAndMCPCalls(t *testing.T) {
 	want, responses := codexTruth(srv.Log())
 	sink := &memSink{}
 	sum := run(t, sink, Options{}, second.Rollouts...)
-	id := SessionID("codex", first.ThreadID)
+	id := apps.SessionID("codex", first.ThreadID)
 	checkCodexSession(t, sum, sink, id, want, responses)
 	for _, sk := range sum.Skipped {
 		t.Errorf("skipped line %d: %s", sk.Line, sk.Reason)
@@ -252,7 +253,7 @@ func TestCodexRolloutAndExecLogTogether(t *testing.T) {
 	execLog(t, logs, "1.jsonl", first)
 	execLog(t, logs, "2.jsonl", second)
 	want, responses := codexTruth(srv.Log())
-	id := SessionID("codex", first.ThreadID)
+	id := apps.SessionID("codex", first.ThreadID)
 	for name, paths := range map[string][]string{
 		"rollouts first": {filepath.Join(c.Home, "sessions"), logs},
 		"logs first":     {logs, filepath.Join(c.Home, "sessions")},
@@ -289,7 +290,7 @@ func TestCodexExecMCPCalls(t *testing.T) {
 	sink := &memSink{}
 	run(t, sink, Options{}, execLog(t, logs, "1.jsonl", first), execLog(t, logs, "2.jsonl", second))
 	var calls []*streams.Event
-	for _, ev := range events(sink, SessionID("codex", first.ThreadID)) {
+	for _, ev := range events(sink, apps.SessionID("codex", first.ThreadID)) {
 		if ev.Action == "mcp_call" {
 			calls = append(calls, ev)
 		}
@@ -369,7 +370,7 @@ func TestCodexTimes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	id := SessionID("codex", first.ThreadID)
+	id := apps.SessionID("codex", first.ThreadID)
 	span := func(paths ...string) (start, end time.Time, sum *Summary) {
 		t.Helper()
 		sink := &memSink{}
@@ -413,7 +414,7 @@ func TestCodexRolloutMatchesTheModel(t *testing.T) {
 	want, responses := codexTruth(srv.Log())
 	sink := &memSink{}
 	sum := run(t, sink, Options{}, second.Rollouts...)
-	id := SessionID("codex", first.ThreadID)
+	id := apps.SessionID("codex", first.ThreadID)
 	checkCodexSession(t, sum, sink, id, want, responses)
 	end := sink.of(id, streams.TypeSessionEnd)[0]
 	if end.TotalCost != nil || end.Model != apprig.CodexModel || end.Status != "done" {
@@ -471,7 +472,7 @@ func TestCodexExecCallWithoutResult(t *testing.T) {
 	sink := &memSink{}
 	run(t, sink, Options{}, log)
 	var got []*streams.Event
-	for _, ev := range events(sink, SessionID("codex", res.ThreadID)) {
+	for _, ev := range events(sink, apps.SessionID("codex", res.ThreadID)) {
 		if ev.Action == "command" {
 			got = append(got, ev)
 		}

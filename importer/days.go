@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spinehq/spine/accounting"
+	"github.com/spinehq/spine/apps"
 )
 
 // Day is one UTC day's share of an import, per app: the responses and
@@ -22,18 +23,7 @@ type Day struct {
 // daySum is one row of Summary.PerDay while it is summed.
 type daySum struct {
 	responses int
-	tokens    Tokens
-}
-
-// dayUsage is one session's share of one day: tokens summed over its
-// responses, and tokens from the app's own reports (a stream-json result,
-// a codex exec turn, a change of a rollout's running total). A session's
-// days use the same basis as its total (see session.total).
-type dayUsage struct {
-	date      int32 // days since 1970-01-01, UTC
-	responses int
-	tokens    Tokens
-	reported  Tokens
+	tokens    apps.Tokens
 }
 
 // dayKey is one row of Summary.PerDay.
@@ -42,58 +32,22 @@ type dayKey struct {
 	app  string
 }
 
-// dayOf is the UTC day of a record's time, in days since 1970-01-01.
-func dayOf(at time.Time) int32 {
-	sec := at.Unix()
-	if sec < 0 {
-		sec -= 86400 - 1 // round towards the earlier day
-	}
-	return int32(sec / 86400)
-}
-
 // dateOf is a day's YYYY-MM-DD.
 func dateOf(day int32) string {
 	return time.Unix(int64(day)*86400, 0).UTC().Format(time.DateOnly)
 }
 
-// day is the index of the session's share of at's day, added on first use.
-func (s *session) day(at time.Time) int32 {
-	d := dayOf(at)
-	for i := range s.days {
-		if s.days[i].date == d {
-			return int32(i)
-		}
-	}
-	s.days = append(s.days, dayUsage{date: d})
-	return int32(len(s.days) - 1)
-}
-
-// addReport adds one of the app's own reports to the session's total and
-// to its day.
-func (s *session) addReport(at time.Time, t Tokens) {
-	if s.report == nil {
-		s.report = &Tokens{}
-	}
-	s.report.add(t)
-	s.days[s.day(at)].reported.add(t)
-}
-
 // addDays adds a closed session's days to the import's, per date and app.
-func (imp *Importer) addDays(s *session) {
-	byReport := s.byReport() || s.cumulative != nil
-	for _, u := range s.days {
-		k := dayKey{u.date, s.app()}
+func (imp *Importer) addDays(e *apps.Ended) {
+	for _, u := range e.Days {
+		k := dayKey{u.Date, e.App}
 		d := imp.days[k]
 		if d == nil {
 			d = &daySum{}
 			imp.days[k] = d
 		}
-		d.responses += u.responses
-		if byReport {
-			d.tokens.add(u.reported)
-		} else {
-			d.tokens.add(u.tokens)
-		}
+		d.responses += u.Responses
+		d.tokens.Add(u.Tokens)
 	}
 }
 
@@ -103,8 +57,8 @@ func (imp *Importer) perDay() []Day {
 	for _, k := range slices.SortedFunc(maps.Keys(imp.days), func(a, b dayKey) int {
 		return cmp.Or(cmp.Compare(a.date, b.date), cmp.Compare(a.app, b.app))
 	}) {
-		if d := imp.days[k]; d.responses != 0 || d.tokens != (Tokens{}) { // a day a snapshot moved away from is left empty
-			days = append(days, Day{Date: dateOf(k.date), App: k.app, Responses: d.responses, Tokens: d.tokens.report()})
+		if d := imp.days[k]; d.responses != 0 || d.tokens != (apps.Tokens{}) { // a day a snapshot moved away from is left empty
+			days = append(days, Day{Date: dateOf(k.date), App: k.app, Responses: d.responses, Tokens: report(d.tokens)})
 		}
 	}
 	return days

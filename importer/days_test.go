@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/spinehq/spine/accounting"
+	"github.com/spinehq/spine/apps"
 )
 
 // The days split the import exactly: their responses and tokens sum to the
@@ -27,10 +28,10 @@ func TestPerDay(t *testing.T) {
 	}
 	want := map[string]Day{
 		// ccusage's alpha session spans two days; its rollout two more.
-		"2026-01-09 claude-code": {Responses: 2, Tokens: Tokens{Input: 300, Output: 125, CacheRead: 30, CacheWrite: 75}.report()},
-		"2026-01-10 claude-code": {Responses: 1, Tokens: Tokens{Input: 300, Output: 125, CacheRead: 40}.report()},
-		"2026-05-13 codex":       {Responses: 1, Tokens: Tokens{Input: 750, Output: 125, CacheRead: 250, Reasoning: 75}.report()},
-		"2026-05-14 codex":       {Responses: 1, Tokens: Tokens{Input: 2000, Output: 300, CacheRead: 500, Reasoning: 200}.report()},
+		"2026-01-09 claude-code": {Responses: 2, Tokens: report(apps.Tokens{Input: 300, Output: 125, CacheRead: 30, CacheWrite: 75})},
+		"2026-01-10 claude-code": {Responses: 1, Tokens: report(apps.Tokens{Input: 300, Output: 125, CacheRead: 40})},
+		"2026-05-13 codex":       {Responses: 1, Tokens: report(apps.Tokens{Input: 750, Output: 125, CacheRead: 250, Reasoning: 75})},
+		"2026-05-14 codex":       {Responses: 1, Tokens: report(apps.Tokens{Input: 2000, Output: 300, CacheRead: 500, Reasoning: 200})},
 	}
 	for _, d := range sum.PerDay {
 		if w, ok := want[d.Date+" "+d.App]; ok {
@@ -56,7 +57,7 @@ func TestPerDaySnapshotMoves(t *testing.T) {
 	}
 	sum := run(t, nil, Options{}, dir)
 	if len(sum.PerDay) != 1 || sum.PerDay[0].Date != "2026-03-02" || sum.PerDay[0].Responses != 1 ||
-		sum.PerDay[0].Tokens != (Tokens{Input: 5, Output: 9}.report()) {
+		sum.PerDay[0].Tokens != (report(apps.Tokens{Input: 5, Output: 9})) {
 		t.Fatalf("per day: %+v", sum.PerDay)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/spinehq/spine/accounting"
+	"github.com/spinehq/spine/apps"
 	"github.com/spinehq/spine/streams"
 )
 
@@ -37,8 +38,8 @@ type memSink struct {
 	envs []*streams.Envelope
 }
 
-func (m *memSink) Recorded(_ context.Context, id string) (Recorded, error) {
-	var r Recorded
+func (m *memSink) Recorded(_ context.Context, id string) (apps.Recorded, error) {
+	var r apps.Recorded
 	for _, e := range m.envs {
 		if e.SessionID != id {
 			continue

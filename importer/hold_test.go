@@ -40,7 +40,7 @@ func TestOneFileSessionsArePublishedTogether(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
-	for name, bound := range map[string]*int{"per session": &maxHeldPerSession, "in all": &maxHeld} {
+	for name, bound := range map[string]*int{"per session": &bounds.MaxHeldPerSession, "in all": &bounds.MaxHeld} {
 		t.Run(name, func(t *testing.T) {
 			defer func(n int) { *bound = n }(*bound)
 			*bound = 1

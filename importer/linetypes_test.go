@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spinehq/spine/apps"
 	"github.com/spinehq/spine/streams"
 )
 
@@ -27,7 +28,7 @@ func TestTranscriptLineTypes(t *testing.T) {
 	if got := prose.String(); got != "Looking.\n\n> also count them\n" {
 		t.Fatalf("prose %q", got)
 	}
-	if s := sessionOf(t, sum, "lt-1"); s.Responses != 1 || s.Tokens != (Tokens{Input: 3, Output: 4}.report()) {
+	if s := sessionOf(t, sum, "lt-1"); s.Responses != 1 || s.Tokens != (report(apps.Tokens{Input: 3, Output: 4})) {
 		t.Fatalf("session %+v", s)
 	}
 }

@@ -7,15 +7,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spinehq/spine/apps"
 	"github.com/spinehq/spine/streams"
 )
 
-// Sessions of one-file formats are ended once more than maxOpenOneFile
+// Sessions of one-file formats are ended once more than bounds.MaxOpenOneFile
 // are open, least recently used first; a later record of one is skipped
 // and reported, never published after its end.
 func TestOneFileSessionsEndWhenIdle(t *testing.T) {
-	defer func(n int) { maxOpenOneFile = n }(maxOpenOneFile)
-	maxOpenOneFile = 1
+	defer func(n int) { bounds.MaxOpenOneFile = n }(bounds.MaxOpenOneFile)
+	bounds.MaxOpenOneFile = 1
 	dir := t.TempDir()
 	src := fixtures(t, "codex-exec-json")
 	files, _ := filepath.Glob(filepath.Join(src, "*.jsonl"))
@@ -81,7 +82,7 @@ func TestSessionListBounded(t *testing.T) {
 	}
 	sum := run(t, nil, Options{}, path)
 	if sum.Sessions != n || len(sum.PerSession) != MaxSessionsListed || sum.OmittedSessions != 2 ||
-		sum.Responses != n || sum.Tokens != (Tokens{Input: int64(n), Output: 2 * int64(n)}.report()) ||
+		sum.Responses != n || sum.Tokens != (report(apps.Tokens{Input: int64(n), Output: 2 * int64(n)})) ||
 		len(sum.PerDay) != 1 || sum.PerDay[0].Responses != n {
 		t.Fatalf("%d sessions, %d listed, %d omitted, %d responses %+v", sum.Sessions, len(sum.PerSession),
 			sum.OmittedSessions, sum.Responses, sum.Tokens)

@@ -2,6 +2,7 @@ package importer
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/spinehq/spine/accounting"
+	"github.com/spinehq/spine/apps"
 )
 
 // ccusageVersion is the ccusage `make ccusage-parity` installs from npm
@@ -79,11 +81,11 @@ type ccusageRow struct {
 // §1), so its input is ccusage's input + cacheRead + cacheCreation;
 // reasoning only for Codex.
 func (r ccusageRow) tokens() accounting.Tokens {
-	return Tokens{Input: r.Input, Output: r.Output, CacheRead: r.CacheRead, CacheWrite: r.CacheCreation, Reasoning: r.Reasoning}.report()
+	return report(apps.Tokens{Input: r.Input, Output: r.Output, CacheRead: r.CacheRead, CacheWrite: r.CacheCreation, Reasoning: r.Reasoning})
 }
 
 // file is the name, without extension, of the file a session row read.
-func (r ccusageRow) file() string { return path.Base(cmpOr(r.SessionFile, r.SessionID)) }
+func (r ccusageRow) file() string { return path.Base(cmp.Or(r.SessionFile, r.SessionID)) }
 
 type ccusageReport struct {
 	Sessions []ccusageRow `json:"sessions"`
@@ -211,7 +213,7 @@ func compareWithCcusage(t *testing.T, sum *Summary, reports map[string]ccusageRe
 				}
 			}
 			switch {
-			case seen == 0 && s.Tokens == (Tokens{}.report()):
+			case seen == 0 && s.Tokens == (report(apps.Tokens{})):
 				continue // no usage: ccusage lists no session
 			case s.Tokens != want:
 				t.Errorf("%s session %s (%v):\n spine   %+v\n ccusage %+v", app, s.SessionID, s.Files, s.Tokens, want)
@@ -264,8 +266,8 @@ func TestCcusageSnapshotRows(t *testing.T) {
 		if err := json.Unmarshal([]byte(body), &r); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		got := fmt.Sprint(cmpOr(r.SessionID, r.Date), r.tokens())
-		if want := fmt.Sprint(key, Tokens{Input: 1234, Output: 567, CacheRead: 10, CacheWrite: 89}.report()); got != want {
+		got := fmt.Sprint(cmp.Or(r.SessionID, r.Date), r.tokens())
+		if want := fmt.Sprint(key, report(apps.Tokens{Input: 1234, Output: 567, CacheRead: 10, CacheWrite: 89})); got != want {
 			t.Fatalf("%s: decoded %s, want %s", name, got, want)
 		}
 	}

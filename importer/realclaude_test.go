@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spinehq/spine/accounting"
+	"github.com/spinehq/spine/apps"
 	"github.com/spinehq/spine/internal/apprig"
 	"github.com/spinehq/spine/internal/fakemodel"
 	"github.com/spinehq/spine/streams"
@@ -42,12 +43,12 @@ func onSub(u fakemodel.Usage, blocks ...fakemodel.Block) fakemodel.Turn {
 // counts them (docs/counting.md §1: input with cache reads and writes of
 // both lifetimes).
 func servedTokens(log []fakemodel.Served) accounting.Tokens {
-	var t Tokens
+	var t apps.Tokens
 	for _, r := range log {
-		t.add(Tokens{Input: r.Usage.Input, Output: r.Usage.Output, CacheRead: r.Usage.CacheRead,
+		t.Add(apps.Tokens{Input: r.Usage.Input, Output: r.Usage.Output, CacheRead: r.Usage.CacheRead,
 			CacheWrite: r.Usage.CacheWrite5m + r.Usage.CacheWrite1h})
 	}
-	return t.report()
+	return report(t)
 }
 
 // runClaude runs one prompt and fails the test unless the app ended well
@@ -138,8 +139,8 @@ func TestRealClaudeSubagentTokens(t *testing.T) {
 }
 
 // endTokens are an end's usage as Tokens.
-func endTokens(u *streams.Usage) Tokens {
-	return Tokens{Input: u.InputTokens, Output: u.OutputTokens, CacheRead: u.CacheReadTokens,
+func endTokens(u *streams.Usage) apps.Tokens {
+	return apps.Tokens{Input: u.InputTokens, Output: u.OutputTokens, CacheRead: u.CacheReadTokens,
 		CacheWrite: u.CacheWriteTokens, Reasoning: u.ReasoningTokens}
 }
 
@@ -650,7 +651,7 @@ func (sc claudeScenario) check(t *testing.T) {
 		if got.Tokens != servedTokens(log) {
 			t.Errorf("%s: tokens %+v, served %+v", where, got.Tokens, servedTokens(log))
 		}
-		if e := ends(sink); len(e) != 1 || e[0].Usage == nil || endTokens(e[0].Usage).report() != got.Tokens ||
+		if e := ends(sink); len(e) != 1 || e[0].Usage == nil || report(endTokens(e[0].Usage)) != got.Tokens ||
 			costOf(e[0].TotalCost) != costOf(got.TotalCost) {
 			t.Errorf("%s: the end (the router-call row's source) says %+v, the summary %+v", where, e, got)
 		}

@@ -4,32 +4,25 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	json "github.com/spinehq/spine/internal/fastjson"
 	"strings"
 	"time"
 
+	json "github.com/spinehq/spine/internal/fastjson"
+
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/spinehq/spine/apps"
 	"github.com/spinehq/spine/streams"
 )
 
 // Sink is where an import's envelopes go: spine's HTTP ingest (the CLI's
 // default), JetStream directly, or nowhere (a dry run).
 type Sink interface {
-	// Recorded says what spine already holds of a session, so a re-import
-	// publishes nothing a recorder would store twice or dead-letter.
-	Recorded(ctx context.Context, sessionID string) (Recorded, error)
-	// Publish sends one valid envelope. An error stops the import.
-	Publish(ctx context.Context, e *streams.Envelope) error
+	// Recorded and Publish take what the translation asks and sends (an
+	// error from Publish stops the import).
+	apps.Sink
 	// Flush waits for everything published and says how it went.
 	Flush(ctx context.Context) (SinkStats, error)
-}
-
-// Recorded is what spine holds of one session.
-type Recorded struct {
-	Started bool  // its start is recorded: do not publish another
-	Ended   bool  // its end is recorded: publish nothing more
-	LastSeq int64 // chunks at or below this seq are recorded
 }
 
 // SinkStats is what a sink learned while publishing.
@@ -42,7 +35,9 @@ type SinkStats struct {
 type DiscardSink struct{}
 
 // Recorded reports nothing recorded.
-func (DiscardSink) Recorded(context.Context, string) (Recorded, error) { return Recorded{}, nil }
+func (DiscardSink) Recorded(context.Context, string) (apps.Recorded, error) {
+	return apps.Recorded{}, nil
+}
 
 // Publish drops the envelope.
 func (DiscardSink) Publish(context.Context, *streams.Envelope) error { return nil }
@@ -58,7 +53,7 @@ type JetStreamSink struct {
 	stream  jetstream.Stream
 	pending []jetstream.PubAckFuture
 	stats   SinkStats
-	// started holds, by key(session id), every session whose start the
+	// started holds, by apps.Key(session id), every session whose start the
 	// log held when the import asked first (nil until then): a session
 	// not in it needs no lookup, so a fresh import makes none.
 	started map[uint64]struct{}
@@ -82,17 +77,17 @@ func NewJetStreamSink(ctx context.Context, js jetstream.JetStream) (*JetStreamSi
 // loadStarted); only those are looked up one by one, so a fresh import
 // costs a request per 100 000 recorded sessions rather than one per
 // imported session. A sink is one import's: the list is not read again.
-func (j *JetStreamSink) Recorded(ctx context.Context, sessionID string) (Recorded, error) {
+func (j *JetStreamSink) Recorded(ctx context.Context, sessionID string) (apps.Recorded, error) {
 	if j.started == nil {
 		if err := j.loadStarted(ctx); err != nil {
-			return Recorded{}, err
+			return apps.Recorded{}, err
 		}
 	}
-	if _, ok := j.started[key(sessionID)]; !ok {
-		return Recorded{}, nil
+	if _, ok := j.started[apps.Key(sessionID)]; !ok {
+		return apps.Recorded{}, nil
 	}
 	// Listed (or sharing a key with a listed one): the log says exactly.
-	var r Recorded
+	var r apps.Recorded
 	var err error
 	if r.Started, _, err = j.last(ctx, streams.SessionSubject(sessionID, streams.TypeSessionStart)); err != nil {
 		return r, err
@@ -149,7 +144,7 @@ func (j *JetStreamSink) loadStarted(ctx context.Context) error {
 			return fmt.Errorf("list recorded sessions: %s (%d)", resp.Error.Description, resp.Error.Code)
 		}
 		for subj := range resp.State.Subjects {
-			started[key(strings.TrimSuffix(strings.TrimPrefix(subj, prefix), suffix))] = struct{}{}
+			started[apps.Key(strings.TrimSuffix(strings.TrimPrefix(subj, prefix), suffix))] = struct{}{}
 		}
 		offset += len(resp.State.Subjects)
 		if len(resp.State.Subjects) == 0 || offset >= resp.Total {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/spinehq/spine/accounting"
+	"github.com/spinehq/spine/apps"
 )
 
 // Tools that checkpoint Claude Code transcripts save one session as several
@@ -29,7 +30,7 @@ func TestSplitCopiesOfOneSession(t *testing.T) {
 			alone := &memSink{}
 			want := run(t, alone, Options{}, copies[len(copies)-1])
 			responses, tokens := finalUsage(t, lines)
-			if want.Responses != responses || want.Tokens != tokens.report() {
+			if want.Responses != responses || want.Tokens != report(tokens) {
 				t.Fatalf("the whole file alone: %d responses %+v; its final snapshots: %d %+v",
 					want.Responses, want.Tokens, responses, tokens)
 			}
@@ -159,7 +160,7 @@ func copyOrders(copies []string) map[string][]string {
 // encoding/json rather than the importer's own decoding.
 type snapshot struct {
 	key    string
-	tokens Tokens
+	tokens apps.Tokens
 }
 
 func snapshotOf(line []byte) snapshot {
@@ -183,22 +184,22 @@ func snapshotOf(line []byte) snapshot {
 	}
 	u := l.Message.Usage
 	return snapshot{key: l.Message.ID + "\x00" + l.RequestID,
-		tokens: Tokens{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheCreate}}
+		tokens: apps.Tokens{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheCreate}}
 }
 
 // finalUsage counts a whole transcript the plain way: each response once,
 // with the usage on its last line in the file.
-func finalUsage(t *testing.T, lines [][]byte) (int, Tokens) {
+func finalUsage(t *testing.T, lines [][]byte) (int, apps.Tokens) {
 	t.Helper()
-	last := map[string]Tokens{}
+	last := map[string]apps.Tokens{}
 	for _, l := range lines {
 		if s := snapshotOf(l); s.key != "" {
 			last[s.key] = s.tokens
 		}
 	}
-	var sum Tokens
+	var sum apps.Tokens
 	for _, tk := range last {
-		sum.add(tk)
+		sum.Add(tk)
 	}
 	return len(last), sum
 }

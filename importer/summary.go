@@ -2,7 +2,7 @@ package importer
 
 import (
 	"github.com/spinehq/spine/accounting"
-	"github.com/spinehq/spine/streams"
+	"github.com/spinehq/spine/apps"
 )
 
 // Summary is what one import did. It is what `spine import --json` prints.
@@ -26,7 +26,7 @@ type Summary struct {
 	// total = input + output), so they add up to what `spine cost` says
 	// of the same sessions; see docs/counting.md.
 	Tokens    accounting.Tokens `json:"tokens"`
-	tokens    Tokens            // the same in the app's buckets, as summed
+	tokens    apps.Tokens       // the same in the app's buckets, as summed
 	Envelopes int               `json:"envelopes"`
 	// Duplicates are envelopes JetStream already held (same id, within its
 	// duplicate window): stored once.
@@ -69,40 +69,8 @@ type Refusal struct {
 	Reason string `json:"reason"`
 }
 
-// Tokens are usage in the buckets a session.end carries (streams.Usage;
-// see Usage in doc.go): Input is the input that neither read nor wrote the
-// cache, Reasoning a part of Output. The importer sums in these; what it
-// reports is their report form (Tokens.report).
-type Tokens struct {
-	Input      int64
-	Output     int64
-	CacheRead  int64
-	CacheWrite int64
-	Reasoning  int64
-}
-
-// Report is t in the convention of every report (accounting.Normalise).
-func (t Tokens) report() accounting.Tokens { return *accounting.Normalise(t.usage()) }
-
-func (t *Tokens) add(o Tokens) {
-	t.Input += o.Input
-	t.Output += o.Output
-	t.CacheRead += o.CacheRead
-	t.CacheWrite += o.CacheWrite
-	t.Reasoning += o.Reasoning
-}
-
-// sum is every count but reasoning (a part of output): the tokens in all.
-func (t Tokens) sum() int64 { return t.Input + t.Output + t.CacheRead + t.CacheWrite }
-
-func (t *Tokens) sub(o Tokens) {
-	t.add(Tokens{-o.Input, -o.Output, -o.CacheRead, -o.CacheWrite, -o.Reasoning})
-}
-
-func (t Tokens) usage() *streams.Usage {
-	return &streams.Usage{InputTokens: t.Input, OutputTokens: t.Output, CacheReadTokens: t.CacheRead,
-		CacheWriteTokens: t.CacheWrite, ReasoningTokens: t.Reasoning}
-}
+// report is t in the convention of every report (accounting.Normalise).
+func report(t apps.Tokens) accounting.Tokens { return *accounting.Normalise(t.Usage()) }
 
 // Imported is one session of the import.
 type Imported struct {
@@ -110,7 +78,7 @@ type Imported struct {
 	SessionID    string            `json:"sessionId"`
 	AppSessionID string            `json:"appSessionId"`
 	App          string            `json:"app"`
-	Format       Format            `json:"format"`
+	Format       apps.Format       `json:"format"`
 	Files        []string          `json:"files"`
 	Status       string            `json:"status"`
 	Model        string            `json:"model,omitempty"`

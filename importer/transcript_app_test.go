@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/spinehq/spine/accounting"
+	"github.com/spinehq/spine/apps"
 	"github.com/spinehq/spine/internal/apprig"
 	"github.com/spinehq/spine/internal/fakemodel"
 	"github.com/spinehq/spine/streams"
@@ -31,12 +32,12 @@ func appTurn(n int64, blocks ...fakemodel.Block) fakemodel.Turn {
 // served is the fake model's log as spine reports tokens, and how many
 // responses it served.
 func served(srv *fakemodel.Server) (int, accounting.Tokens) {
-	var t Tokens
+	var t apps.Tokens
 	for _, s := range srv.Log() {
-		t.add(Tokens{Input: s.Usage.Input, Output: s.Usage.Output, CacheRead: s.Usage.CacheRead,
+		t.Add(apps.Tokens{Input: s.Usage.Input, Output: s.Usage.Output, CacheRead: s.Usage.CacheRead,
 			CacheWrite: s.Usage.CacheWrite5m + s.Usage.CacheWrite1h})
 	}
-	return len(srv.Log()), t.report()
+	return len(srv.Log()), report(t)
 }
 
 // importTranscripts imports a run's transcripts and fails on any skipped
@@ -44,7 +45,7 @@ func served(srv *fakemodel.Server) (int, accounting.Tokens) {
 func importTranscripts(t *testing.T, res *apprig.ClaudeRun) (*memSink, *Summary) {
 	t.Helper()
 	sink := &memSink{}
-	sum := run(t, sink, Options{Format: FormatClaudeTranscript}, res.Transcripts...)
+	sum := run(t, sink, Options{Format: apps.FormatClaudeTranscript}, res.Transcripts...)
 	if sum.SkippedTotal != 0 {
 		t.Fatalf("skipped %+v", sum.Skipped)
 	}
@@ -90,7 +91,7 @@ func TestAppTranscriptOfClaudeP(t *testing.T) {
 		}
 	}
 	sink, sum := importTranscripts(t, res)
-	id := SessionID("claude-code", res.SessionID)
+	id := apps.SessionID("claude-code", res.SessionID)
 	if st := sink.of(id, streams.TypeSessionStart); len(st) != 1 || st[0].Kind != "run" {
 		t.Fatalf("start %+v, want one of kind run", st)
 	}
@@ -113,7 +114,7 @@ func TestAppMCPCallOutcome(t *testing.T) {
 	res := c.Run("call the tools", nil)
 	sink, _ := importTranscripts(t, res)
 	var calls []*streams.Event
-	for _, e := range sink.of(SessionID("claude-code", res.SessionID), streams.TypeSessionChunk) {
+	for _, e := range sink.of(apps.SessionID("claude-code", res.SessionID), streams.TypeSessionChunk) {
 		if e.Event != nil && e.Event.Action == "mcp_call" {
 			calls = append(calls, e.Event)
 		}
@@ -153,7 +154,7 @@ func TestAppCallWithoutResult(t *testing.T) {
 	}
 	sink, _ := importTranscripts(t, res)
 	got := map[string]*streams.Event{}
-	for _, e := range sink.of(SessionID("claude-code", res.SessionID), streams.TypeSessionChunk) {
+	for _, e := range sink.of(apps.SessionID("claude-code", res.SessionID), streams.TypeSessionChunk) {
 		if e.Event != nil {
 			got[e.Event.Action] = e.Event
 		}
@@ -201,10 +202,10 @@ func TestAppSplitCopies(t *testing.T) {
 	}
 	n, tokens := served(srv)
 	alone := &memSink{}
-	run(t, alone, Options{Format: FormatClaudeTranscript}, copies[len(copies)-1])
+	run(t, alone, Options{Format: apps.FormatClaudeTranscript}, copies[len(copies)-1])
 	for name, order := range copyOrders(copies) {
 		got := &memSink{}
-		sum := run(t, got, Options{Format: FormatClaudeTranscript}, order...)
+		sum := run(t, got, Options{Format: apps.FormatClaudeTranscript}, order...)
 		if sum.Responses != n || sum.Tokens != tokens || sum.SkippedTotal != 0 {
 			t.Errorf("%s: %d responses %+v (skipped %d); the model served %d %+v", name, sum.Responses, sum.Tokens,
 				sum.SkippedTotal, n, tokens)

@@ -8,8 +8,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/spinehq/spine/apps"
 	"github.com/spinehq/spine/bench"
-	"github.com/spinehq/spine/importer"
 	"github.com/spinehq/spine/internal/config"
 )
 
@@ -42,7 +42,7 @@ func runBenchImport(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bench import", flag.ContinueOnError)
 	size := fs.Int64("size", bench.DefaultImportSize>>20, "MB per format for the dry run and the raw baseline")
 	nodeSize := fs.Int64("node-size", bench.DefaultImportNodeSize>>20, "MB per format imported through a node (0 skips the node)")
-	formats := fs.String("formats", "", fmt.Sprintf("comma-separated formats (default all: %v)", importer.Formats))
+	formats := fs.String("formats", "", fmt.Sprintf("comma-separated formats (default all: %v)", apps.Formats))
 	fixtures := fs.String("fixtures", "", "fixtures directory (default ../shared/fixtures beside the module root)")
 	dir := fs.String("dir", "", "write the corpus here and keep it (default a temporary directory)")
 	fs.Bool("json", true, "print JSON (always; accepted for scripts)")
@@ -72,7 +72,7 @@ func runBenchImport(ctx context.Context, args []string) error {
 		if f = strings.TrimSpace(f); f == "" {
 			continue
 		}
-		pf, err := importer.ParseFormat(f)
+		pf, err := apps.ParseFormat(f)
 		if err != nil {
 			return usageError{err.Error()}
 		}

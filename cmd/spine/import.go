@@ -15,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/spinehq/spine/apps"
 	"github.com/spinehq/spine/importer"
 	"github.com/spinehq/spine/server"
 	"github.com/spinehq/spine/streams"
@@ -23,7 +24,7 @@ import (
 func runImport(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("import", flag.ContinueOnError)
 	app := fs.String("app", "", "only files of this app: claude-code or codex (default both)")
-	format := fs.String("format", "", fmt.Sprintf("force the format of every file: one of %v (default: detect per file)", importer.Formats))
+	format := fs.String("format", "", fmt.Sprintf("force the format of every file: one of %v (default: detect per file)", apps.Formats))
 	billing := fs.String("billing", "", "stamp imported sessions subscription or metered (default: what the output says, else unknown)")
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	allSessions := fs.Bool("all-sessions", false, fmt.Sprintf("list every session in the JSON summary (default: the first %d; totals count them all)", importer.MaxSessionsListed))
@@ -45,7 +46,7 @@ func runImport(ctx context.Context, args []string) error {
 		fs.Usage()
 		return usageError{"import needs at least one PATH"}
 	}
-	f, err := importer.ParseFormat(*format)
+	f, err := apps.ParseFormat(*format)
 	if err != nil {
 		return usageError{err.Error()}
 	}
@@ -74,7 +75,7 @@ func runImport(ctx context.Context, args []string) error {
 		opts.Sink = &httpSink{c: c, batch: max(*batch, 1)}
 	}
 	sum, err := importer.Import(ctx, fs.Args(), opts)
-	if errors.Is(err, importer.ErrBadOption) || errors.Is(err, importer.ErrUnknownFormat) {
+	if errors.Is(err, importer.ErrBadOption) || errors.Is(err, apps.ErrUnknownFormat) {
 		return usageError{err.Error()}
 	}
 	if isTerminal(os.Stderr) {
@@ -161,14 +162,14 @@ const maxBatchBytes = 16 << 20
 // other sessions (a session is asked about before its first envelope), so
 // the batch is not sent first: an import posts a batch per --batch
 // envelopes, not one per session.
-func (h *httpSink) Recorded(ctx context.Context, sessionID string) (importer.Recorded, error) {
+func (h *httpSink) Recorded(ctx context.Context, sessionID string) (apps.Recorded, error) {
 	if h.recorded == nil {
 		if err := h.listRecorded(ctx); err != nil {
-			return importer.Recorded{}, err
+			return apps.Recorded{}, err
 		}
 	}
 	if _, ok := h.recorded[maphash.String(h.seed, sessionID)]; !ok {
-		return importer.Recorded{}, nil
+		return apps.Recorded{}, nil
 	}
 	var s struct {
 		LastSeq int64      `json:"lastSeq"`
@@ -177,12 +178,12 @@ func (h *httpSink) Recorded(ctx context.Context, sessionID string) (importer.Rec
 	err := h.c.do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(sessionID), nil, &s)
 	var ae *apiError
 	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
-		return importer.Recorded{}, nil
+		return apps.Recorded{}, nil
 	}
 	if err != nil {
-		return importer.Recorded{}, err
+		return apps.Recorded{}, err
 	}
-	return importer.Recorded{Started: true, Ended: s.EndedAt != nil, LastSeq: s.LastSeq}, nil
+	return apps.Recorded{Started: true, Ended: s.EndedAt != nil, LastSeq: s.LastSeq}, nil
 }
 
 // listRecorded pages through GET /v1/sessions once.

@@ -1,4 +1,4 @@
-package importer
+package apps
 
 import (
 	"bufio"
@@ -6,10 +6,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	json "github.com/spinehq/spine/internal/fastjson"
 	"os"
 	"strings"
 	"time"
+
+	json "github.com/spinehq/spine/internal/fastjson"
 )
 
 // claudeStream reads `claude -p --output-format stream-json` (and json,
@@ -19,7 +20,7 @@ import (
 // its result lines report (see claudeRuns) when it has any, else the final
 // usage of each distinct message.
 type claudeStream struct {
-	imp *Importer
+	tr  *Translator
 	fc  *fileCtx
 	cur fileSession
 	// results are the sessions this file has a result line of.
@@ -57,12 +58,12 @@ func firstTimestamp(path string) time.Time {
 		return time.Time{}
 	}
 	defer f.Close()
-	rr := newRecordReader(bufio.NewReaderSize(f, 1<<20))
+	rr := NewRecordReader(bufio.NewReaderSize(f, 1<<20))
 	for {
-		rec, err := rr.next()
-		var le *lineError
+		rec, err := rr.Next()
+		var le *LineError
 		switch {
-		case errors.As(err, &le) && !le.fatal:
+		case errors.As(err, &le) && !le.Fatal:
 			continue
 		case err != nil:
 			return time.Time{}
@@ -70,7 +71,7 @@ func firstTimestamp(path string) time.Time {
 		var l struct {
 			Timestamp string `json:"timestamp"`
 		}
-		if json.Unmarshal(rec.data, &l) == nil {
+		if json.Unmarshal(rec.Data, &l) == nil {
 			if at := parseTime(l.Timestamp); !at.IsZero() {
 				return at
 			}
@@ -125,19 +126,19 @@ type claudeModelUsage struct {
 // when the line has none.
 func (l *claudeStreamLine) modelUsageTokens() (t Tokens, ok bool) {
 	for _, u := range l.ModelUsage {
-		t.add(Tokens{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheCreate})
+		t.Add(Tokens{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheCreate})
 	}
 	return t, len(l.ModelUsage) > 0
 }
 
-func (p *claudeStream) record(ctx context.Context, rec record) (string, error) {
+func (p *claudeStream) record(ctx context.Context, rec Record) (string, error) {
 	var l claudeStreamLine
-	if err := json.Unmarshal(rec.data, &l); err != nil {
+	if err := json.Unmarshal(rec.Data, &l); err != nil {
 		return "not a stream-json event: " + err.Error(), nil
 	}
 	s := p.sessionFor(l.SessionID)
 	if s == nil {
-		return endedSkip(p.cur.gone), nil
+		return p.tr.endedSkip(p.cur.gone), nil
 	}
 	if p.seen(s, &l) {
 		return "", nil
@@ -152,7 +153,7 @@ func (p *claudeStream) record(ctx context.Context, rec record) (string, error) {
 			s.claudeRuns().signal(s, claudeBilling(l.APIKeySource))
 		}
 		if s.model == "" {
-			s.model = s.imp.intern(claudeModelName(l.Model))
+			s.model = s.tr.intern(claudeModelName(l.Model))
 		}
 		return "", nil
 	case "assistant":
@@ -172,7 +173,7 @@ func (p *claudeStream) record(ctx context.Context, rec record) (string, error) {
 		}
 		return "", s.user(ctx, at, l.Message, l.ToolUseResult)
 	case "result":
-		return "", p.result(ctx, s, at, &l, rec.data)
+		return "", p.result(ctx, s, at, &l, rec.Data)
 	case "stream_event":
 		return "", nil // partial deltas; the whole message follows as an assistant event
 	}
@@ -205,9 +206,9 @@ func (p *claudeStream) subagentPrompt(ctx context.Context, s *session, at time.T
 func (p *claudeStream) seen(s *session, l *claudeStreamLine) bool {
 	switch {
 	case l.Type == "result":
-		return p.imp.seenLine(s, l.UUID)
+		return p.tr.seenLine(s, l.UUID)
 	case l.Message != nil && mayHaveText(l.Message.Content):
-		return p.imp.seenLine(s, l.UUID)
+		return p.tr.seenLine(s, l.UUID)
 	}
 	return false
 }
@@ -219,7 +220,7 @@ func (p *claudeStream) sessionFor(id string) *session {
 	if id == "" {
 		id = fileSessionID(p.fc.path)
 	}
-	s := p.cur.set(p.imp.session(p.fc, id), id)
+	s := p.cur.set(p.tr.session(p.fc, id), id)
 	if s != nil {
 		s.run = true
 	}
@@ -254,7 +255,7 @@ func (p *claudeStream) result(ctx context.Context, s *session, at time.Time, l *
 // no response of its own (--output-format json: the result object alone):
 // its num_turns as the main thread's responses, its modelUsage's model,
 // and its text as the answer. A session read from its transcript has
-// them there (transcripts are read first, see sessionFilesFirst).
+// them there (transcripts are read first, see the importer's sessionFilesFirst).
 func (p *claudeStream) answer(ctx context.Context, s *session, at time.Time, l *claudeStreamLine) error {
 	r := s.claudeRuns()
 	responses, text := r.responses, r.text
@@ -263,7 +264,7 @@ func (p *claudeStream) answer(ctx context.Context, s *session, at time.Time, l *
 		return nil
 	}
 	if s.model == "" {
-		s.model = s.imp.intern(l.mainModel())
+		s.model = s.tr.intern(l.mainModel())
 	}
 	if responses == 0 && l.NumTurns > 0 {
 		s.responses += l.NumTurns

@@ -1,12 +1,13 @@
-package importer
+package apps
 
 import (
 	"bufio"
 	"bytes"
 	"fmt"
-	json "github.com/spinehq/spine/internal/fastjson"
 	"slices"
 	"strings"
+
+	json "github.com/spinehq/spine/internal/fastjson"
 )
 
 // Format names one kind of input file.
@@ -46,20 +47,20 @@ func ParseFormat(s string) (Format, error) {
 	return "", fmt.Errorf("%w: %q is not one of %v", ErrUnknownFormat, s, Formats)
 }
 
-// detect names the format of a file from its first values. It reads only
+// Detect names the format of a file from its first values. It reads only
 // what the buffered reader already holds (at most 64 KiB).
-func detect(r *bufio.Reader) (Format, error) {
+func Detect(r *bufio.Reader) (Format, error) {
 	head, _ := r.Peek(64 << 10)
-	rr := newRecordReader(bufio.NewReaderSize(bytes.NewReader(head), 64<<10))
+	rr := NewRecordReader(bufio.NewReaderSize(bytes.NewReader(head), 64<<10))
 	for range 50 {
-		rec, err := rr.next()
+		rec, err := rr.Next()
 		if err != nil {
-			if le, ok := err.(*lineError); ok && !le.fatal {
+			if le, ok := err.(*LineError); ok && !le.Fatal {
 				continue
 			}
 			break
 		}
-		if f := classify(rec.data); f != "" {
+		if f := classify(rec.Data); f != "" {
 			return f, nil
 		}
 	}

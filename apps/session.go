@@ -1,12 +1,13 @@
-package importer
+package apps
 
 import (
 	"container/list"
 	"context"
-	json "github.com/spinehq/spine/internal/fastjson"
 	"slices"
 	"time"
 	"unicode/utf8"
+
+	json "github.com/spinehq/spine/internal/fastjson"
 
 	"github.com/spinehq/spine/library"
 	"github.com/spinehq/spine/streams"
@@ -28,10 +29,10 @@ const (
 // passes straight through to the sink, and the prompt and workspace are
 // dropped once the start is published.
 type session struct {
-	imp       *Importer
-	lru       *list.Element // in Importer.oneFile, for one-file formats
-	n         int32         // ordinal in the import: Importer.order's index
-	closed    bool          // ended and dropped (Importer.close)
+	tr        *Translator
+	lru       *list.Element // in Translator.oneFile, for one-file formats
+	n         int32         // ordinal in the import: Translator.order's index
+	closed    bool          // ended and dropped (Translator.close)
 	run       bool          // kind "run" (a headless run), else "open"
 	begun     bool          // there is something to record
 	started   bool          // the start is published, or spine had it already
@@ -65,7 +66,7 @@ type session struct {
 	claude *claudeRuns // what stream-json results reported; nil before the first
 
 	// held are a one-file session's envelopes kept back until it is closed
-	// (see Importer.hold); streaming once they were released early.
+	// (see Translator.hold); streaming once they were released early.
 	held      []*streams.Envelope
 	heldBytes int
 	streaming bool
@@ -119,7 +120,7 @@ type callResult struct {
 
 // touch notes a time the source reported. The earliest is the start's
 // (a one-file session's start is held back until it is closed, see
-// Importer.release, so a later file of it can still move it earlier).
+// Translator.release, so a later file of it can still move it earlier).
 func (s *session) touch(at time.Time) {
 	if at.IsZero() {
 		return
@@ -193,7 +194,7 @@ func (s *session) event(ctx context.Context, at time.Time, ev *streams.Event) er
 	probe := streams.Envelope{V: streams.Version, Type: streams.TypeSessionChunk, ID: "probe", At: at,
 		SessionID: s.id, Seq: 1, Stream: "event", Event: ev}
 	if err := probe.Validate(); err != nil {
-		s.imp.sum.skip(s.files[len(s.files)-1], 0, "action not recorded: "+err.Error())
+		s.tr.skipped(s.files[len(s.files)-1], 0, "action not recorded: "+err.Error())
 		return nil // an action the source described too little to record; no seq is spent on it
 	}
 	return s.chunk(ctx, at, &streams.Envelope{Stream: "event", Event: ev})
@@ -210,7 +211,7 @@ func (s *session) chunk(ctx context.Context, at time.Time, e *streams.Envelope) 
 	}
 	e.V, e.Type, e.SessionID, e.Seq, e.At = streams.Version, streams.TypeSessionChunk, s.id, s.seq, at.UTC()
 	e.ID = envelopeID(s.app(), s.id, "chunk", s.seq)
-	return s.imp.publish(ctx, s, e)
+	return s.tr.publish(ctx, s, e)
 }
 
 // start publishes the session's start once, unless spine already has it.
@@ -219,7 +220,7 @@ func (s *session) start(ctx context.Context) error {
 		return nil
 	}
 	s.started = true
-	rec, err := s.imp.sink.Recorded(ctx, s.id)
+	rec, err := s.tr.opts.Sink.Recorded(ctx, s.id)
 	if err != nil {
 		return err
 	}
@@ -232,11 +233,11 @@ func (s *session) start(ctx context.Context) error {
 	if pre == nil {
 		pre = &preStart{}
 	}
-	owner, kind := s.imp.opts.Owner, "open"
+	owner, kind := s.tr.opts.Owner, "open"
 	if s.run {
 		kind = "run"
 	}
-	return s.imp.publish(ctx, s, &streams.Envelope{V: streams.Version, Type: streams.TypeSessionStart,
+	return s.tr.publish(ctx, s, &streams.Envelope{V: streams.Version, Type: streams.TypeSessionStart,
 		ID: envelopeID(s.app(), s.id, "start", 0), At: s.startTime(), SessionID: s.id, App: s.app(), Kind: kind,
 		AppSessionRef: s.appID, Workspace: pre.workspace, Owner: &owner, Prompt: pre.prompt})
 }
@@ -251,7 +252,7 @@ func (s *session) startTime() time.Time {
 // call remembers a tool call until its result arrives.
 func (s *session) call(ctx context.Context, id string, at time.Time, build func(callResult) []*streams.Event) error {
 	s.begun = true
-	if s.imp.seenLine(s, "call:"+id) {
+	if s.tr.seenLine(s, "call:"+id) {
 		return nil // a snapshot of a call already seen
 	}
 	if s.calls != nil && len(s.calls.order) >= maxPendingCalls {
@@ -377,12 +378,12 @@ func (s *session) finish(ctx context.Context) error {
 	e := &streams.Envelope{V: streams.Version, Type: streams.TypeSessionEnd, ID: envelopeID(s.app(), s.id, "end", 0),
 		At: s.endTime(), SessionID: s.id, Status: cmpOr(s.status, "done"), ExitCode: s.exitCode, Error: s.err,
 		Model: s.model, Effort: s.effort, TotalCost: s.cost,
-		Billing: cmpOr(s.imp.opts.Billing, s.billing)}
+		Billing: cmpOr(s.tr.opts.Billing, s.billing)}
 	if s.reported() {
-		e.Usage = s.total().usage()
+		e.Usage = s.total().Usage()
 		e.Usage.Raw = s.rawJSON()
 	}
-	return s.imp.publish(ctx, s, e)
+	return s.tr.publish(ctx, s, e)
 }
 
 // endTime is the latest time the source reported, never before the start.
@@ -423,7 +424,7 @@ func fitText(s string, limit int) string {
 	if len(s) <= limit {
 		return s
 	}
-	return truncate(s, limit-len(truncatedMarker))
+	return truncate(s, limit-len(TruncatedMarker))
 }
 
 // within is s, or "" when s is past limit.
@@ -434,7 +435,8 @@ func within(s string, limit int) string {
 	return s
 }
 
-const truncatedMarker = "\n[… truncated by spine import]"
+// TruncatedMarker ends free text cut to fit its bound.
+const TruncatedMarker = "\n[… truncated by spine import]"
 
 func truncate(s string, n int) string {
 	if len(s) <= n {
@@ -443,7 +445,7 @@ func truncate(s string, n int) string {
 	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
-	return s[:n] + truncatedMarker
+	return s[:n] + TruncatedMarker
 }
 
 func cmpOr(a, b string) string {

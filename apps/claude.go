@@ -1,12 +1,13 @@
-package importer
+package apps
 
 import (
 	"context"
-	json "github.com/spinehq/spine/internal/fastjson"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	json "github.com/spinehq/spine/internal/fastjson"
 
 	"github.com/spinehq/spine/streams"
 )
@@ -68,9 +69,9 @@ func blocks(raw json.RawMessage) []claudeBlock {
 func (s *session) assistant(ctx context.Context, at time.Time, m *claudeMessage, requestID string) error {
 	s.begun = true
 	if m.Usage != nil && m.ID != "" && m.Model != syntheticModel {
-		s.imp.countResponse(s, at, responseKey(s.app(), m.ID, requestID), m.Usage.tokens())
+		s.tr.countResponse(s, at, responseKey(s.app(), m.ID, requestID), m.Usage.tokens())
 		if m.Model != "" {
-			s.model = s.imp.intern(m.Model)
+			s.model = s.tr.intern(m.Model)
 		}
 	}
 	for _, b := range blocks(m.Content) {

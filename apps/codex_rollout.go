@@ -1,13 +1,14 @@
-package importer
+package apps
 
 import (
 	"context"
 	"fmt"
-	json "github.com/spinehq/spine/internal/fastjson"
 	"maps"
 	"slices"
 	"strings"
 	"time"
+
+	json "github.com/spinehq/spine/internal/fastjson"
 
 	"github.com/spinehq/spine/streams"
 )
@@ -28,7 +29,7 @@ import (
 // silent: no version writes that an API key was used, so metered is only
 // what Options.Billing says.
 type codexRollout struct {
-	imp *Importer
+	tr  *Translator
 	fc  *fileCtx
 	cur fileSession
 	// prompt is the last prompt recorded and whether it came from an
@@ -86,22 +87,22 @@ type rolloutPayload struct {
 	} `json:"internal_chat_message_metadata_passthrough"`
 }
 
-func (p *codexRollout) record(ctx context.Context, rec record) (string, error) {
+func (p *codexRollout) record(ctx context.Context, rec Record) (string, error) {
 	var l rolloutLine
 	var pl rolloutPayload
-	if err := json.Unmarshal(rec.data, &l); err != nil {
+	if err := json.Unmarshal(rec.Data, &l); err != nil {
 		return "not a rollout line: " + err.Error(), nil
 	}
 	if err := json.Unmarshal(l.Payload, &pl); err != nil {
 		return "rollout line without a payload object", nil
 	}
 	if l.Type == "session_meta" && pl.ID != "" {
-		s := p.cur.set(p.imp.session(p.fc, pl.ID), pl.ID)
+		s := p.cur.set(p.tr.session(p.fc, pl.ID), pl.ID)
 		if s == nil {
-			return endedSkip(pl.ID), nil
+			return p.tr.endedSkip(pl.ID), nil
 		}
 		if s.format == FormatCodexExec {
-			p.exec = true // only when its first values did not tell this file a rollout (see sessionFilesFirst)
+			p.exec = true // only when its first values did not tell this file a rollout (see the importer's sessionFilesFirst)
 			return fmt.Sprintf("session %s was recorded from its exec --json log, read before this rollout: "+
 				"the rollout is not imported", pl.ID), nil
 		}
@@ -117,7 +118,7 @@ func (p *codexRollout) record(ctx context.Context, rec record) (string, error) {
 	}
 	s := p.session()
 	if s == nil {
-		return endedSkip(p.cur.gone), nil
+		return p.tr.endedSkip(p.cur.gone), nil
 	}
 	at := parseTime(l.Timestamp)
 	s.touch(at)
@@ -132,7 +133,7 @@ func (p *codexRollout) record(ctx context.Context, rec record) (string, error) {
 		// running total on the token_count after it already counts.
 		return "", nil
 	case "turn_context":
-		s.model, s.effort = s.imp.intern(cmpOr(pl.Model, s.model)), s.imp.intern(cmpOr(pl.Effort, s.effort))
+		s.model, s.effort = s.tr.intern(cmpOr(pl.Model, s.model)), s.tr.intern(cmpOr(pl.Effort, s.effort))
 		return "", nil
 	case "response_item":
 		return "", p.item(ctx, s, at, &pl)
@@ -147,7 +148,7 @@ func (p *codexRollout) session() *session {
 		return p.cur.get()
 	}
 	id := fileSessionID(p.fc.path)
-	return p.cur.set(p.imp.session(p.fc, id), id)
+	return p.cur.set(p.tr.session(p.fc, id), id)
 }
 
 func (p *codexRollout) item(ctx context.Context, s *session, at time.Time, pl *rolloutPayload) error {
@@ -394,7 +395,7 @@ func (p *codexRollout) tokens(s *session, at time.Time, pl *rolloutPayload) stri
 	}
 	s.days[s.day(at)].responses++
 	s.responses++
-	s.model = s.imp.intern(cmpOr(info.Model, s.model))
+	s.model = s.tr.intern(cmpOr(info.Model, s.model))
 	s.raw = nil
 	s.addRaw(pl.Info) // the last report is the session's total
 	return ""

@@ -1,11 +1,12 @@
-package importer
+package apps
 
 import (
 	"bytes"
 	"context"
 	"fmt"
-	json "github.com/spinehq/spine/internal/fastjson"
 	"slices"
+
+	json "github.com/spinehq/spine/internal/fastjson"
 )
 
 // claudeTranscript reads a Claude Code project transcript. One response
@@ -15,8 +16,8 @@ import (
 // earlier lines: a line already imported (same session, same uuid) is
 // passed over, and a response already counted elsewhere is not counted again.
 type claudeTranscript struct {
-	imp *Importer
-	fc  *fileCtx
+	tr *Translator
+	fc *fileCtx
 }
 
 type transcriptLine struct {
@@ -70,9 +71,9 @@ var transcriptIgnored = []string{
 // an IDE, the desktop app), or none, is kind open.
 var headlessEntrypoints = []string{"sdk-cli", "sdk-ts", "sdk-py"}
 
-func (p *claudeTranscript) record(ctx context.Context, rec record) (string, error) {
+func (p *claudeTranscript) record(ctx context.Context, rec Record) (string, error) {
 	var l transcriptLine
-	if err := json.Unmarshal(rec.data, &l); err != nil {
+	if err := json.Unmarshal(rec.Data, &l); err != nil {
 		return "not a transcript line: " + err.Error(), nil
 	}
 	if slices.Contains(transcriptIgnored, l.Type) || l.Type == "attachment" && !l.Attachment.typedPrompt() {
@@ -84,14 +85,14 @@ func (p *claudeTranscript) record(ctx context.Context, rec record) (string, erro
 	if l.SessionID == "" {
 		l.SessionID = fileSessionID(p.fc.path)
 	}
-	s := p.imp.session(p.fc, l.SessionID)
+	s := p.tr.session(p.fc, l.SessionID)
 	if s == nil {
-		return endedSkip(l.SessionID), nil
+		return p.tr.endedSkip(l.SessionID), nil
 	}
 	if l.Type == "attachment" {
 		l.Message = &claudeMessage{Role: "user", Content: l.Attachment.Prompt}
 	}
-	if l.Message != nil && mayHaveText(l.Message.Content) && p.imp.seenLine(s, l.UUID) {
+	if l.Message != nil && mayHaveText(l.Message.Content) && p.tr.seenLine(s, l.UUID) {
 		return "", nil
 	}
 	s.setWorkspace(l.CWD)

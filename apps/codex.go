@@ -1,9 +1,10 @@
-package importer
+package apps
 
 import (
-	json "github.com/spinehq/spine/internal/fastjson"
 	"strings"
 	"time"
+
+	json "github.com/spinehq/spine/internal/fastjson"
 
 	"github.com/spinehq/spine/streams"
 )
@@ -38,9 +39,9 @@ func (s *session) runningTotal(at time.Time, t Tokens) bool {
 	}
 	delta := t
 	if s.cumulative != nil {
-		delta.sub(*s.cumulative)
+		delta.Sub(*s.cumulative)
 	}
-	s.days[s.day(at)].reported.add(delta)
+	s.days[s.day(at)].reported.Add(delta)
 	s.cumulative = &t
 	return true
 }

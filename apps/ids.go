@@ -1,4 +1,4 @@
-package importer
+package apps
 
 import (
 	"crypto/sha256"
@@ -46,14 +46,14 @@ func hash(parts ...string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// key is what the import remembers of a response, a line or an ended
+// Key is what a translation remembers of a response, a line or an ended
 // session: the first 8 bytes of a SHA-256 of its parts, so each costs 8
 // bytes (plus the map's slot) however long its ids. Two different parts
 // share a key with probability about n²/2⁶⁵ over n keys (3×10⁻⁶ for ten
 // million); then the second is taken for the first: a line passed over as
 // already imported, or a response counted as a repeat. That is the price of
 // a 2 GB import under 300 MB; 16 bytes would make it 2⁶⁴ times smaller.
-func key(parts ...string) uint64 {
+func Key(parts ...string) uint64 {
 	var buf [256]byte
 	b := buf[:0]
 	for _, p := range parts {
@@ -65,5 +65,5 @@ func key(parts ...string) uint64 {
 
 // responseKey identifies one model response across files.
 func responseKey(app, messageID, requestID string) uint64 {
-	return key("response", app, messageID, requestID)
+	return Key("response", app, messageID, requestID)
 }

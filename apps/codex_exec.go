@@ -1,11 +1,12 @@
-package importer
+package apps
 
 import (
 	"context"
 	"fmt"
-	json "github.com/spinehq/spine/internal/fastjson"
 	"strings"
 	"time"
+
+	json "github.com/spinehq/spine/internal/fastjson"
 
 	"github.com/spinehq/spine/streams"
 )
@@ -23,10 +24,10 @@ import (
 // A thread whose rollout is in the same import is recorded from the
 // rollout alone (it has every response, the times, the model and the
 // prompts); its exec --json lines add nothing. Import reads one-file output
-// after the rollouts (see sessionFilesFirst), so the rollout comes first
+// after the rollouts (see the importer's sessionFilesFirst), so the rollout comes first
 // whatever the order of the paths.
 type codexExec struct {
-	imp    *Importer
+	tr     *Translator
 	fc     *fileCtx
 	cur    fileSession
 	inTurn bool
@@ -65,15 +66,15 @@ type execItem struct {
 	Query     string          `json:"query"`
 }
 
-func (p *codexExec) record(ctx context.Context, rec record) (string, error) {
+func (p *codexExec) record(ctx context.Context, rec Record) (string, error) {
 	var l codexExecLine
-	if err := json.Unmarshal(rec.data, &l); err != nil {
+	if err := json.Unmarshal(rec.Data, &l); err != nil {
 		return "not a codex exec event: " + err.Error(), nil
 	}
 	if l.Type == "thread.started" && l.ThreadID != "" {
-		s := p.cur.set(p.imp.session(p.fc, l.ThreadID), l.ThreadID)
+		s := p.cur.set(p.tr.session(p.fc, l.ThreadID), l.ThreadID)
 		if s == nil {
-			return endedSkip(l.ThreadID), nil
+			return p.tr.endedSkip(l.ThreadID), nil
 		}
 		p.rollout = s.format == FormatCodexRollout
 		if !p.rollout {
@@ -86,7 +87,7 @@ func (p *codexExec) record(ctx context.Context, rec record) (string, error) {
 	}
 	s := p.session()
 	if s == nil {
-		return endedSkip(p.cur.gone), nil
+		return p.tr.endedSkip(p.cur.gone), nil
 	}
 	at := s.when(time.Time{}, p.fc)
 	switch l.Type {
@@ -135,7 +136,7 @@ func (p *codexExec) session() *session {
 		return p.cur.get()
 	}
 	id := fileSessionID(p.fc.path)
-	s := p.cur.set(p.imp.session(p.fc, id), id)
+	s := p.cur.set(p.tr.session(p.fc, id), id)
 	if s != nil {
 		s.run = true
 	}

@@ -1,4 +1,4 @@
-package importer
+package apps
 
 import (
 	"bufio"
@@ -14,32 +14,32 @@ import (
 // A longer line is skipped and reported; memory never grows past it.
 const MaxLineBytes = 64 << 20
 
-// record is one JSON value of an input file: a line of a JSON-lines file,
-// or an element of a pretty-printed document or array.
-type record struct {
-	n        int // line number (JSON lines) or element number (documents), from 1
-	data     []byte
-	repaired bool // invalid UTF-8 replaced with U+FFFD
+// Record is one JSON value of an app's output: a line of a JSON-lines
+// file, or an element of a pretty-printed document or array.
+type Record struct {
+	N        int // line number (JSON lines) or element number (documents), from 1
+	Data     []byte
+	Repaired bool // invalid UTF-8 replaced with U+FFFD
 }
 
-// recordReader yields the records of one file, one at a time.
-type recordReader interface {
-	next() (record, error) // io.EOF at the end; *lineError to skip one record
+// RecordReader yields the records of one file, one at a time.
+type RecordReader interface {
+	Next() (Record, error) // io.EOF at the end; *LineError to skip one record
 }
 
-// lineError is a record that cannot be read; the rest of the file goes on.
-type lineError struct {
-	n      int
-	reason string
-	fatal  bool // the reader cannot resynchronise: the rest of the file is lost
+// LineError is a record that cannot be read; the rest of the file goes on.
+type LineError struct {
+	N      int
+	Reason string
+	Fatal  bool // the reader cannot resynchronise: the rest of the file is lost
 }
 
-func (e *lineError) Error() string { return fmt.Sprintf("line %d: %s", e.n, e.reason) }
+func (e *LineError) Error() string { return fmt.Sprintf("line %d: %s", e.N, e.Reason) }
 
-// newRecordReader picks JSON lines or a JSON document by the file's first
+// NewRecordReader picks JSON lines or a JSON document by the file's first
 // bytes: a '[' or a first line that is not a whole JSON value means a
 // pretty-printed document, read value by value with a streaming decoder.
-func newRecordReader(r *bufio.Reader) recordReader {
+func NewRecordReader(r *bufio.Reader) RecordReader {
 	head, _ := r.Peek(64 << 10)
 	trimmed := bytes.TrimLeft(head, " \t\r\n\ufeff")
 	if len(trimmed) > 0 && trimmed[0] == '[' {
@@ -59,33 +59,33 @@ type lineReader struct {
 	buf []byte
 }
 
-func (l *lineReader) next() (record, error) {
+func (l *lineReader) Next() (Record, error) {
 	for {
 		line, tooLong, err := l.read()
 		if err != nil && len(line) == 0 && !tooLong {
-			return record{}, err
+			return Record{}, err
 		}
 		l.n++
 		if tooLong {
-			return record{}, &lineError{n: l.n, reason: fmt.Sprintf("line longer than %d bytes", MaxLineBytes)}
+			return Record{}, &LineError{N: l.n, Reason: fmt.Sprintf("line longer than %d bytes", MaxLineBytes)}
 		}
 		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
 			if err != nil {
-				return record{}, err
+				return Record{}, err
 			}
 			continue
 		}
-		rec := record{n: l.n, data: line}
+		rec := Record{N: l.n, Data: line}
 		if !utf8.Valid(line) {
-			rec.data, rec.repaired = bytes.ToValidUTF8(line, []byte("\uFFFD")), true
+			rec.Data, rec.Repaired = bytes.ToValidUTF8(line, []byte("\uFFFD")), true
 		}
-		if !json.Valid(rec.data) {
+		if !json.Valid(rec.Data) {
 			reason := "malformed JSON"
 			if err == io.EOF {
 				reason = "malformed JSON (truncated last line)"
 			}
-			return record{}, &lineError{n: l.n, reason: reason}
+			return Record{}, &LineError{N: l.n, Reason: reason}
 		}
 		return rec, nil
 	}
@@ -125,40 +125,40 @@ type docReader struct {
 	stopped bool
 }
 
-func (d *docReader) next() (record, error) {
+func (d *docReader) Next() (Record, error) {
 	if d.stopped {
-		return record{}, io.EOF
+		return Record{}, io.EOF
 	}
 	if d.array && !d.opened {
 		d.opened = true
 		if _, err := d.dec.Token(); err != nil {
-			return record{}, d.fail("malformed JSON array")
+			return Record{}, d.fail("malformed JSON array")
 		}
 	}
 	if d.array && !d.dec.More() {
 		d.stopped = true
-		return record{}, io.EOF
+		return Record{}, io.EOF
 	}
 	var raw json.RawMessage
 	err := d.dec.Decode(&raw)
 	if err == io.EOF && !d.array {
-		return record{}, io.EOF
+		return Record{}, io.EOF
 	}
 	d.n++
 	if err != nil {
-		return record{}, d.fail(fmt.Sprintf("malformed JSON (%v); the rest of the document is skipped", err))
+		return Record{}, d.fail(fmt.Sprintf("malformed JSON (%v); the rest of the document is skipped", err))
 	}
 	if len(raw) > MaxLineBytes {
-		return record{}, &lineError{n: d.n, reason: fmt.Sprintf("value longer than %d bytes", MaxLineBytes)}
+		return Record{}, &LineError{N: d.n, Reason: fmt.Sprintf("value longer than %d bytes", MaxLineBytes)}
 	}
-	rec := record{n: d.n, data: raw}
+	rec := Record{N: d.n, Data: raw}
 	if !utf8.Valid(raw) {
-		rec.data, rec.repaired = bytes.ToValidUTF8(raw, []byte("\uFFFD")), true
+		rec.Data, rec.Repaired = bytes.ToValidUTF8(raw, []byte("\uFFFD")), true
 	}
 	return rec, nil
 }
 
 func (d *docReader) fail(reason string) error {
 	d.stopped = true
-	return &lineError{n: d.n + 1, reason: reason, fatal: true}
+	return &LineError{N: d.n + 1, Reason: reason, Fatal: true}
 }

@@ -1,4 +1,4 @@
-package importer
+package apps
 
 import (
 	"slices"
@@ -62,7 +62,7 @@ func (r *claudeRuns) report(s *session, at time.Time, l *claudeStreamLine, sameF
 	switch {
 	case ok && last != nil && continues(last.tokens, total, l.Usage.tokens()):
 		delta := total
-		delta.sub(last.tokens)
+		delta.Sub(last.tokens)
 		last.tokens = total
 		s.addReport(at, delta)
 	case ok:

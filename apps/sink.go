@@ -1,0 +1,23 @@
+package apps
+
+import (
+	"context"
+
+	"github.com/spinehq/spine/streams"
+)
+
+// Sink is where a Translator's envelopes go.
+type Sink interface {
+	// Recorded says what spine already holds of a session, so a re-import
+	// publishes nothing a recorder would store twice or dead-letter.
+	Recorded(ctx context.Context, sessionID string) (Recorded, error)
+	// Publish sends one valid envelope. An error stops the translation.
+	Publish(ctx context.Context, e *streams.Envelope) error
+}
+
+// Recorded is what spine holds of one session.
+type Recorded struct {
+	Started bool  // its start is recorded: do not publish another
+	Ended   bool  // its end is recorded: publish nothing more
+	LastSeq int64 // chunks at or below this seq are recorded
+}
