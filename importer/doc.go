@@ -1,7 +1,8 @@
 // Package importer imports real Claude Code and Codex output into spine,
 // so history that never went through a cockpit is recorded like a live
 // session: files → apps (the per-app translation into envelopes) → a Sink
-// (spine's HTTP ingest, JetStream directly, or nothing for a dry run).
+// (HTTPSink, spine's HTTP ingest; JetStreamSink, the log directly; or
+// nothing, a dry run).
 //
 // Import lists the files under its paths (directories recursively, in
 // lexical order, each once), tells each file's format (apps.Detect, unless

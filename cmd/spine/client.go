@@ -47,6 +47,9 @@ type apiError struct {
 
 func (e *apiError) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }
 
+// HTTPStatus is the answer's status, as importer.API asks of its errors.
+func (e *apiError) HTTPStatus() int { return e.Status }
+
 // expectContinueBytes is the body size from which a request asks before
 // sending its body.
 const expectContinueBytes = 64 << 10
@@ -57,6 +60,11 @@ const (
 	maxRetryAfter = time.Minute      // longest one wait, whatever the server says
 	maxBusyWait   = 15 * time.Minute // longest a request keeps retrying
 )
+
+// Do is do, for importer.API.
+func (c *client) Do(ctx context.Context, method, path string, body []byte, out any) error {
+	return c.do(ctx, method, path, body, out)
+}
 
 // do sends one request; a 429 is retried after its Retry-After, so an
 // import over the org's quota is slowed rather than failed.

@@ -6,18 +6,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"hash/maphash"
-	"net/http"
-	"net/url"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/spinehq/spine/apps"
 	"github.com/spinehq/spine/importer"
-	"github.com/spinehq/spine/server"
 	"github.com/spinehq/spine/streams"
 )
 
@@ -72,7 +67,7 @@ func runImport(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		opts.Sink = &httpSink{c: c, batch: max(*batch, 1)}
+		opts.Sink = importer.NewHTTPSink(c, *batch)
 	}
 	sum, err := importer.Import(ctx, fs.Args(), opts)
 	if errors.Is(err, importer.ErrBadOption) || errors.Is(err, apps.ErrUnknownFormat) {
@@ -136,117 +131,5 @@ func printImport(sum *importer.Summary, asJSON bool) error {
 	if len(sum.Refused) > 0 {
 		return fmt.Errorf("%d envelopes refused", len(sum.Refused))
 	}
-	return nil
-}
-
-// httpSink publishes through POST /v1/ingest in batches. Starts go without
-// an owner: spine makes the token's member the owner.
-type httpSink struct {
-	c       *client
-	batch   int
-	pending []json.RawMessage
-	size    int
-	stats   importer.SinkStats
-	// recorded holds, by a hash of its id, every session of the caller
-	// spine had when the import first asked (nil until then): only those
-	// are asked about one by one, so a fresh import asks once per 5,000
-	// recorded sessions rather than once per imported session.
-	recorded map[uint64]struct{}
-	seed     maphash.Seed
-}
-
-// maxBatchBytes keeps one request well under the server's 32 MiB limit.
-const maxBatchBytes = 16 << 20
-
-// Recorded asks spine's projection. Envelopes still in the batch belong to
-// other sessions (a session is asked about before its first envelope), so
-// the batch is not sent first: an import posts a batch per --batch
-// envelopes, not one per session.
-func (h *httpSink) Recorded(ctx context.Context, sessionID string) (apps.Recorded, error) {
-	if h.recorded == nil {
-		if err := h.listRecorded(ctx); err != nil {
-			return apps.Recorded{}, err
-		}
-	}
-	if _, ok := h.recorded[maphash.String(h.seed, sessionID)]; !ok {
-		return apps.Recorded{}, nil
-	}
-	var s struct {
-		LastSeq int64      `json:"lastSeq"`
-		EndedAt *time.Time `json:"endedAt"`
-	}
-	err := h.c.do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(sessionID), nil, &s)
-	var ae *apiError
-	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
-		return apps.Recorded{}, nil
-	}
-	if err != nil {
-		return apps.Recorded{}, err
-	}
-	return apps.Recorded{Started: true, Ended: s.EndedAt != nil, LastSeq: s.LastSeq}, nil
-}
-
-// listRecorded pages through GET /v1/sessions once.
-func (h *httpSink) listRecorded(ctx context.Context) error {
-	h.seed, h.recorded = maphash.MakeSeed(), map[uint64]struct{}{}
-	for after := ""; ; {
-		var page server.SessionList
-		if err := h.c.do(ctx, http.MethodGet, "/v1/sessions?limit=5000&after="+url.QueryEscape(after), nil, &page); err != nil {
-			return fmt.Errorf("list recorded sessions: %w", err)
-		}
-		for _, m := range page.Sessions {
-			h.recorded[maphash.String(h.seed, m.ID)] = struct{}{}
-		}
-		if !page.More {
-			return nil
-		}
-		after = page.Next
-	}
-}
-
-func (h *httpSink) Publish(ctx context.Context, e *streams.Envelope) error {
-	c := *e
-	c.Owner = nil
-	data, err := c.Marshal()
-	if err != nil {
-		return err
-	}
-	if h.size+len(data) > maxBatchBytes {
-		if err := h.flush(ctx); err != nil {
-			return err
-		}
-	}
-	h.pending, h.size = append(h.pending, data), h.size+len(data)
-	if len(h.pending) >= h.batch {
-		return h.flush(ctx)
-	}
-	return nil
-}
-
-func (h *httpSink) Flush(ctx context.Context) (importer.SinkStats, error) {
-	err := h.flush(ctx)
-	return h.stats, err
-}
-
-func (h *httpSink) flush(ctx context.Context) error {
-	if len(h.pending) == 0 {
-		return nil
-	}
-	body, _ := json.Marshal(h.pending)
-	var resp server.IngestResponse
-	if err := h.c.do(ctx, http.MethodPost, "/v1/ingest", body, &resp); err != nil {
-		return err
-	}
-	for _, r := range resp.Results {
-		switch {
-		case r.Status == http.StatusAccepted && r.Duplicate:
-			h.stats.Duplicates++
-		case r.Status >= 500:
-			return fmt.Errorf("spine could not store envelope %s (%d): run the import again", r.ID, r.Status)
-		case r.Status != http.StatusAccepted && r.Error != nil:
-			h.stats.Refused = append(h.stats.Refused, importer.Refusal{ID: r.ID, Code: r.Error.Code, Reason: r.Error.Message})
-		}
-	}
-	h.pending, h.size = h.pending[:0], 0
 	return nil
 }

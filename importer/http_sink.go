@@ -1,0 +1,141 @@
+package importer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/spinehq/spine/apps"
+	"github.com/spinehq/spine/server"
+	"github.com/spinehq/spine/streams"
+)
+
+// API is spine's HTTP API as HTTPSink calls it: Do sends one request with
+// a JSON body (nil for none) and decodes the JSON answer into out. An error
+// answer is returned as an error with a method HTTPStatus() int, the
+// answer's status, so a 404 can be told from a failure.
+type API interface {
+	Do(ctx context.Context, method, path string, body []byte, out any) error
+}
+
+// HTTPSink publishes through POST /v1/ingest in batches. Starts go without
+// an owner: spine makes the token's member the owner.
+type HTTPSink struct {
+	c       API
+	batch   int
+	pending []json.RawMessage
+	size    int
+	stats   SinkStats
+	// recorded holds, by a hash of its id, every session of the caller
+	// spine had when the import first asked (nil until then): only those
+	// are asked about one by one, so a fresh import asks once per 5,000
+	// recorded sessions rather than once per imported session.
+	recorded map[uint64]struct{}
+	seed     maphash.Seed
+}
+
+// NewHTTPSink returns a sink posting batch envelopes a request (at least 1).
+func NewHTTPSink(api API, batch int) *HTTPSink { return &HTTPSink{c: api, batch: max(batch, 1)} }
+
+// maxBatchBytes keeps one request well under the server's 32 MiB limit.
+const maxBatchBytes = 16 << 20
+
+// Recorded asks spine's projection. Envelopes still in the batch belong to
+// other sessions (a session is asked about before its first envelope), so
+// the batch is not sent first: an import posts a batch per --batch
+// envelopes, not one per session.
+func (h *HTTPSink) Recorded(ctx context.Context, sessionID string) (apps.Recorded, error) {
+	if h.recorded == nil {
+		if err := h.listRecorded(ctx); err != nil {
+			return apps.Recorded{}, err
+		}
+	}
+	if _, ok := h.recorded[maphash.String(h.seed, sessionID)]; !ok {
+		return apps.Recorded{}, nil
+	}
+	var s struct {
+		LastSeq int64      `json:"lastSeq"`
+		EndedAt *time.Time `json:"endedAt"`
+	}
+	err := h.c.Do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(sessionID), nil, &s)
+	var se interface{ HTTPStatus() int }
+	if errors.As(err, &se) && se.HTTPStatus() == http.StatusNotFound {
+		return apps.Recorded{}, nil
+	}
+	if err != nil {
+		return apps.Recorded{}, err
+	}
+	return apps.Recorded{Started: true, Ended: s.EndedAt != nil, LastSeq: s.LastSeq}, nil
+}
+
+// listRecorded pages through GET /v1/sessions once.
+func (h *HTTPSink) listRecorded(ctx context.Context) error {
+	h.seed, h.recorded = maphash.MakeSeed(), map[uint64]struct{}{}
+	for after := ""; ; {
+		var page server.SessionList
+		if err := h.c.Do(ctx, http.MethodGet, "/v1/sessions?limit=5000&after="+url.QueryEscape(after), nil, &page); err != nil {
+			return fmt.Errorf("list recorded sessions: %w", err)
+		}
+		for _, m := range page.Sessions {
+			h.recorded[maphash.String(h.seed, m.ID)] = struct{}{}
+		}
+		if !page.More {
+			return nil
+		}
+		after = page.Next
+	}
+}
+
+// Publish adds e to the batch, posting the batch when it is full.
+func (h *HTTPSink) Publish(ctx context.Context, e *streams.Envelope) error {
+	c := *e
+	c.Owner = nil
+	data, err := c.Marshal()
+	if err != nil {
+		return err
+	}
+	if h.size+len(data) > maxBatchBytes {
+		if err := h.flush(ctx); err != nil {
+			return err
+		}
+	}
+	h.pending, h.size = append(h.pending, data), h.size+len(data)
+	if len(h.pending) >= h.batch {
+		return h.flush(ctx)
+	}
+	return nil
+}
+
+// Flush posts what is left of the batch.
+func (h *HTTPSink) Flush(ctx context.Context) (SinkStats, error) {
+	err := h.flush(ctx)
+	return h.stats, err
+}
+
+func (h *HTTPSink) flush(ctx context.Context) error {
+	if len(h.pending) == 0 {
+		return nil
+	}
+	body, _ := json.Marshal(h.pending)
+	var resp server.IngestResponse
+	if err := h.c.Do(ctx, http.MethodPost, "/v1/ingest", body, &resp); err != nil {
+		return err
+	}
+	for _, r := range resp.Results {
+		switch {
+		case r.Status == http.StatusAccepted && r.Duplicate:
+			h.stats.Duplicates++
+		case r.Status >= 500:
+			return fmt.Errorf("spine could not store envelope %s (%d): run the import again", r.ID, r.Status)
+		case r.Status != http.StatusAccepted && r.Error != nil:
+			h.stats.Refused = append(h.stats.Refused, Refusal{ID: r.ID, Code: r.Error.Code, Reason: r.Error.Message})
+		}
+	}
+	h.pending, h.size = h.pending[:0], 0
+	return nil
+}
