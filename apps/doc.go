@@ -93,11 +93,17 @@
 //	tr := apps.NewTranslator(apps.Options{Owner: owner, Sink: sink})
 //	st := tr.Stream(apps.Source{Path: path, ModTime: mtime, Format: apps.FormatClaudeTranscript})
 //	rr := apps.NewRecordReader(bufio.NewReader(f))
-//	for rec, err := rr.Next(); err == nil; rec, err = rr.Next() {
+//	for {
+//		rec, err := rr.Next() // io.EOF at the end; a *LineError skips one record unless Fatal
+//		if err != nil {
+//			break
+//		}
 //		if _, err := st.Record(ctx, rec); err != nil {
 //			return err
 //		}
 //	}
-//	_ = st.Done(ctx)
-//	err := tr.Finish(ctx)
+//	if err := st.Done(ctx); err != nil {
+//		return err
+//	}
+//	return tr.Finish(ctx) // ends every session, each reported to Options.Ended
 package apps

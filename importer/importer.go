@@ -27,8 +27,7 @@ type Options struct {
 	Format apps.Format
 	// Billing is stamped on every end: "subscription" or "metered"; ""
 	// keeps what the app's output says, where it says (Claude stream-json's
-	// apiKeySource; a Codex rollout's ChatGPT sign-in),
-	// else unknown.
+	// apiKeySource; a Codex rollout's ChatGPT sign-in), else unknown.
 	Billing string
 	// Owner owns the imported sessions. HTTP ingest replaces it with the
 	// token's org and member; "" means "dev"/"dev", like `spine token mint`.
