@@ -229,24 +229,33 @@ func (p *Projector) lead(ctx context.Context) error {
 	return nil
 }
 
+// consumeAsLeader positions the consumer just after the checkpoint and
+// consumes; a delivery lost on the way (errDeliveryLost) positions it there
+// again, still leading.
 func (p *Projector) consumeAsLeader(ctx context.Context, conn *pgxpool.Conn) error {
-	last, err := p.readCheckpoint(ctx, conn)
-	if err != nil {
-		p.failedOutside(ctx, "reading the checkpoint", err)
-		return err
+	for {
+		last, err := p.readCheckpoint(ctx, conn)
+		if err != nil {
+			p.failedOutside(ctx, "reading the checkpoint", err)
+			return err
+		}
+		if err := p.checkSameLog(ctx, last); err != nil {
+			p.failedOutside(ctx, "checking the log", err)
+			return err
+		}
+		cons, err := p.resetConsumer(ctx, last)
+		if err != nil {
+			p.failedOutside(ctx, "positioning the consumer", err)
+			return err
+		}
+		p.setLast(last)
+		p.recoveredOutside()
+		err = p.run(ctx, conn, cons)
+		if !errors.Is(err, errDeliveryLost) {
+			return err
+		}
+		p.log.Warn("a delivery was lost; positioning the consumer at the checkpoint again", "checkpoint", p.Checkpoint(), "err", err)
 	}
-	if err := p.checkSameLog(ctx, last); err != nil {
-		p.failedOutside(ctx, "checking the log", err)
-		return err
-	}
-	cons, err := p.resetConsumer(ctx, last)
-	if err != nil {
-		p.failedOutside(ctx, "positioning the consumer", err)
-		return err
-	}
-	p.setLast(last)
-	p.recoveredOutside()
-	return p.run(ctx, conn, cons)
 }
 
 // Err is why the projector stopped on its own (nil while it runs).
@@ -327,24 +336,50 @@ func (p *Projector) run(ctx context.Context, conn *pgxpool.Conn, cons jetstream.
 
 // fetch pulls batches into out until ctx ends. A fetch that fails counts
 // as a failure (Health); one that finds the consumer gone says so on gone
-// and returns, and the projector starts over, which recreates it.
+// and returns, and the projector starts over, which recreates it. So does
+// a delivery that never arrived (errDeliveryLost): a batch is passed on
+// only if it continues the deliveries received so far without a break.
 func (p *Projector) fetch(ctx context.Context, cons jetstream.Consumer, out chan<- []jetstream.Msg, gone chan<- error) {
 	p.fetchN = p.cfg.BatchSize
+	var received uint64 // the consumer sequence of the last delivery received
+	doubt := false      // a fetch failed since: it may have taken deliveries with it
 	for ctx.Err() == nil {
-		raw, err := p.fetchOnce(cons)
-		if err != nil && ctx.Err() == nil {
-			p.failedOutside(ctx, "fetching", err)
-			if consumerGone(err) {
-				gone <- err // buffered: run reads it or has returned
-				return
+		raw, fetchErr := p.fetchOnce(cons)
+		if err := fetchErr; err != nil && ctx.Err() == nil {
+			doubt = true
+			if len(raw) == 0 {
+				p.failedOutside(ctx, "fetching", err)
+				if consumerGone(err) {
+					gone <- err // buffered: run reads it or has returned
+					return
+				}
+				sleep(ctx, time.Second) // no responders answers at once: never spin
+				continue
 			}
-			sleep(ctx, time.Second) // no responders answers at once: never spin
-			continue
 		}
 		p.recoveredOutside()
 		if len(raw) == 0 {
-			continue // the lag is measured by watchLag: an empty fetch says nothing of what is unapplied
+			// The lag is measured by watchLag: an empty fetch says nothing of
+			// what is unapplied. After a failure it is asked whether a
+			// delivery was lost, since none will come to show the break.
+			if doubt && ctx.Err() == nil {
+				lost, err := lostDeliveries(ctx, cons, received)
+				if lost {
+					gone <- fmt.Errorf("%w: the consumer delivered past %d", errDeliveryLost, received)
+					return
+				}
+				doubt = err != nil
+			}
+			continue
 		}
+		last, err := unbroken(raw, received)
+		if err != nil {
+			gone <- err // nothing of raw applied: redelivered from the checkpoint
+			return
+		}
+		// Unbroken: nothing was lost before raw, but the fetch that
+		// ended early may have lost what came after it.
+		received, doubt = last, fetchErr != nil
 		select {
 		case out <- raw:
 		case <-ctx.Done():
@@ -353,8 +388,8 @@ func (p *Projector) fetch(ctx context.Context, cons jetstream.Consumer, out chan
 	}
 }
 
-// fetchOnce is one batch, or why the fetch failed; a fetch that waited
-// MaxWait for nothing is an empty batch.
+// fetchOnce is one batch and why it ended early, if not for MaxWait: a
+// fetch that waited MaxWait for nothing is an empty batch and no error.
 func (p *Projector) fetchOnce(cons jetstream.Consumer) ([]jetstream.Msg, error) {
 	batch, err := cons.Fetch(p.fetchN, jetstream.FetchMaxWait(p.cfg.MaxWait))
 	if err != nil {
@@ -364,11 +399,11 @@ func (p *Projector) fetchOnce(cons jetstream.Consumer) ([]jetstream.Msg, error) 
 	for m := range batch.Messages() {
 		raw = append(raw, m)
 	}
-	if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && len(raw) == 0 {
-		return nil, err
-	}
 	if len(raw) > 0 {
 		p.fetchN = nextBatchSize(raw, p.cfg.BatchSize)
+	}
+	if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+		return raw, err
 	}
 	return raw, nil
 }
