@@ -12,11 +12,14 @@ import (
 // model and thread and side request included. So a session's report is,
 // per process, its last modelUsage, and its cost each process's last
 // total_cost_usd, summed over the processes (`claude -p --resume` is a
-// new process each time). A result continues the previous one's process
-// when its modelUsage holds the previous one's plus its own query's usage
-// (a new process starts again from its own query). A result without
-// modelUsage (before 2.1) adds its usage, and continues the process of an
-// earlier result of the same file.
+// new process each time). A process writes its own output, so a result
+// continues the previous one's process only when it is in the same file
+// and its modelUsage holds the previous one's plus its own query's usage
+// (two runs' outputs appended to one file: a new process starts again
+// from its own query). system/init says nothing here: a process writes
+// one per query, not one per process. A result without modelUsage
+// (before 2.1) adds its usage, and continues the process of an earlier
+// result of the same file.
 type claudeRuns struct {
 	procs []claudeProc
 	// signalled and mixed: a system/init gave a billing signal, and two
@@ -60,7 +63,7 @@ func (r *claudeRuns) report(s *session, at time.Time, l *claudeStreamLine, sameF
 		last = &r.procs[n-1]
 	}
 	switch {
-	case ok && last != nil && continues(last.tokens, total, l.Usage.tokens()):
+	case ok && last != nil && sameFile && continues(last.tokens, total, l.Usage.tokens()):
 		delta := total
 		delta.Sub(last.tokens)
 		last.tokens = total

@@ -211,6 +211,26 @@ func TestRealClaudeResumedCost(t *testing.T) {
 	}
 }
 
+// One process answering two queries (--input-format stream-json) writes
+// a system/init and a result per query, each result with the process's
+// running modelUsage and total_cost_usd: the session's cost is the last
+// one, not the sum, and its tokens every response served.
+func TestRealClaudeOneProcessTwoQueries(t *testing.T) {
+	srv := fakemodel.Start(t)
+	c := apprig.NewClaude(t, srv, nil)
+	srv.Anthropic(onMain(claudeTurnUsage(1), fakemodel.Text("one")), onMain(claudeTurnUsage(2), fakemodel.Text("two")))
+	run := runClaude(t, srv, c, "first", &apprig.RunOptions{More: []string{"second"}})
+	if n := bytes.Count(run.Stdout, []byte(`"subtype":"init"`)); n != 2 {
+		t.Fatalf("%d system/init lines, want one per query: %s", n, run.Stdout)
+	}
+	got, _ := importOnly(t, Options{}, run.Log)
+	cost, truth := resultCost(t, run.Stdout), servedTokens(srv.Log())
+	if got.TotalCost == nil || *got.TotalCost != cost || got.Tokens != truth {
+		t.Errorf("cost %v, tokens %+v; the process's last result reported %v, the model served %+v",
+			costOf(got.TotalCost), got.Tokens, cost, truth)
+	}
+}
+
 // costOf prints a cost that may be absent.
 func costOf(c *float64) any {
 	if c == nil {
@@ -574,6 +594,17 @@ func TestRealClaudeMatrix(t *testing.T) {
 				onMain(claudeTurnUsage(2), fakemodel.Text("one")),
 				onMain(claudeTurnUsage(3), fakemodel.Tool("Bash", map[string]any{"command": "echo 2", "description": "two"})),
 				onMain(claudeTurnUsage(4), fakemodel.Text("two")),
+			}
+		}},
+		// the resumed run's subagent uses more than the whole first run: its
+		// process's total holds the first run's plus its own query's usage
+		{name: "resumed, second run with a subagent", prompts: []string{"first", "second"}, turns: func(string) []fakemodel.Turn {
+			return []fakemodel.Turn{
+				onMain(claudeTurnUsage(1), fakemodel.Text("one")),
+				onMain(claudeTurnUsage(2), fakemodel.Tool("Agent", map[string]any{"description": "d", "prompt": "run pwd", "subagent_type": "general-purpose"})),
+				onSub(claudeTurnUsage(3), fakemodel.Tool("Bash", map[string]any{"command": "pwd", "description": "where"})),
+				onSub(claudeTurnUsage(4), fakemodel.Text("in the work dir")),
+				onMain(claudeTurnUsage(5), fakemodel.Text("two")),
 			}
 		}},
 		{name: "json resumed", format: "json", prompts: []string{"first", "second"}, turns: func(string) []fakemodel.Turn {

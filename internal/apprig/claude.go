@@ -111,6 +111,10 @@ type RunOptions struct {
 	Resume string
 	// Timeout bounds the run; zero means two minutes.
 	Timeout time.Duration
+	// More are prompts the same process answers after the first: with
+	// them every prompt goes to stdin as a stream-json user message
+	// (--input-format stream-json), one query each. nil runs one prompt.
+	More []string
 }
 
 // ClaudeRun is what one run left behind.
@@ -141,6 +145,9 @@ func (c *Claude) Run(prompt string, opts *RunOptions) *ClaudeRun {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, c.Bin, c.args(prompt, o)...)
 	cmd.Dir, cmd.Env = c.Dir, c.env
+	if o.More != nil {
+		cmd.Stdin = userMessages(append([]string{prompt}, o.More...))
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	killGroup(cmd)
@@ -162,8 +169,12 @@ func (c *Claude) Run(prompt string, opts *RunOptions) *ClaudeRun {
 
 // args are the command line of one run.
 func (c *Claude) args(prompt string, o *RunOptions) []string {
-	args := []string{"-p", prompt, "--output-format", cmp.Or(o.Format, "stream-json"),
-		"--allowedTools", strings.Join(ClaudeTools, ",")}
+	args := []string{"-p", prompt}
+	if o.More != nil {
+		args = []string{"-p", "--input-format", "stream-json"}
+	}
+	args = append(args, "--output-format", cmp.Or(o.Format, "stream-json"),
+		"--allowedTools", strings.Join(ClaudeTools, ","))
 	if cmp.Or(o.Format, "stream-json") == "stream-json" {
 		args = append(args, "--verbose")
 	}
@@ -174,6 +185,16 @@ func (c *Claude) args(prompt string, o *RunOptions) []string {
 		args = append(args, "--mcp-config", c.mcpConfig, "--strict-mcp-config")
 	}
 	return args
+}
+
+// userMessages are prompts as --input-format stream-json reads them.
+func userMessages(prompts []string) *bytes.Reader {
+	var b bytes.Buffer
+	for _, p := range prompts {
+		line, _ := json.Marshal(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": p}})
+		b.Write(append(line, '\n'))
+	}
+	return bytes.NewReader(b.Bytes())
 }
 
 // killGroup runs the command in its own process group and kills the whole
