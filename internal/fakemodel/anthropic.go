@@ -74,16 +74,21 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	m := s.anthropicMessage(turn, cmp.Or(turn.Model, req.Model))
 	w.Header().Set("request-id", m.requestID)
+	// logged before the response ends, so a client that has read it all
+	// finds it in the log
+	served := func() {
+		s.record(Served{
+			API: "anthropic", Model: m.model, ID: m.id, RequestID: m.requestID,
+			Usage: turn.Usage, Turn: n, Tools: m.toolIDs(), Thread: anthropicThread(body),
+			Request: json.RawMessage(body), Received: received,
+		})
+	}
 	if req.Stream {
-		m.stream(w)
+		m.stream(w, served)
 	} else {
+		served()
 		m.whole(w)
 	}
-	s.record(Served{
-		API: "anthropic", Model: m.model, ID: m.id, RequestID: m.requestID,
-		Usage: turn.Usage, Turn: n, Tools: m.toolIDs(), Thread: anthropicThread(body),
-		Request: json.RawMessage(body), Received: received,
-	})
 }
 
 // anthropicMsg is one response being written, its ids fixed.
@@ -200,8 +205,9 @@ func (m *anthropicMsg) message(content []map[string]any, stop any, output int64)
 	}
 }
 
-// stream writes the message as Anthropic's server-sent events.
-func (m *anthropicMsg) stream(w http.ResponseWriter) {
+// stream writes the message as Anthropic's server-sent events, calling
+// last just before the last one (message_stop).
+func (m *anthropicMsg) stream(w http.ResponseWriter, last func()) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
@@ -218,6 +224,7 @@ func (m *anthropicMsg) stream(w http.ResponseWriter) {
 	ev.send("message_delta", map[string]any{"type": "message_delta",
 		"delta": map[string]any{"stop_reason": m.stopReason(), "stop_sequence": nil},
 		"usage": m.usageJSON(m.usage.Output)})
+	last()
 	ev.send("message_stop", map[string]any{"type": "message_stop"})
 }
 

@@ -40,11 +40,13 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	for i, it := range items {
 		sse.item(i, it)
 	}
+	// logged before the last event, so a client that has read it all finds
+	// it in the log
+	s.record(Served{API: "openai", Model: model, ID: id, Usage: t.Usage, Turn: n, Tools: tools,
+		Request: json.RawMessage(body)})
 	sse.send("response.completed", map[string]any{"response": map[string]any{
 		"id": id, "object": "response", "status": "completed", "model": model, "output": items,
 		"usage": openaiUsage(t.Usage)}})
-	s.record(Served{API: "openai", Model: model, ID: id, Usage: t.Usage, Turn: n, Tools: tools,
-		Request: json.RawMessage(body)})
 }
 
 // defaultTurn answers a request no scripted turn was left for (or none

@@ -185,8 +185,9 @@ type Served struct {
 	// ThreadMain or ThreadSubagent for the Messages API; "" where the
 	// API does not tell.
 	Thread string
-	// At is when the response was sent; Received when its request came
-	// in (zero where the API's handler does not note it).
+	// At is when the response was sent (just before its last event, or
+	// before a whole body); Received when its request came in (zero where
+	// the API's handler does not note it).
 	At, Received time.Time
 	// Request is the request body as the app sent it.
 	Request json.RawMessage
