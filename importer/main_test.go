@@ -3,7 +3,8 @@ package importer
 import (
 	"testing"
 
+	"github.com/spinehq/spine/internal/apprig"
 	"github.com/spinehq/spine/internal/spinetest"
 )
 
-func TestMain(m *testing.M) { spinetest.Main(m) }
+func TestMain(m *testing.M) { spinetest.Main(m, apprig.RemoveBuilt) }

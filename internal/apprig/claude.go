@@ -35,9 +35,10 @@ type Claude struct {
 	srv *fakemodel.Server
 	// Bin is the binary run; Home is $HOME; Dir is the working directory.
 	Bin, Home, Dir string
-	logs           string // where each run's stdout is saved
-	mcpConfig      string // --mcp-config file; "" without MCP
-	env            []string
+	root           string   // the test's temporary directory: each run's TMPDIR is under it
+	logs           string   // where each run's stdout is saved
+	mcpConfig      string   // --mcp-config file; "" without MCP
+	env            []string // ClaudeOptions.Env
 	runs           int
 }
 
@@ -58,7 +59,7 @@ func NewClaude(tb testing.TB, srv *fakemodel.Server, opts *ClaudeOptions) *Claud
 	tb.Helper()
 	o := cmp.Or(opts, &ClaudeOptions{})
 	root := tb.TempDir()
-	c := &Claude{tb: tb, srv: srv, Bin: ClaudeBinary(tb),
+	c := &Claude{tb: tb, srv: srv, Bin: ClaudeBinary(tb), root: root,
 		Home: filepath.Join(root, "home"), Dir: filepath.Join(root, "work"), logs: filepath.Join(root, "logs")}
 	for _, d := range []string{c.Home, c.Dir, c.logs} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -69,12 +70,13 @@ func NewClaude(tb testing.TB, srv *fakemodel.Server, opts *ClaudeOptions) *Claud
 		c.mcpConfig = filepath.Join(root, "mcp.json")
 		writeMCPConfig(tb, c.mcpConfig, MCPServer(tb))
 	}
-	c.env = append(c.baseEnv(), o.Env...)
+	c.env = o.Env
 	return c
 }
 
-// baseEnv is the whole environment a run gets: nothing of the test's own
-// beyond PATH, so no key or setting of the machine leaks in.
+// baseEnv is the whole environment a run gets but its temporary directory
+// and ClaudeOptions.Env: nothing of the test's own beyond PATH, so no key
+// or setting of the machine leaks in.
 func (c *Claude) baseEnv() []string {
 	return []string{
 		"PATH=" + os.Getenv("PATH"),
@@ -144,7 +146,7 @@ func (c *Claude) Run(prompt string, opts *RunOptions) *ClaudeRun {
 	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(o.Timeout, 2*time.Minute))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, c.Bin, c.args(prompt, o)...)
-	cmd.Dir, cmd.Env = c.Dir, c.env
+	cmd.Dir, cmd.Env = c.Dir, c.runEnv()
 	if o.More != nil {
 		cmd.Stdin = userMessages(append([]string{prompt}, o.More...))
 	}
@@ -165,6 +167,19 @@ func (c *Claude) Run(prompt string, opts *RunOptions) *ClaudeRun {
 		Started: started, Ended: ended, SessionID: sessionID(stdout.Bytes()), Transcripts: c.Transcripts()}
 	run.Log = c.saveLog(run.Stdout, o.Format)
 	return run
+}
+
+// runEnv is one run's environment: the rig's, a temporary directory of
+// its own under the test's (Claude Code keeps its per-project state and a
+// file per Bash call there, under the system's /tmp otherwise, never
+// removed), then ClaudeOptions.Env.
+func (c *Claude) runEnv() []string {
+	tmp, err := os.MkdirTemp(c.root, "tmp-")
+	if err != nil {
+		c.tb.Fatal(err)
+	}
+	env := append(c.baseEnv(), "TMPDIR="+tmp, "CLAUDE_CODE_TMPDIR="+tmp)
+	return append(env, c.env...)
 }
 
 // args are the command line of one run.

@@ -117,3 +117,70 @@ func TestClaudeResumeJSON(t *testing.T) {
 		t.Fatalf("resume: session %s after %s, transcripts %v", second.SessionID, first.SessionID, second.Transcripts)
 	}
 }
+
+// A run keeps its temporary files under the test's directory: Claude Code
+// writes a project directory named after the working directory and a
+// claude-XXXX-cwd file per Bash call into $TMPDIR, which nothing removes
+// when it is the machine's.
+func TestClaudeLeavesNoTemp(t *testing.T) {
+	srv := fakemodel.Start(t)
+	c := apprig.NewClaude(t, srv, nil)
+	srv.Anthropic(
+		mainTurn(usage(1), fakemodel.Tool("Bash", map[string]any{"command": "pwd", "description": "where"})),
+		mainTurn(usage(2), fakemodel.Text("done")),
+	)
+	checkRun(t, srv, c.Run("where am I", nil), 2)
+	if left := tempFilesOf(t, os.TempDir(), c.Dir); len(left) > 0 {
+		t.Errorf("the run left %v in %s", left, os.TempDir())
+	}
+	if mine := tempFilesOf(t, filepath.Dir(c.Dir), c.Dir); len(mine) == 0 {
+		t.Errorf("no temporary file of the run under the test's directory %s", filepath.Dir(c.Dir))
+	}
+}
+
+// tempFilesOf are Claude Code's temporary files under root (at any depth
+// below a claude-* entry) that belong to a run in dir: a claude-*-cwd file
+// holding dir, or an entry named after dir (its path with / as -).
+func tempFilesOf(t *testing.T, root, dir string) []string {
+	t.Helper()
+	named := strings.ReplaceAll(dir, "/", "-")
+	var out []string
+	tops, _ := filepath.Glob(filepath.Join(root, "*", "claude-*"))
+	direct, _ := filepath.Glob(filepath.Join(root, "claude-*"))
+	for _, top := range append(direct, tops...) {
+		filepath.WalkDir(top, func(p string, d os.DirEntry, err error) error { //nolint:errcheck // a partial walk still answers
+			if err != nil {
+				return nil
+			}
+			if d.Name() == named {
+				out = append(out, p)
+				return filepath.SkipDir
+			}
+			if !d.IsDir() && strings.HasSuffix(d.Name(), "-cwd") {
+				if b, _ := os.ReadFile(p); strings.TrimSpace(string(b)) == dir {
+					out = append(out, p)
+				}
+			}
+			if d.IsDir() && p != top {
+				return filepath.SkipDir // a project's own files: its name said whose it is
+			}
+			return nil
+		})
+	}
+	return out
+}
+
+// RemoveBuilt removes the MCP server's build; the next MCPServer builds it
+// again.
+func TestMCPServerRemoved(t *testing.T) {
+	p := apprig.MCPServer(t)
+	apprig.RemoveBuilt()
+	if _, err := os.Stat(filepath.Dir(p)); !os.IsNotExist(err) {
+		t.Fatalf("after RemoveBuilt, %s: %v", filepath.Dir(p), err)
+	}
+	if q := apprig.MCPServer(t); q == p {
+		t.Errorf("built again at the removed path %s", q)
+	} else if _, err := os.Stat(q); err != nil {
+		t.Error(err)
+	}
+}

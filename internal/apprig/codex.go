@@ -157,7 +157,8 @@ func (c *Codex) run(tb testing.TB, args ...string) *CodexRun {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, c.Bin, args...)
 	cmd.Dir = c.Dir
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + c.Home, "CODEX_HOME=" + c.Home,
+	// TMPDIR: a temporary directory of the run's own, removed with the test
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + c.Home, "CODEX_HOME=" + c.Home, "TMPDIR=" + tb.TempDir(),
 		codexKeyEnv + "=dummy", "LANG=C.UTF-8", "NO_COLOR=1", "RUST_LOG=error"}
 	cmd.Env = append(cmd.Env, c.env...)
 	var stdout, stderr bytes.Buffer

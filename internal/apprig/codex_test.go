@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/spinehq/spine/internal/apprig"
@@ -15,12 +16,13 @@ import (
 // TestCodexRuns runs the real codex once against the fake model: a turn
 // of three responses (reasoning, text and a command; a patch; a closing
 // text). The command and the patch really run, every response served is
-// a scripted one, and the run's own report equals what was served.
+// a scripted one, and the run's own report equals what was served. Its
+// temporary directory is the test's, not the machine's.
 func TestCodexRuns(t *testing.T) {
 	srv := fakemodel.Start(t)
 	srv.OpenAI(
 		fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Thinking("look first"), fakemodel.Text("listing"),
-			fakemodel.Tool("exec_command", map[string]any{"cmd": "echo hi"})},
+			fakemodel.Tool("exec_command", map[string]any{"cmd": "printenv TMPDIR > tmpdir.txt; echo hi"})},
 			Usage: fakemodel.Usage{Input: 900, CacheRead: 3000, Output: 40, Reasoning: 12}},
 		fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Tool("apply_patch",
 			"*** Begin Patch\n*** Add File: hello.txt\n+hello\n*** End Patch\n")},
@@ -35,6 +37,9 @@ func TestCodexRuns(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(c.Dir, "hello.txt")); err != nil || string(b) != "hello\n" {
 		t.Fatalf("the patch did not apply: %q, %v", b, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(c.Dir, "tmpdir.txt")); !strings.HasPrefix(string(b), filepath.Dir(c.Home)+"/") {
+		t.Errorf("TMPDIR %q, want one under the test's %s", b, filepath.Dir(c.Home))
 	}
 	log := srv.Log()
 	if len(log) != 3 || len(srv.Scripted()) != 3 {

@@ -9,35 +9,51 @@ import (
 	"testing"
 )
 
-// The rig's MCP server is built once per test binary.
+// The rig's MCP server is built once per test binary (again after
+// RemoveBuilt).
 var mcpBuild struct {
-	once sync.Once
+	mu   sync.Mutex
+	dir  string // "" until built
 	path string
-	err  error
-	out  []byte
 }
 
 // MCPServer is the path of the rig's MCP stdio server (./mcpserver: tools
 // echo and add, which succeed, and fail, which returns isError), built
-// once per test binary into a temporary directory. Claude Code gets it
+// once per test binary into a temporary directory that RemoveBuilt
+// removes (call it from the package's TestMain). Claude Code gets it
 // through NewClaude's ClaudeOptions.MCP; Codex through its config.toml.
 func MCPServer(tb testing.TB) string {
 	tb.Helper()
-	mcpBuild.once.Do(func() {
-		dir, err := os.MkdirTemp("", "spine-apprig-mcp-")
-		if err != nil {
-			mcpBuild.err = err
-			return
-		}
-		mcpBuild.path = filepath.Join(dir, "mcpserver")
-		cmd := exec.Command(goTool(), "build", "-o", mcpBuild.path, "./internal/apprig/mcpserver")
-		cmd.Dir = RepoRoot(tb)
-		mcpBuild.out, mcpBuild.err = cmd.CombinedOutput()
-	})
-	if mcpBuild.err != nil {
-		tb.Fatalf("apprig: build the MCP server: %v\n%s", mcpBuild.err, mcpBuild.out)
+	mcpBuild.mu.Lock()
+	defer mcpBuild.mu.Unlock()
+	if mcpBuild.dir != "" {
+		return mcpBuild.path
 	}
-	return mcpBuild.path
+	dir, err := os.MkdirTemp("", "spine-apprig-mcp-")
+	if err != nil {
+		tb.Fatalf("apprig: build the MCP server: %v", err)
+	}
+	path := filepath.Join(dir, "mcpserver")
+	cmd := exec.Command(goTool(), "build", "-o", path, "./internal/apprig/mcpserver")
+	cmd.Dir = RepoRoot(tb)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		os.RemoveAll(dir) //nolint:errcheck // best effort; the build failed
+		tb.Fatalf("apprig: build the MCP server: %v\n%s", err, out)
+	}
+	mcpBuild.dir, mcpBuild.path = dir, path
+	return path
+}
+
+// RemoveBuilt removes what the rig built for this test binary (the MCP
+// server). A package whose tests use MCPServer calls it from TestMain once
+// its tests have run.
+func RemoveBuilt() {
+	mcpBuild.mu.Lock()
+	defer mcpBuild.mu.Unlock()
+	if mcpBuild.dir != "" {
+		os.RemoveAll(mcpBuild.dir) //nolint:errcheck // a temporary directory; nothing to do about a failure
+		mcpBuild.dir, mcpBuild.path = "", ""
+	}
 }
 
 // goTool is the go command that built this test binary, else go on PATH.

@@ -28,8 +28,9 @@ import (
 )
 
 // Main is a package's TestMain: a migrated template database, then the
-// tests, then a check that no test left a goroutine behind.
-func Main(m *testing.M) {
+// tests, then a check that no test left a goroutine behind, then each of
+// after (what the tests left to remove, e.g. apprig.RemoveBuilt).
+func Main(m *testing.M, after ...func()) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	err := pgtest.Setup(ctx, migrations.Key(), Migrate)
 	cancel()
@@ -37,7 +38,12 @@ func Main(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "spinetest:", err)
 		os.Exit(1)
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		for _, f := range after {
+			f()
+		}
+		os.Exit(code)
+	}))
 }
 
 // Migrate brings an empty database to the current schema.
