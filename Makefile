@@ -69,12 +69,19 @@ ccusage-parity: ## ccusage (npm, pinned) and spine import on the same fixtures: 
 	@test -x $(CCUSAGE_BIN) || npm install --silent --no-audit --no-fund --prefix bin/ccusage-$(CCUSAGE_VERSION) ccusage@$(CCUSAGE_VERSION)
 	SPINE_CCUSAGE=$(CURDIR)/$(CCUSAGE_BIN) $(GO) test -count=1 -v -run 'TestCcusage' ./importer/
 
+# The versions and binaries internal/apprig expects (TestMakefileAgrees holds them to it).
+# The binaries come in npm's optional platform packages, which can fail to
+# install without failing npm: real-apps checks each binary is there.
 CLAUDE_CODE_VERSION := 2.1.197
 CODEX_VERSION       := 0.171.0
+CLAUDE_BIN := bin/claude-code-$(CLAUDE_CODE_VERSION)/node_modules/@anthropic-ai/claude-code-linux-x64/claude
+CODEX_BIN  := bin/codex-$(CODEX_VERSION)/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex
 real-apps: ## install the pinned Claude Code and Codex (npm) into bin/ for the real-app tests (internal/apprig), which skip naming this target without them
 	@command -v npm >/dev/null || { echo "real-apps needs npm (Node.js)"; exit 1; }
-	npm install --silent --no-audit --no-fund --prefix bin/claude-code-$(CLAUDE_CODE_VERSION) @anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION)
-	npm install --silent --no-audit --no-fund --prefix bin/codex-$(CODEX_VERSION) @openai/codex@$(CODEX_VERSION)
+	@test -x $(CLAUDE_BIN) || npm install --silent --no-audit --no-fund --prefix bin/claude-code-$(CLAUDE_CODE_VERSION) @anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION)
+	@test -x $(CLAUDE_BIN) || { echo "real-apps: npm installed @anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION) but not $(CLAUDE_BIN) (its optional platform package)"; exit 1; }
+	@test -x $(CODEX_BIN) || npm install --silent --no-audit --no-fund --prefix bin/codex-$(CODEX_VERSION) @openai/codex@$(CODEX_VERSION)
+	@test -x $(CODEX_BIN) || { echo "real-apps: npm installed @openai/codex@$(CODEX_VERSION) but not $(CODEX_BIN) (its optional platform package)"; exit 1; }
 
 clean: ## remove bin/ (./data keeps your local NATS and PostgreSQL state)
 	rm -rf bin

@@ -11,7 +11,8 @@ import (
 	"testing"
 )
 
-// Pinned versions, as `make real-apps` installs them.
+// Pinned versions, as `make real-apps` installs them (the Makefile's
+// CLAUDE_CODE_VERSION and CODEX_VERSION).
 const (
 	ClaudeVersion = "2.1.197"
 	CodexVersion  = "0.171.0"
@@ -44,14 +45,17 @@ func RepoRoot(tb testing.TB) string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
+// Where `make real-apps` puts the binaries, under bin/ (the Makefile's
+// CLAUDE_BIN and CODEX_BIN).
+var (
+	claudeRel = filepath.Join("claude-code-"+ClaudeVersion,
+		"node_modules", "@anthropic-ai", "claude-code-linux-x64", "claude")
+	codexRel = filepath.Join("codex-"+CodexVersion,
+		"node_modules", "@openai", "codex-linux-x64", "vendor", "x86_64-unknown-linux-musl", "bin", "codex")
+)
+
 // ClaudeBinary is the Claude Code binary ($SPINE_CLAUDE_BIN, else bin/).
-func ClaudeBinary(tb testing.TB) string {
-	return binary(tb, "SPINE_CLAUDE_BIN", filepath.Join("claude-code-"+ClaudeVersion,
-		"node_modules", "@anthropic-ai", "claude-code-linux-x64", "claude"))
-}
+func ClaudeBinary(tb testing.TB) string { return binary(tb, "SPINE_CLAUDE_BIN", claudeRel) }
 
 // CodexBinary is the Codex binary ($SPINE_CODEX_BIN, else bin/).
-func CodexBinary(tb testing.TB) string {
-	return binary(tb, "SPINE_CODEX_BIN", filepath.Join("codex-"+CodexVersion,
-		"node_modules", "@openai", "codex-linux-x64", "vendor", "x86_64-unknown-linux-musl", "bin", "codex"))
-}
+func CodexBinary(tb testing.TB) string { return binary(tb, "SPINE_CODEX_BIN", codexRel) }
