@@ -364,6 +364,7 @@ func TestRealClaudeJSON(t *testing.T) {
 	)
 	json := &apprig.RunOptions{Format: "json"}
 	first := runClaude(t, srv, c, "first", json)
+	n1 := len(srv.Log()) // the first run's responses
 	second := runClaude(t, srv, c, "second", &apprig.RunOptions{Format: "json", Resume: first.SessionID})
 	log := srv.Log()
 	model := log[0].Model
@@ -375,11 +376,11 @@ func TestRealClaudeJSON(t *testing.T) {
 		tokens    accounting.Tokens
 		texts     []string
 	}{
-		{"first", []string{first.Log}, 2, servedTokens(log[:2]), []string{"the first answer\n"}},
-		{"both", []string{first.Log, second.Log}, 3, servedTokens(log), []string{"the first answer\n", "the second answer\n"}},
+		{"first", []string{first.Log}, n1, servedTokens(log[:n1]), []string{"the first answer\n"}},
+		{"both", []string{first.Log, second.Log}, len(log), servedTokens(log), []string{"the first answer\n", "the second answer\n"}},
 		// no times: the answers come in the order read
-		{"both reversed", []string{second.Log, first.Log}, 3, servedTokens(log), []string{"the second answer\n", "the first answer\n"}},
-		{"both with the transcript", append([]string{first.Log, second.Log}, first.Transcripts...), 3, servedTokens(log), texts(ref)},
+		{"both reversed", []string{second.Log, first.Log}, len(log), servedTokens(log), []string{"the second answer\n", "the first answer\n"}},
+		{"both with the transcript", append([]string{first.Log, second.Log}, first.Transcripts...), len(log), servedTokens(log), texts(ref)},
 	}
 	for _, tc := range cases {
 		got, sink := importOnly(t, Options{}, tc.paths...)
@@ -437,6 +438,7 @@ func TestRealClaudeTimes(t *testing.T) {
 		t.Errorf("the log alone: start %v, end %v (untimed %v); the run went from %v to %v",
 			start, end, got.Untimed, timed.Started, timed.Ended)
 	}
+	checkDays(t, "the log alone", timed.Log, timed.Started, timed.Ended)
 	_, ref := importOnly(t, Options{}, timed.Transcripts...)
 	wantStart, wantEnd := startEnd(t, ref)
 	_, sink = importOnly(t, Options{}, append([]string{timed.Log}, timed.Transcripts...)...)
@@ -453,6 +455,33 @@ func TestRealClaudeTimes(t *testing.T) {
 	if !start.Equal(copied.Truncate(time.Millisecond)) || !end.Equal(start) || !got.Untimed {
 		t.Errorf("no times: start %v, end %v, untimed %v; want the file's %v for both, untimed", start, end, got.Untimed, copied)
 	}
+	checkDays(t, "no times", untimed.Log, copied, copied)
+}
+
+// checkDays: the import's perDay (what cost by day reads) puts all of the
+// session's responses and tokens on the days from..to (UTC), every one of
+// them equal to the session's own once summed.
+func checkDays(t *testing.T, where, path string, from, to time.Time) {
+	t.Helper()
+	sum := run(t, &memSink{}, Options{}, path)
+	var responses int
+	var tokens accounting.Tokens
+	for _, d := range sum.PerDay {
+		if d.Date < from.UTC().Format(time.DateOnly) || d.Date > to.UTC().Format(time.DateOnly) {
+			t.Errorf("%s: perDay %s, outside the run's %s to %s", where, d.Date, from.UTC().Format(time.DateOnly), to.UTC().Format(time.DateOnly))
+		}
+		responses += d.Responses
+		tokens = addTokens(tokens, d.Tokens)
+	}
+	if s := sum.PerSession[0]; len(sum.PerSession) != 1 || responses != s.Responses || tokens != s.Tokens || responses == 0 {
+		t.Errorf("%s: perDay sums to %d responses, %+v; the session has %d, %+v", where, responses, tokens, s.Responses, s.Tokens)
+	}
+}
+
+// addTokens is a + b, count by count.
+func addTokens(a, b accounting.Tokens) accounting.Tokens {
+	return accounting.Tokens{Input: a.Input + b.Input, Output: a.Output + b.Output, CacheRead: a.CacheRead + b.CacheRead,
+		CacheWrite: a.CacheWrite + b.CacheWrite, Reasoning: a.Reasoning + b.Reasoning, Total: a.Total + b.Total}
 }
 
 // billingOf is the billing on a sink's end.
@@ -512,43 +541,128 @@ type claudeScenario struct {
 	turns   func(dir string) []fakemodel.Turn
 }
 
-// steps are the actions the scripted tool calls are recorded as, sorted.
-func (sc claudeScenario) steps(turns []fakemodel.Turn) []string {
-	var out []string
-	for _, t := range turns {
-		for _, b := range t.Blocks {
-			in, _ := b.Input.(map[string]any)
-			switch {
-			case b.Kind != "tool" || b.Tool == "Agent":
-			case b.Tool == "Bash":
-				out = append(out, "command "+in["command"].(string))
-			case b.Tool == "Read":
-				out = append(out, "file_read "+in["file_path"].(string))
-			case b.Tool == "Write":
-				out = append(out, "file_write "+in["file_path"].(string))
-			case strings.HasPrefix(b.Tool, "mcp__"):
-				out = append(out, "mcp_call "+b.Tool[strings.LastIndex(b.Tool, "__")+2:])
+// step is a recorded action as the matrix compares it: what it did, to
+// what, and what came of it.
+type step struct {
+	Action, Target, Output, Content string
+	IsError, NoResult               bool
+}
+
+// toolResults are the tool results the app sent the model, by tool_use_id:
+// what each call returned, as the log holds it.
+func toolResults(t *testing.T, log []fakemodel.Served) map[string]step {
+	t.Helper()
+	out := map[string]step{}
+	for _, r := range log {
+		var req struct {
+			Messages []struct {
+				Content json.RawMessage `json:"content"`
+			} `json:"messages"`
+		}
+		if err := json.Unmarshal(r.Request, &req); err != nil {
+			t.Fatalf("request of %s: %v", r.ID, err)
+		}
+		for _, m := range req.Messages {
+			var blocks []struct {
+				Type      string          `json:"type"`
+				ToolUseID string          `json:"tool_use_id"`
+				Content   json.RawMessage `json:"content"`
+				IsError   bool            `json:"is_error"`
+			}
+			_ = json.Unmarshal(m.Content, &blocks) // a string content holds no tool result
+			for _, b := range blocks {
+				if b.Type == "tool_result" {
+					out[b.ToolUseID] = step{Output: resultText(b.Content), IsError: b.IsError}
+				}
 			}
 		}
 	}
-	slices.Sort(out)
 	return out
 }
 
-// stepsOf are a sink's recorded actions, as steps names them, sorted.
-func stepsOf(sink *memSink) []string {
-	var out []string
-	for _, v := range chunksOf(sink) {
-		switch v.Action {
-		case "command":
-			out = append(out, "command "+v.Command)
-		case "file_read", "file_write":
-			out = append(out, v.Action+" "+v.Path)
-		case "mcp_call":
-			out = append(out, "mcp_call "+v.Tool)
+// resultText is a tool_result's content as text: a string, or its text blocks.
+func resultText(c json.RawMessage) string {
+	var s string
+	if json.Unmarshal(c, &s) == nil {
+		return s
+	}
+	var blocks []struct {
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(c, &blocks)
+	var b strings.Builder
+	for _, x := range blocks {
+		b.WriteString(x.Text)
+	}
+	return b.String()
+}
+
+// steps are the actions the scripted tool calls are recorded as, per run,
+// in the order the model was asked for them: each served response's tool
+// calls (by the script) with their results (by the log: what the app
+// sent back). A Bash call's output, an MCP call's output and isError are
+// the results'; a Write's content its input; a Read's content what the
+// script wrote there before.
+func (sc claudeScenario) steps(t *testing.T, turns []fakemodel.Turn, log []fakemodel.Served, runs []*apprig.ClaudeRun) [][]step {
+	t.Helper()
+	results := toolResults(t, log)
+	written := map[string]string{}
+	out := make([][]step, len(runs))
+	for _, r := range log {
+		run := slices.IndexFunc(runs, func(c *apprig.ClaudeRun) bool { return !r.Received.Before(c.Started) && !r.Received.After(c.Ended) })
+		if run < 0 || r.Turn < 0 {
+			t.Fatalf("response %s (turn %d) served outside every run", r.ID, r.Turn)
+		}
+		tool := 0
+		for _, b := range turns[r.Turn].Blocks {
+			if b.Kind != "tool" {
+				continue
+			}
+			id := r.Tools[tool]
+			tool++
+			res, ok := results[id]
+			if !ok {
+				t.Fatalf("no tool result for %s (%s) in the log", id, b.Tool)
+			}
+			in, _ := b.Input.(map[string]any)
+			switch {
+			case b.Tool == "Bash":
+				out[run] = append(out[run], step{Action: "command", Target: in["command"].(string), Output: res.Output})
+			case b.Tool == "Read":
+				path := in["file_path"].(string)
+				out[run] = append(out[run], step{Action: "file_read", Target: path, Content: written[path]})
+			case b.Tool == "Write":
+				path, content := in["file_path"].(string), in["content"].(string)
+				written[path] = content
+				out[run] = append(out[run], step{Action: "file_write", Target: path, Content: content})
+			case strings.HasPrefix(b.Tool, "mcp__"):
+				out[run] = append(out[run], step{Action: "mcp_call", Target: b.Tool[strings.LastIndex(b.Tool, "__")+2:],
+					Output: res.Output, IsError: res.IsError})
+			}
 		}
 	}
-	slices.Sort(out)
+	return out
+}
+
+// stepsOf are a sink's recorded actions, as steps names them, in order.
+func stepsOf(sink *memSink) []step {
+	var out []step
+	for _, e := range sink.envs {
+		ev := e.Event
+		if e.Type != streams.TypeSessionChunk || ev == nil {
+			continue
+		}
+		st := step{Action: ev.Action, Output: ev.Output, Content: ev.Content, IsError: ev.IsError, NoResult: ev.NoResult}
+		switch ev.Action {
+		case "command":
+			st.Target = ev.Command
+		case "file_read", "file_write":
+			st.Target = ev.Path
+		case "mcp_call":
+			st.Target = ev.Tool
+		}
+		out = append(out, st)
+	}
 	return out
 }
 
@@ -646,6 +760,7 @@ func (sc claudeScenario) check(t *testing.T) {
 		t.Fatalf("served %d responses for %d turns: %+v", len(log), len(turns), log)
 	}
 	transcripts := runs[len(runs)-1].Transcripts
+	perRun := sc.steps(t, turns, log, runs)
 	shown := 0
 	for _, r := range log {
 		// the logs show the main thread's responses, and in stream-json a
@@ -700,12 +815,20 @@ func (sc claudeScenario) check(t *testing.T) {
 		case !m.logs && got.TotalCost != nil:
 			t.Errorf("%s: cost %v from transcripts, which report none", where, *got.TotalCost)
 		}
-		want := sc.steps(turns)
-		if sc.format == "json" && !m.trans {
-			want = nil // the result object alone names no tool call
+		// with the transcripts the steps come in the order asked for;
+		// from logs alone, run by run in the order the logs are read
+		var want []step
+		switch {
+		case sc.format == "json" && !m.trans: // the result object alone names no tool call
+		case m.trans:
+			want = slices.Concat(perRun...)
+		default:
+			for _, p := range m.paths {
+				want = append(want, perRun[slices.Index(logs, p)]...)
+			}
 		}
 		if g := stepsOf(sink); !slices.Equal(g, want) {
-			t.Errorf("%s: steps %q, want %q", where, g, want)
+			t.Errorf("%s: steps\n  %+v\nwant\n  %+v", where, g, want)
 		}
 		sc.checkTimes(t, where, sink, got, runs, log, m.trans)
 		sc.checkPrompts(t, where, sink, m.trans)

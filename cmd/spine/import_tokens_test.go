@@ -27,7 +27,15 @@ func TestImportTokensAreTheCostReportsTokens(t *testing.T) {
 	}
 	rows := map[string]accounting.Tokens{}
 	for _, r := range cost.Rows {
-		rows[r.Key] = r.Unknown.Tokens // imported without --billing: unknown
+		// every billing class: a session's tokens are in one, whichever
+		// its output's signal names, and in no other
+		var t accounting.Tokens
+		for _, c := range []accounting.Cell{r.Metered, r.Subscription, r.Unknown} {
+			t = accounting.Tokens{Input: t.Input + c.Tokens.Input, Output: t.Output + c.Tokens.Output,
+				CacheRead: t.CacheRead + c.Tokens.CacheRead, CacheWrite: t.CacheWrite + c.Tokens.CacheWrite,
+				Reasoning: t.Reasoning + c.Tokens.Reasoning, Total: t.Total + c.Tokens.Total}
+		}
+		rows[r.Key] = t
 	}
 	compared := 0
 	for _, s := range sum.PerSession {
