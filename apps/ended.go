@@ -13,7 +13,11 @@ type Ended struct {
 	Responses    int
 	Tokens       Tokens   // the app's own total when it reported one, else the sum over its responses
 	Cost         *float64 // as the app reported it; nil when it did not
-	Chunks       int64
+	// CostPartial: Cost covers fewer of the session's runs than Tokens (a
+	// Claude session whose transcript holds a run no imported log
+	// reported; see session.byReport).
+	CostPartial bool
+	Chunks      int64
 	// AlreadyRecorded: spine held this session, ended, before: nothing of
 	// it was published.
 	AlreadyRecorded bool
@@ -36,7 +40,8 @@ type DayUsage struct {
 func (s *session) ended() *Ended {
 	e := &Ended{Ordinal: int(s.n), SessionID: s.id, AppSessionID: s.appID, App: s.app(), Format: s.format,
 		Files: s.files, Status: cmpOr(s.status, "done"), Model: s.model, Responses: s.responses, Tokens: s.total(),
-		Cost: s.cost, Chunks: s.seq, AlreadyRecorded: s.skip, Untimed: s.startAt.IsZero()}
+		Cost: s.cost, CostPartial: s.cost != nil && !s.byReport(), Chunks: s.seq, AlreadyRecorded: s.skip,
+		Untimed: s.startAt.IsZero()}
 	byReport := s.byReport() || s.cumulative != nil
 	for _, u := range s.days {
 		d := DayUsage{Date: u.date, Responses: u.responses, Tokens: u.tokens}

@@ -349,7 +349,11 @@ func (s *session) total() Tokens {
 // A Claude session's report covers the processes whose logs were
 // imported (every thread and side request of each); its transcript covers
 // every process's responses. When the responses add up to more, some
-// process's log is missing and they count instead (see claudeRuns).
+// process's log is missing and they count instead (see claudeRuns); the
+// cost, the logs' alone, then covers fewer runs (Ended.CostPartial). The
+// choice is whole: with one run's log, another run's missing and a
+// subagent's transcript missing, both sides miss something and the
+// larger counts (docs/counting.md §6).
 func (s *session) byReport() bool {
 	return s.report != nil && (s.claude == nil || s.tokens.sum() <= s.report.sum())
 }

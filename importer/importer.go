@@ -291,7 +291,7 @@ func (imp *Importer) tally(s *apps.Ended) {
 	if imp.opts.AllSessions || len(imp.sum.PerSession) < MaxSessionsListed {
 		imp.sum.PerSession = append(imp.sum.PerSession, Imported{n: int32(s.Ordinal), SessionID: s.SessionID,
 			AppSessionID: s.AppSessionID, App: s.App, Format: s.Format, Files: s.Files, Status: s.Status, Model: s.Model,
-			Responses: s.Responses, Tokens: report(t), TotalCost: s.Cost, Chunks: s.Chunks,
+			Responses: s.Responses, Tokens: report(t), TotalCost: s.Cost, CostPartial: s.CostPartial, Chunks: s.Chunks,
 			AlreadyRecorded: s.AlreadyRecorded, Untimed: s.Untimed})
 	} else {
 		imp.sum.OmittedSessions++

@@ -815,6 +815,9 @@ func (sc claudeScenario) check(t *testing.T) {
 		case !m.logs && got.TotalCost != nil:
 			t.Errorf("%s: cost %v from transcripts, which report none", where, *got.TotalCost)
 		}
+		if partial := m.cost != 0; got.CostPartial != partial { // m.cost: the imported logs are some runs'
+			t.Errorf("%s: costPartial %v, want %v", where, got.CostPartial, partial)
+		}
 		// with the transcripts the steps come in the order asked for;
 		// from logs alone, run by run in the order the logs are read
 		var want []step

@@ -85,7 +85,10 @@ type Imported struct {
 	Responses    int               `json:"responses"`
 	Tokens       accounting.Tokens `json:"tokens"` // as Summary.Tokens
 	TotalCost    *float64          `json:"totalCost,omitempty"`
-	Chunks       int64             `json:"chunks"`
+	// CostPartial: TotalCost covers fewer of the session's runs than
+	// Tokens (a Claude transcript holds a run whose log was not imported).
+	CostPartial bool  `json:"costPartial,omitempty"`
+	Chunks      int64 `json:"chunks"`
 	// Untimed: the output carried no time at all (a stream-json run that
 	// called no tool; codex exec --json), so start and end are the first
 	// file's modification time.
