@@ -129,9 +129,9 @@ func (m *anthropicMsg) stopReason() string {
 	return "end_turn"
 }
 
-// usageJSON is the usage object as Anthropic reports it, with output as
-// given: message_start carries a small output count, message_delta the
-// final one.
+// usageJSON is the usage object as Anthropic reports it on the message
+// (message_start, a whole message), with output as given: message_start
+// carries a small output count.
 func (m *anthropicMsg) usageJSON(output int64) map[string]any {
 	u := m.usage
 	return map[string]any{
@@ -144,6 +144,20 @@ func (m *anthropicMsg) usageJSON(output int64) map[string]any {
 		},
 		"output_tokens": output,
 		"service_tier":  "standard",
+	}
+}
+
+// deltaUsageJSON is message_delta's usage as Anthropic documents it
+// (MessageDeltaUsage): the cumulative counts, output final, without the
+// cache_creation split or service_tier of the message's. With no server
+// tool (one iteration) the input and cache counts are message_start's.
+func (m *anthropicMsg) deltaUsageJSON() map[string]any {
+	u := m.usage
+	return map[string]any{
+		"input_tokens":                u.Input,
+		"cache_read_input_tokens":     u.CacheRead,
+		"cache_creation_input_tokens": u.CacheWrite5m + u.CacheWrite1h,
+		"output_tokens":               u.Output,
 	}
 }
 
@@ -205,8 +219,9 @@ func (m *anthropicMsg) message(content []map[string]any, stop any, output int64)
 	}
 }
 
-// stream writes the message as Anthropic's server-sent events, calling
-// last just before the last one (message_stop).
+// stream writes the message as Anthropic's server-sent events, a ping
+// after the first block's start as the API sends one, calling last just
+// before the last event (message_stop).
 func (m *anthropicMsg) stream(w http.ResponseWriter, last func()) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
@@ -216,6 +231,9 @@ func (m *anthropicMsg) stream(w http.ResponseWriter, last func()) {
 		"message": m.message([]map[string]any{}, nil, m.startOutput())})
 	for i, b := range m.blocks {
 		ev.send("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": anthropicBlockStart(b)})
+		if i == 0 {
+			ev.send("ping", map[string]any{"type": "ping"})
+		}
 		for _, d := range anthropicBlockDeltas(b) {
 			ev.send("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": d})
 		}
@@ -223,7 +241,7 @@ func (m *anthropicMsg) stream(w http.ResponseWriter, last func()) {
 	}
 	ev.send("message_delta", map[string]any{"type": "message_delta",
 		"delta": map[string]any{"stop_reason": m.stopReason(), "stop_sequence": nil},
-		"usage": m.usageJSON(m.usage.Output)})
+		"usage": m.deltaUsageJSON()})
 	last()
 	ev.send("message_stop", map[string]any{"type": "message_stop"})
 }

@@ -3,6 +3,7 @@ package fakemodel_test
 import (
 	"bufio"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -52,7 +53,8 @@ func events(t *testing.T, resp *http.Response) (names []string, data []map[strin
 	return names, data
 }
 
-// A streamed turn is Anthropic's event sequence with the usage split;
+// A streamed turn is Anthropic's event sequence with the usage split on
+// message_start and message_delta's documented cumulative counts;
 // a subagent's turn waits for a subagent's request, which the main
 // thread's does not get (it gets the default answer, Turn -1).
 func TestMessages(t *testing.T) {
@@ -64,7 +66,7 @@ func TestMessages(t *testing.T) {
 			fakemodel.Tool("Bash", map[string]any{"command": "ls"})}, Usage: u, Match: fakemodel.MainThread},
 	)
 	names, data := events(t, post(t, srv, true, false))
-	want := []string{"message_start", "content_block_start", "content_block_delta", "content_block_delta", "content_block_stop",
+	want := []string{"message_start", "content_block_start", "ping", "content_block_delta", "content_block_delta", "content_block_stop",
 		"content_block_start", "content_block_delta", "content_block_stop",
 		"content_block_start", "content_block_delta", "content_block_delta", "content_block_delta", "content_block_stop",
 		"message_delta", "message_stop"}
@@ -74,11 +76,16 @@ func TestMessages(t *testing.T) {
 	start := data[0]["message"].(map[string]any)["usage"].(map[string]any)
 	final := data[len(data)-2]
 	usage := final["usage"].(map[string]any)
-	split := usage["cache_creation"].(map[string]any)
-	if start["output_tokens"].(float64) != 1 || usage["output_tokens"].(float64) != 50 || usage["cache_creation_input_tokens"].(float64) != 27 ||
+	split := start["cache_creation"].(map[string]any)
+	if start["output_tokens"].(float64) != 1 || start["cache_creation_input_tokens"].(float64) != 27 ||
 		split["ephemeral_5m_input_tokens"].(float64) != 20 || split["ephemeral_1h_input_tokens"].(float64) != 7 ||
-		final["delta"].(map[string]any)["stop_reason"] != "tool_use" {
+		start["service_tier"] != "standard" || final["delta"].(map[string]any)["stop_reason"] != "tool_use" {
 		t.Fatalf("message_start usage %v, message_delta %v", start, final)
+	}
+	wantDelta := map[string]any{"input_tokens": 3.0, "cache_read_input_tokens": 1000.0, "cache_creation_input_tokens": 27.0,
+		"output_tokens": 50.0}
+	if !maps.Equal(usage, wantDelta) {
+		t.Fatalf("message_delta usage %v, want %v", usage, wantDelta)
 	}
 	var whole struct {
 		Content []struct{ Type, Text string }
