@@ -1,7 +1,7 @@
 # spine — run `make help` for the targets.
 GO        ?= go
 BIN       := bin/spine
-CORE      := ./streams/ ./recorder/ ./library/ ./spine/ ./spine/desktop/ ./server/ ./accounting/ ./node/
+CORE      := ./streams/ ./recorder/ ./library/ ./spine/ ./desktop/ ./server/ ./accounting/ ./node/
 TEST_FLAGS ?= -count=1 -timeout 9m
 
 .PHONY: help run build test test-race vet fmt fmt-check lint bench fuzz clean dashboards-check cost-page-check ccusage-parity session-page-check mcp-inspector bench-dispatch real-apps
@@ -39,7 +39,7 @@ fuzz: ## run each fuzz target for 30s
 	$(GO) test -run=^$$ -fuzz=FuzzUnmarshal -fuzztime=30s ./internal/fastjson/
 	$(GO) test -run=^$$ -fuzz=FuzzVerify -fuzztime=30s ./auth/
 	$(GO) test -run=^$$ -fuzz=FuzzDecodeBudget -fuzztime=30s ./accounting/
-	$(GO) test -run=^$$ -fuzz=FuzzDecode -fuzztime=30s ./spine/desktop/
+	$(GO) test -run=^$$ -fuzz=FuzzDecode -fuzztime=30s ./desktop/
 
 dashboards-check: ## dashboards' PromQL through a real Prometheus (installed from Debian if missing) and SQL against a spine fed with sessions
 	@command -v prometheus >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; }
@@ -53,7 +53,7 @@ cost-page-check: ## open /ui/cost in headless Chromium (installed from Debian if
 session-page-check: ## open /ui/sessions/{id} in headless Chromium (installed from Debian if missing): a fake runner's event appears live; screenshot in bin/
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
 	@mkdir -p bin
-	SPINE_SCREENSHOT_DIR=$(CURDIR)/bin $(GO) test -count=1 -v -run 'TestSessionPageInChromium' ./spine/desktop/
+	SPINE_SCREENSHOT_DIR=$(CURDIR)/bin $(GO) test -count=1 -v -run 'TestSessionPageInChromium' ./desktop/
 
 mcp-inspector: build ## drive /mcp with the MCP Inspector CLI (npx, pinned): two tools, remoteSession.create → read
 	@command -v npx >/dev/null || { echo "mcp-inspector needs npx (apt-get install -y npm)"; exit 1; }

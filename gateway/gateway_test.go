@@ -14,10 +14,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spinehq/spine/auth"
+	"github.com/spinehq/spine/desktop"
 	"github.com/spinehq/spine/gateway"
 	"github.com/spinehq/spine/internal/spinetest"
 	"github.com/spinehq/spine/server"
-	"github.com/spinehq/spine/spine/desktop"
 )
 
 func TestMain(m *testing.M) { spinetest.Main(m) }

@@ -6,8 +6,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/spinehq/spine/desktop"
 	"github.com/spinehq/spine/gateway"
-	"github.com/spinehq/spine/spine/desktop"
 )
 
 // EnvPublicURL is the URL people reach spine at, for links to session

@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spinehq/spine/desktop"
 	"github.com/spinehq/spine/internal/config"
 	"github.com/spinehq/spine/internal/pgtest"
 	"github.com/spinehq/spine/internal/spinetest"
 	"github.com/spinehq/spine/node"
-	"github.com/spinehq/spine/spine/desktop"
 )
 
 // Desktop traffic — tasks queued, claimed, heartbeats, events (with a

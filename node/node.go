@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/spinehq/spine/auth"
+	"github.com/spinehq/spine/desktop"
 	"github.com/spinehq/spine/internal/config"
 	"github.com/spinehq/spine/internal/pgboot"
 	"github.com/spinehq/spine/library"
@@ -29,7 +30,6 @@ import (
 	"github.com/spinehq/spine/recorder"
 	"github.com/spinehq/spine/secrets"
 	"github.com/spinehq/spine/server"
-	"github.com/spinehq/spine/spine/desktop"
 	"github.com/spinehq/spine/streams"
 )
 

@@ -20,13 +20,13 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/spinehq/spine/desktop"
 	"github.com/spinehq/spine/gateway"
 	"github.com/spinehq/spine/internal/config"
 	"github.com/spinehq/spine/internal/pgtest"
 	"github.com/spinehq/spine/internal/secretstest"
 	"github.com/spinehq/spine/node"
 	"github.com/spinehq/spine/recorder"
-	"github.com/spinehq/spine/spine/desktop"
 	"github.com/spinehq/spine/streams"
 )
 

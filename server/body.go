@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/spinehq/spine/auth"
-	"github.com/spinehq/spine/spine/desktop"
+	"github.com/spinehq/spine/desktop"
 )
 
 // limitBody serves a request whose body is read under the body limits: it

@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/spinehq/spine/auth"
-	"github.com/spinehq/spine/spine/desktop"
+	"github.com/spinehq/spine/desktop"
 	"github.com/spinehq/spine/streams"
 )
 

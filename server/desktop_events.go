@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/spinehq/spine/spine/desktop"
+	"github.com/spinehq/spine/desktop"
 )
 
 // sseKeepAlive is how often an idle session page stream sends a comment, so

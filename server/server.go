@@ -13,8 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/spinehq/spine/auth"
+	"github.com/spinehq/spine/desktop"
 	"github.com/spinehq/spine/library"
-	"github.com/spinehq/spine/spine/desktop"
 	"github.com/spinehq/spine/streams"
 )
 

@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/spinehq/spine/spine/desktop"
+	"github.com/spinehq/spine/desktop"
 )
 
 // sessionPageRoutes: a remote session's page, server-rendered and live.

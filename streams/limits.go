@@ -7,7 +7,7 @@ import (
 
 // Field bounds: the most bytes of UTF-8 each string field may hold, for
 // every envelope and for every runner and remote-session message (package
-// spine/desktop validates with the same table). A field over its bound is
+// desktop validates with the same table). A field over its bound is
 // refused with ReasonFieldTooLong, naming the field and the bound, never
 // the value: HTTP answers 400 field_too_long, a projector dead-letters it.
 //

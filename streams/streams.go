@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// StreamTasks holds desktop tasks and runner presence (package spine/desktop).
+// StreamTasks holds desktop tasks and runner presence (package desktop).
 const StreamTasks = "SPINE_TASKS"
 
 // DuplicateWindow is how long JetStream remembers envelope ids: a producer

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spinehq/spine/spine/desktop"
+	"github.com/spinehq/spine/desktop"
 	"github.com/spinehq/spine/streams"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spinehq/spine/spine/desktop"
+	"github.com/spinehq/spine/desktop"
 )
 
 // pageClient is a browser-like client: it keeps the cookie ?token= sets.

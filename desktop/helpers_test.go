@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/spinehq/spine/auth"
+	"github.com/spinehq/spine/desktop"
 	"github.com/spinehq/spine/internal/spinetest"
 	"github.com/spinehq/spine/server"
-	"github.com/spinehq/spine/spine/desktop"
 	"github.com/spinehq/spine/streams"
 )
 

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spinehq/spine/spine/desktop"
+	"github.com/spinehq/spine/desktop"
 )
 
 // The session page in headless Chromium: an event the fake runner posts

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spinehq/spine/spine/desktop"
+	"github.com/spinehq/spine/desktop"
 )
 
 // A fake runner drives register → events stream → work → claim → heartbeat

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spinehq/spine/desktop"
 	"github.com/spinehq/spine/internal/jsonfields"
-	"github.com/spinehq/spine/spine/desktop"
 	"github.com/spinehq/spine/streams"
 )
 

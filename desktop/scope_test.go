@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/spinehq/spine/auth"
-	"github.com/spinehq/spine/spine/desktop"
+	"github.com/spinehq/spine/desktop"
 )
 
 // Another member's session is unknown_session, byte for byte the answer

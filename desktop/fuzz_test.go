@@ -3,7 +3,7 @@ package desktop_test
 import (
 	"testing"
 
-	"github.com/spinehq/spine/spine/desktop"
+	"github.com/spinehq/spine/desktop"
 	"github.com/spinehq/spine/streams"
 )
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spinehq/spine/spine/desktop"
+	"github.com/spinehq/spine/desktop"
 )
 
 // A task message the projection fails on (here a trigger refuses the state
