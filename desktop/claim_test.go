@@ -139,7 +139,7 @@ func TestStaleFenceRefused(t *testing.T) {
 // transition between them.
 func TestTwoSweepersOneTransition(t *testing.T) {
 	e := newEnv(t)
-	other := e.service(true) // a second instance: same log and database, no projector of its own
+	other := e.service() // a second instance: same log and database, no projector of its own
 	alice := e.member("acme", "alice")
 	r := e.runner(alice, "laptop", "laptop")
 	var tasks []string

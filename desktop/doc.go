@@ -27,8 +27,12 @@
 // every instance, whose runner event streams pass it on at once.
 //
 //	svc, err := desktop.New(desktop.Config{Pool: pool, JS: js, NC: nc, Signer: signer})
-//	err = svc.Start(ctx) // projector + announcements
+//	err = svc.Start(ctx) // announcements
 //	svc.StartSweeper()   // lost leases and passed deadlines, every second
+//	p, err := streams.NewProjector(streams.ProjectorConfig{Name: desktop.ProjectorName,
+//		Stream: streams.StreamTasks, Filter: desktop.Subjects(), Handler: desktop.Projection{},
+//		Pool: pool, JS: js, OnCommit: svc.Committed})
+//	err = p.Start(ctx) // a node starts it beside its other projectors
 //	sess, err := svc.Create(ctx, owner, desktop.CreateRequest{Target: "desktop", Instructions: "run the tests"})
 //	claim, err := svc.Claim(ctx, runner, sess.LatestTaskID)
 //	lease, err := svc.Heartbeat(ctx, runner, sess.LatestTaskID, claim.Fence)

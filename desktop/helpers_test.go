@@ -46,6 +46,7 @@ type env struct {
 	t       *testing.T
 	h       *spinetest.Harness
 	svc     *desktop.Service
+	proj    *streams.Projector // the "tasks" projector, beside svc
 	signer  *auth.Signer
 	clock   *clock
 	base    string
@@ -60,7 +61,8 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e := &env{t: t, h: h, signer: signer, clock: &clock{}, commits: make(chan struct{}, 1)}
-	e.svc = e.service(false)
+	e.svc = e.service()
+	e.proj = e.projector(e.svc)
 	api := server.New(server.Config{Pool: h.Pool, Signer: signer, Desktop: e.svc, Logger: spinetest.Logger(t)})
 	srv := httptest.NewUnstartedServer(api)
 	srv.Config.RegisterOnShutdown(e.svc.CloseStreams)
@@ -73,17 +75,12 @@ func newEnv(t *testing.T) *env {
 }
 
 // service starts a desktop service on the env's log and database; a second
-// one (noProjector) stands for another spine instance.
-func (e *env) service(noProjector bool) *desktop.Service {
+// one stands for another spine instance, which runs no projector (the
+// first's "tasks" projector applies its writes).
+func (e *env) service() *desktop.Service {
 	e.t.Helper()
 	svc, err := desktop.New(desktop.Config{Pool: e.h.Pool, JS: e.h.JS, NC: e.h.NC, Signer: e.signer, Now: e.clock.Now,
-		SweepInterval: -1, NoProjector: noProjector, Logger: spinetest.Logger(e.t), StreamKeepAlive: 50 * time.Millisecond,
-		ProjectorOpts: &streams.ProjectorConfig{MaxWait: 5 * time.Millisecond, OnCommit: func(uint64, []streams.Message) {
-			select {
-			case e.commits <- struct{}{}:
-			default:
-			}
-		}}})
+		SweepInterval: -1, Logger: spinetest.Logger(e.t), StreamKeepAlive: 50 * time.Millisecond})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -92,6 +89,29 @@ func (e *env) service(noProjector bool) *desktop.Service {
 	}
 	e.t.Cleanup(svc.Stop)
 	return svc
+}
+
+// projector starts the "tasks" projector as a node does, its commits
+// waking svc's writes and signalling e.commits.
+func (e *env) projector(svc *desktop.Service) *streams.Projector {
+	e.t.Helper()
+	p, err := streams.NewProjector(streams.ProjectorConfig{Name: desktop.ProjectorName, Stream: streams.StreamTasks,
+		Filter: desktop.Subjects(), Handler: desktop.Projection{}, Pool: e.h.Pool, JS: e.h.JS,
+		Logger: spinetest.Logger(e.t), MaxWait: 5 * time.Millisecond, OnCommit: func(last uint64, msgs []streams.Message) {
+			svc.Committed(last, msgs)
+			select {
+			case e.commits <- struct{}{}:
+			default:
+			}
+		}})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := p.Start(context.Background()); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(p.Stop)
+	return p
 }
 
 func (e *env) member(org, member string) string {

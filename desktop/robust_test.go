@@ -263,7 +263,7 @@ func (e *env) publishRaw(subject string, m any) uint64 {
 		e.t.Fatal(err)
 	}
 	deadline := time.After(spinetest.WaitTimeout)
-	for e.svc.Projector().Checkpoint() < ack.Sequence {
+	for e.proj.Checkpoint() < ack.Sequence {
 		select {
 		case <-e.commits:
 		case <-deadline:

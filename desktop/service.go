@@ -40,37 +40,27 @@ type Config struct {
 	// BaseURL prefixes links to session pages (cards, fallback text); ""
 	// gives paths.
 	BaseURL string
-	// NoProjector leaves the "tasks" projector to another process (or to
-	// the test); the service then learns of commits by polling the checkpoint.
-	NoProjector bool
-	// ProjectorOpts are passed to the projector (batch size, wait, metrics).
-	ProjectorOpts *streams.ProjectorConfig
-	// StartProjector, if set, starts the projector instead of the service
-	// (a node passes its own, which adds its metrics, name prefix and
-	// lifecycle); it gets Name, Stream, Filter, Handler and OnCommit set.
-	StartProjector func(ctx context.Context, cfg streams.ProjectorConfig) (*streams.Projector, error)
-	// CheckpointName is the projector's checkpoint row as started (a node
-	// with a name prefix differs from ProjectorName); "" means ProjectorName.
-	CheckpointName string
-	Logger         *slog.Logger // nil: discard
+	Logger  *slog.Logger // nil: discard
 }
 
 // Service is desktop tasks, runners and remote sessions: the write side
 // (validate, then publish to SPINE_TASKS) and the reads (the projection).
 // Every write waits until the projection has applied it, so a caller reads
-// its own writes and a claim's winner can heartbeat at once.
+// its own writes and a claim's winner can heartbeat at once. The projection
+// runs in a projector the caller starts (a node starts it like its other
+// projectors): Projection is its handler, Subjects its filter and Committed
+// its OnCommit.
 type Service struct {
-	cfg       Config
-	log       *slog.Logger
-	now       func() time.Time
-	projector *streams.Projector
-	applied   *waiter
-	hub       *hub
-	sub       *nats.Subscription
-	stop      context.CancelFunc
-	done      chan struct{}
-	seenMu    sync.Mutex
-	seen      map[string]time.Time // runner id → last seen published (throttle)
+	cfg     Config
+	log     *slog.Logger
+	now     func() time.Time
+	applied *waiter
+	hub     *hub
+	sub     *nats.Subscription
+	stop    context.CancelFunc
+	done    chan struct{}
+	seenMu  sync.Mutex
+	seen    map[string]time.Time // runner id → last seen published (throttle)
 }
 
 // New validates cfg and returns a stopped service.
@@ -87,27 +77,30 @@ func New(cfg Config) (*Service, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	s.applied = newWaiter(cfg.Pool, cmp.Or(cfg.CheckpointName, ProjectorName))
+	s.applied = newWaiter(cfg.Pool, ProjectorName)
 	return s, nil
 }
 
 // ProjectorName is the durable consumer and checkpoint of the projection.
 const ProjectorName = "tasks"
 
-// Start starts the projector (unless NoProjector) and the announcement
-// subscription; StartSweeper starts the sweeper.
-func (s *Service) Start(ctx context.Context) error {
+// Subjects are the SPINE_TASKS subjects the projection reads (its
+// consumer's filter): task lifecycles and runner presence.
+func Subjects() []string { return []string{subjectTask + ">", subjectRunner + ">"} }
+
+// Committed is the projector's OnCommit: writes waiting for a sequence up to
+// last return at once. Without it (another instance runs the projector)
+// they learn of commits by polling the checkpoint.
+func (s *Service) Committed(last uint64, _ []streams.Message) { s.applied.advance(last) }
+
+// Start starts the announcement subscription; StartSweeper starts the
+// sweeper.
+func (s *Service) Start(context.Context) error {
 	sub, err := s.cfg.NC.Subscribe(subjectAnnounce+">", s.hub.deliver)
 	if err != nil {
 		return fmt.Errorf("subscribe announcements: %w", err)
 	}
 	s.sub = sub
-	if !s.cfg.NoProjector {
-		if err := s.startProjector(ctx); err != nil {
-			_ = sub.Unsubscribe()
-			return err
-		}
-	}
 	return nil
 }
 
@@ -126,37 +119,6 @@ func (s *Service) StartSweeper() {
 	}()
 }
 
-func (s *Service) startProjector(ctx context.Context) error {
-	pc := streams.ProjectorConfig{}
-	if s.cfg.ProjectorOpts != nil {
-		pc = *s.cfg.ProjectorOpts
-	}
-	user := pc.OnCommit
-	pc.Name, pc.Stream, pc.Handler = ProjectorName, streams.StreamTasks, Projection{}
-	pc.Filter, pc.Pool, pc.JS = []string{subjectTask + ">", subjectRunner + ">"}, s.cfg.Pool, s.cfg.JS
-	pc.Logger = cmp.Or(pc.Logger, s.log)
-	pc.OnCommit = func(last uint64, msgs []streams.Message) {
-		s.applied.advance(last)
-		if user != nil {
-			user(last, msgs)
-		}
-	}
-	if s.cfg.StartProjector != nil {
-		p, err := s.cfg.StartProjector(ctx, pc)
-		s.projector = p
-		return err
-	}
-	p, err := streams.NewProjector(pc)
-	if err != nil {
-		return err
-	}
-	if err := p.Start(ctx); err != nil {
-		return err
-	}
-	s.projector = p
-	return nil
-}
-
 // SetBaseURL sets the prefix of session links; call it before serving.
 func (s *Service) SetBaseURL(u string) { s.cfg.BaseURL = u }
 
@@ -164,15 +126,11 @@ func (s *Service) SetBaseURL(u string) { s.cfg.BaseURL = u }
 // shutdown hook: those requests never go idle by themselves).
 func (s *Service) CloseStreams() { s.hub.close() }
 
-// Stop stops the sweeper, the projector (after its batch in flight) and the
-// subscription, and ends every event stream.
+// Stop stops the sweeper and the subscription, and ends every event stream.
 func (s *Service) Stop() {
 	if s.stop != nil {
 		s.stop()
 		<-s.done
-	}
-	if s.projector != nil {
-		s.projector.Stop()
 	}
 	if s.sub != nil {
 		_ = s.sub.Unsubscribe()
@@ -180,9 +138,6 @@ func (s *Service) Stop() {
 	s.hub.close()
 	s.applied.close()
 }
-
-// Projector is the running "tasks" projector, or nil.
-func (s *Service) Projector() *streams.Projector { return s.projector }
 
 // Now is the service's clock.
 func (s *Service) Now() time.Time { return s.now() }

@@ -18,6 +18,7 @@ import (
 	"github.com/spinehq/spine/gateway"
 	"github.com/spinehq/spine/internal/spinetest"
 	"github.com/spinehq/spine/server"
+	"github.com/spinehq/spine/streams"
 )
 
 func TestMain(m *testing.M) { spinetest.Main(m) }
@@ -42,6 +43,16 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(svc.Stop)
+	p, err := streams.NewProjector(streams.ProjectorConfig{Name: desktop.ProjectorName, Stream: streams.StreamTasks,
+		Filter: desktop.Subjects(), Handler: desktop.Projection{}, Pool: h.Pool, JS: h.JS, Logger: spinetest.Logger(t),
+		OnCommit: svc.Committed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
 	api := server.New(server.Config{Pool: h.Pool, Signer: signer, Desktop: svc, Logger: spinetest.Logger(t),
 		MCP: gateway.New(gateway.Config{Desktop: svc, Signer: signer, Logger: spinetest.Logger(t)})})
 	srv := httptest.NewUnstartedServer(api)

@@ -8,19 +8,20 @@ import (
 
 	"github.com/spinehq/spine/desktop"
 	"github.com/spinehq/spine/gateway"
+	"github.com/spinehq/spine/streams"
 )
 
 // EnvPublicURL is the URL people reach spine at, for links to session
 // pages (MCP cards, fallback text); unset, links use the listen address.
 const EnvPublicURL = "SPINE_PUBLIC_URL"
 
-// startDesktop starts desktop tasks and remote sessions: the "tasks"
-// projector (through StartProjector, unless noProjectors) and the work
-// announcements. The sweeper starts with HTTP (desktopHTTP): a node that
-// serves nothing (a rebuild) must not write transitions into the live log.
+// startDesktop starts desktop tasks and remote sessions: the work
+// announcements and, unless noProjectors, the "tasks" projector, whose
+// commits wake the service's waiting writes. The sweeper starts with HTTP
+// (desktopHTTP): a node that serves nothing (a rebuild) must not write
+// transitions into the live log.
 func (n *Node) startDesktop(ctx context.Context, noProjectors bool) error {
 	svc, err := desktop.New(desktop.Config{Pool: n.Pool, JS: n.JS, NC: n.NC, Signer: n.Signer, Logger: n.log,
-		NoProjector: noProjectors, StartProjector: n.StartProjector,
 		BaseURL: strings.TrimRight(os.Getenv(EnvPublicURL), "/")})
 	if err != nil {
 		return err
@@ -30,7 +31,12 @@ func (n *Node) startDesktop(ctx context.Context, noProjectors bool) error {
 	}
 	n.Desktop = svc
 	n.stops = append(n.stops, svc.Stop)
-	return nil
+	if noProjectors {
+		return nil
+	}
+	_, err = n.StartProjector(ctx, streams.ProjectorConfig{Name: desktop.ProjectorName, Stream: streams.StreamTasks,
+		Filter: desktop.Subjects(), Handler: desktop.Projection{}, OnCommit: svc.Committed})
+	return err
 }
 
 // desktopHTTP wires the desktop service into a serving node: links to the
