@@ -12,6 +12,7 @@ import (
 	"github.com/spinehq/spine/internal/spinetest"
 	"github.com/spinehq/spine/library"
 	"github.com/spinehq/spine/streams"
+	"github.com/spinehq/spine/trace"
 )
 
 // waitLibrary waits until the library projector has recorded n uploads.
@@ -65,12 +66,12 @@ func TestUploadTraceAndScoping(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("trace = %d %s", code, resp)
 	}
-	var tr library.Trace
+	var tr trace.File
 	json.Unmarshal(resp, &tr)
 	if len(tr.Artifacts) != 2 || !tr.Stored {
 		t.Fatalf("trace = %s", resp)
 	}
-	var pushed, upload library.TracedArtifact
+	var pushed, upload trace.Artifact
 	for _, a := range tr.Artifacts {
 		if a.Kind == "upload" {
 			upload = a

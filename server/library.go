@@ -11,6 +11,7 @@ import (
 
 	"github.com/spinehq/spine/library"
 	"github.com/spinehq/spine/streams"
+	"github.com/spinehq/spine/trace"
 )
 
 // DefaultMaxUploadBytes bounds one upload: 1 GiB.
@@ -97,9 +98,9 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		Name: p.Name, ContentType: p.ContentType})
 }
 
-func libOwner(r *http.Request) library.Owner {
+func traceOwner(r *http.Request) trace.Owner {
 	c := caller(r)
-	return library.Owner{Org: c.Org, Member: c.Member}
+	return trace.Owner{Org: c.Org, Member: c.Member}
 }
 
 // getFile streams a file the caller may read, honouring a single Range.
@@ -109,7 +110,7 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request) {
 		notFound(w, "file")
 		return
 	}
-	ok, err := library.CanRead(r.Context(), s.cfg.Pool, libOwner(r), digest)
+	ok, err := trace.CanRead(r.Context(), s.cfg.Pool, traceOwner(r), digest)
 	if err != nil {
 		s.internal(w, "check access", err)
 		return
@@ -190,12 +191,12 @@ func parseRange(header string, size int64) (off, n int64, partial bool, err erro
 func (s *Server) provenance(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	var v any
-	t, err := library.TraceID(r.Context(), s.cfg.Pool, libOwner(r), id)
+	t, err := trace.OfID(r.Context(), s.cfg.Pool, traceOwner(r), id)
 	v = t
-	if errors.Is(err, library.ErrNoTrace) && streams.ValidID(id) {
-		v, err = library.TraceSession(r.Context(), s.cfg.Pool, libOwner(r), id)
+	if errors.Is(err, trace.ErrNotFound) && streams.ValidID(id) {
+		v, err = trace.OfSession(r.Context(), s.cfg.Pool, traceOwner(r), id)
 	}
-	if errors.Is(err, library.ErrNoTrace) {
+	if errors.Is(err, trace.ErrNotFound) {
 		notFound(w, "artifact, file or session")
 		return
 	}

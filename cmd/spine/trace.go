@@ -9,7 +9,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/spinehq/spine/library"
+	"github.com/spinehq/spine/trace"
 )
 
 func runTrace(ctx context.Context, args []string) error {
@@ -61,14 +61,14 @@ func printTrace(w io.Writer, raw json.RawMessage) error {
 		return err
 	}
 	if probe.Digest == "" {
-		var st library.SessionTrace
+		var st trace.Session
 		if err := json.Unmarshal(raw, &st); err != nil {
 			return err
 		}
 		printSessionTrace(w, &st)
 		return nil
 	}
-	var t library.Trace
+	var t trace.File
 	if err := json.Unmarshal(raw, &t); err != nil {
 		return err
 	}
@@ -98,7 +98,7 @@ func indent(last bool) string {
 	return "│  "
 }
 
-func printArtifact(w io.Writer, a library.TracedArtifact, first, rest string) {
+func printArtifact(w io.Writer, a trace.Artifact, first, rest string) {
 	fmt.Fprintf(w, "%s%s %q  [%s]  %s/%s  %s\n", first, a.Kind, a.Name, a.ID, a.Org, a.Member, a.CreatedAt.Format("2006-01-02 15:04:05Z07:00"))
 	switch {
 	case a.Kind == "upload":
@@ -128,7 +128,7 @@ func printArtifact(w io.Writer, a library.TracedArtifact, first, rest string) {
 	}
 }
 
-func printSessionTrace(w io.Writer, t *library.SessionTrace) {
+func printSessionTrace(w io.Writer, t *trace.Session) {
 	s := t.Session
 	fmt.Fprintf(w, "session %s  %s  %s, model %s, effort %s, billing %s\n", s.ID, s.Status, s.App, orUnknown(s.Model), orUnknown(s.Effort), billingOf(&s))
 	if s.ParentRunID != "" {
@@ -147,7 +147,7 @@ func printSessionTrace(w io.Writer, t *library.SessionTrace) {
 
 // billingOf is the router-call row's billing class, or says it is not
 // recorded yet.
-func billingOf(s *library.TracedSession) string {
+func billingOf(s *trace.SessionRow) string {
 	if s.Billing != "" {
 		return s.Billing
 	}

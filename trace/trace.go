@@ -1,4 +1,4 @@
-package library
+package trace
 
 import (
 	"context"
@@ -9,26 +9,24 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-)
 
-// ErrNoTrace: nothing the caller may see references this id. A file that
-// exists but only in another member's artifacts answers the same.
-var ErrNoTrace = errors.New("nothing to trace")
+	"github.com/spinehq/spine/library"
+)
 
 // Owner scopes a trace to one org and member.
 type Owner struct{ Org, Member string }
 
-// Trace is the auditor's answer for a file: every artifact of the caller's
+// File is the auditor's answer for a file: every artifact of the caller's
 // that references it, each with its producer or the person who uploaded it.
-type Trace struct {
-	Digest    string           `json:"digest"`
-	Size      int64            `json:"size"`
-	Stored    bool             `json:"stored"` // false when the bytes were omitted or could not be stored
-	Artifacts []TracedArtifact `json:"artifacts"`
+type File struct {
+	Digest    string     `json:"digest"`
+	Size      int64      `json:"size"`
+	Stored    bool       `json:"stored"` // false when the bytes were omitted or could not be stored
+	Artifacts []Artifact `json:"artifacts"`
 }
 
-// TracedArtifact is one artifact with where it came from.
-type TracedArtifact struct {
+// Artifact is one artifact with where it came from.
+type Artifact struct {
 	ID             string          `json:"id"`
 	Kind           string          `json:"kind"`
 	Name           string          `json:"name"`
@@ -41,13 +39,13 @@ type TracedArtifact struct {
 	Member         string          `json:"member"`
 	ProducedBy     json.RawMessage `json:"producedBy"`           // null: uploaded by a person, or the session has not ended
 	UploadedBy     string          `json:"uploadedBy,omitempty"` // the member, for uploads
-	Session        *TracedSession  `json:"session,omitempty"`
-	Step           *TracedStep     `json:"step,omitempty"`
+	Session        *SessionRow     `json:"session,omitempty"`
+	Step           *Step           `json:"step,omitempty"`
 	RouterCall     json.RawMessage `json:"routerCall"` // the session's accounting row, once recorded
 }
 
-// TracedSession is the producing session as the recorder holds it.
-type TracedSession struct {
+// SessionRow is the producing session as the recorder holds it.
+type SessionRow struct {
 	ID     string `json:"id"`
 	Status string `json:"status"`
 	App    string `json:"app"`
@@ -64,8 +62,8 @@ type TracedSession struct {
 	TotalCost     *string `json:"totalCost"`
 }
 
-// TracedStep is the step that wrote the file.
-type TracedStep struct {
+// Step is the step that wrote the file.
+type Step struct {
 	ID     string    `json:"id"`
 	Idx    int       `json:"idx"`
 	Action string    `json:"action"`
@@ -80,35 +78,35 @@ const routerCallQuery = `SELECT jsonb_build_object('sessionId', session_id, 'bil
 	'reasoningTokens', reasoning_tokens, 'totalCost', total_cost, 'planId', plan_id, 'at', at)
 	FROM router_calls WHERE session_id = $1 AND org = $2`
 
-// TraceID traces a digest ("blake3:…") or an artifact id.
-func TraceID(ctx context.Context, q Querier, owner Owner, id string) (*Trace, error) {
+// OfID traces a digest ("blake3:…") or an artifact id.
+func OfID(ctx context.Context, q library.Querier, owner Owner, id string) (*File, error) {
 	digest := id
-	if !strings.HasPrefix(id, DigestPrefix) {
+	if !strings.HasPrefix(id, library.DigestPrefix) {
 		err := q.QueryRow(ctx, `SELECT digest FROM artifacts WHERE id = $1 AND org = $2 AND member = $3`,
 			id, owner.Org, owner.Member).Scan(&digest)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, ErrNoTrace
+			return nil, ErrNotFound
 		}
 		if err != nil {
 			return nil, fmt.Errorf("trace %s: %w", id, err)
 		}
-	} else if _, err := ParseDigest(id); err != nil {
-		return nil, ErrNoTrace
+	} else if _, err := library.ParseDigest(id); err != nil {
+		return nil, ErrNotFound
 	}
-	return TraceDigest(ctx, q, owner, digest)
+	return OfDigest(ctx, q, owner, digest)
 }
 
-// TraceDigest lists the caller's artifacts that reference digest.
-func TraceDigest(ctx context.Context, q Querier, owner Owner, digest string) (*Trace, error) {
+// OfDigest lists the caller's artifacts that reference digest.
+func OfDigest(ctx context.Context, q library.Querier, owner Owner, digest string) (*File, error) {
 	arts, err := tracedArtifacts(ctx, q, `a.digest = $1 AND a.org = $2 AND a.member = $3 ORDER BY a.created_at, a.id`,
 		digest, owner.Org, owner.Member)
 	if err != nil {
 		return nil, fmt.Errorf("trace %s: %w", digest, err)
 	}
 	if len(arts) == 0 {
-		return nil, ErrNoTrace
+		return nil, ErrNotFound
 	}
-	t := &Trace{Digest: digest, Size: arts[0].Size, Artifacts: arts}
+	t := &File{Digest: digest, Size: arts[0].Size, Artifacts: arts}
 	err = q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM library_files WHERE digest = $1)`, digest).Scan(&t.Stored)
 	if err != nil {
 		return nil, fmt.Errorf("trace %s: %w", digest, err)
@@ -118,7 +116,7 @@ func TraceDigest(ctx context.Context, q Querier, owner Owner, digest string) (*T
 
 // tracedArtifacts reads artifacts with their session, run and step, and
 // each session's router-call row; where is the rest of the statement.
-func tracedArtifacts(ctx context.Context, q Querier, where string, args ...any) ([]TracedArtifact, error) {
+func tracedArtifacts(ctx context.Context, q library.Querier, where string, args ...any) ([]Artifact, error) {
 	rows, err := q.Query(ctx, `SELECT a.id, a.kind, a.name, a.size, a.content_type, a.content_missing,
 			a.content_omitted, a.created_at, a.org, a.member, a.produced_by,
 			s.id, s.status, s.app, s.model, s.effort, s.billing, s.session_run_id, r.parent_run_id, r.parent_step_id,
@@ -138,8 +136,8 @@ func tracedArtifacts(ctx context.Context, q Querier, where string, args ...any) 
 	return arts, attachRouterCalls(ctx, q, arts)
 }
 
-func scanTraced(r pgx.CollectableRow) (TracedArtifact, error) {
-	var a TracedArtifact
+func scanTraced(r pgx.CollectableRow) (Artifact, error) {
+	var a Artifact
 	var sid, status, app, model, effort, billing, runID, parentRun, parentStep, stepID, action *string
 	var cost *string
 	var idx *int
@@ -158,11 +156,11 @@ func scanTraced(r pgx.CollectableRow) (TracedArtifact, error) {
 		a.UploadedBy = a.Member
 	}
 	if sid != nil {
-		a.Session = &TracedSession{ID: *sid, Status: *status, App: *app, Model: *model, Effort: *effort,
+		a.Session = &SessionRow{ID: *sid, Status: *status, App: *app, Model: *model, Effort: *effort,
 			BillingSignal: *billing, RunID: *runID, ParentRunID: deref(parentRun), ParentStepID: deref(parentStep), TotalCost: cost}
 	}
 	if stepID != nil {
-		a.Step = &TracedStep{ID: *stepID, Idx: *idx, Action: *action, At: *at}
+		a.Step = &Step{ID: *stepID, Idx: *idx, Action: *action, At: *at}
 	}
 	return a, nil
 }
@@ -176,7 +174,7 @@ func deref(s *string) string {
 
 // attachRouterCalls gives each artifact its session's router-call row,
 // reading each session's row once.
-func attachRouterCalls(ctx context.Context, q Querier, arts []TracedArtifact) error {
+func attachRouterCalls(ctx context.Context, q library.Querier, arts []Artifact) error {
 	type call struct {
 		row     []byte
 		billing string
@@ -210,38 +208,19 @@ func attachRouterCalls(ctx context.Context, q Querier, arts []TracedArtifact) er
 	return nil
 }
 
-// CanRead reports whether the owner may read a file: they uploaded it, or
-// one of their sessions sent its bytes (a write or read with inline content,
-// an end artifact with content, a transcript, a prompt). Naming a digest by
-// reference (contentDigest + size) grants nothing: anyone can name one.
-func CanRead(ctx context.Context, q Querier, owner Owner, digest string) (bool, error) {
-	var ok bool
-	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM artifacts WHERE digest = $1 AND org = $2 AND member = $3
-			AND NOT by_reference AND NOT content_omitted)
-		OR EXISTS (SELECT 1 FROM steps st JOIN runs r ON r.id = st.run_id
-			WHERE st.detail->>'contentDigest' = $1 AND st.detail ? 'contentDigest' AND r.org = $2 AND r.member = $3
-			AND NOT st.detail ? 'contentPushed' AND NOT st.detail ? 'contentOmitted')
-		OR EXISTS (SELECT 1 FROM sessions WHERE prompt_digest = $1 AND org = $2 AND member = $3)`,
-		digest, owner.Org, owner.Member).Scan(&ok)
-	if err != nil {
-		return false, fmt.Errorf("access to %s: %w", digest, err)
-	}
-	return ok, nil
-}
-
-// SessionTrace follows a session down: its run and the planner step it
+// Session follows a session down: its run and the planner step it
 // served, what it did, what it pushed, and its router-call row.
-type SessionTrace struct {
-	Session      TracedSession    `json:"session"`
-	Steps        int              `json:"steps"`
-	Observations int              `json:"observations"`
-	Artifacts    []TracedArtifact `json:"artifacts"`
-	RouterCall   json.RawMessage  `json:"routerCall"`
+type Session struct {
+	Session      SessionRow      `json:"session"`
+	Steps        int             `json:"steps"`
+	Observations int             `json:"observations"`
+	Artifacts    []Artifact      `json:"artifacts"`
+	RouterCall   json.RawMessage `json:"routerCall"`
 }
 
-// TraceSession traces a session the owner may see.
-func TraceSession(ctx context.Context, q Querier, owner Owner, id string) (*SessionTrace, error) {
-	t := &SessionTrace{RouterCall: json.RawMessage("null"), Artifacts: []TracedArtifact{}}
+// OfSession traces a session the owner may see.
+func OfSession(ctx context.Context, q library.Querier, owner Owner, id string) (*Session, error) {
+	t := &Session{RouterCall: json.RawMessage("null"), Artifacts: []Artifact{}}
 	s := &t.Session
 	err := q.QueryRow(ctx, `SELECT s.id, s.status, s.app, s.model, s.effort, s.billing, s.session_run_id,
 			r.parent_run_id, r.parent_step_id, s.total_cost::text,
@@ -252,7 +231,7 @@ func TraceSession(ctx context.Context, q Querier, owner Owner, id string) (*Sess
 		Scan(&s.ID, &s.Status, &s.App, &s.Model, &s.Effort, &s.BillingSignal, &s.RunID, &s.ParentRunID,
 			&s.ParentStepID, &s.TotalCost, &t.Steps, &t.Observations)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, ErrNoTrace
+		return nil, ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("trace session %s: %w", id, err)

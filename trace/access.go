@@ -1,0 +1,27 @@
+package trace
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spinehq/spine/library"
+)
+
+// CanRead reports whether the owner may read a file: they uploaded it, or
+// one of their sessions sent its bytes (a write or read with inline content,
+// an end artifact with content, a transcript, a prompt). Naming a digest by
+// reference (contentDigest + size) grants nothing: anyone can name one.
+func CanRead(ctx context.Context, q library.Querier, owner Owner, digest string) (bool, error) {
+	var ok bool
+	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM artifacts WHERE digest = $1 AND org = $2 AND member = $3
+			AND NOT by_reference AND NOT content_omitted)
+		OR EXISTS (SELECT 1 FROM steps st JOIN runs r ON r.id = st.run_id
+			WHERE st.detail->>'contentDigest' = $1 AND st.detail ? 'contentDigest' AND r.org = $2 AND r.member = $3
+			AND NOT st.detail ? 'contentPushed' AND NOT st.detail ? 'contentOmitted')
+		OR EXISTS (SELECT 1 FROM sessions WHERE prompt_digest = $1 AND org = $2 AND member = $3)`,
+		digest, owner.Org, owner.Member).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("access to %s: %w", digest, err)
+	}
+	return ok, nil
+}
