@@ -1,10 +1,7 @@
 package accounting
 
 import (
-	_ "embed"
 	"fmt"
-	"html/template"
-	"io"
 	"math/big"
 	"net/url"
 	"strconv"
@@ -12,35 +9,28 @@ import (
 	"time"
 )
 
-//go:embed page.html
-var pageHTML string
-
-var pageTmpl = template.Must(template.New("cost").Funcs(template.FuncMap{
-	"int":     formatInt,
-	"dollars": formatDollars,
-	"rowData": rowData,
-}).Parse(pageHTML))
-
-// tableRow is one table row as the template reads it.
-type tableRow struct {
+// TableRow is one row of the cost page's table: a group's cells, one per
+// billing class, in BillingClasses order.
+type TableRow struct {
 	Row     Row
 	Label   string
-	GroupBy string
-	Cells   []classCell
+	GroupBy string // "total" for the total row
+	Cells   []ClassCell
 }
 
-type classCell struct {
+// ClassCell is one billing class's cell of a TableRow.
+type ClassCell struct {
 	Billing string
 	Cell    Cell
 }
 
-func rowData(r Row, groupBy string, classes []string) tableRow {
-	t := tableRow{Row: r, Label: GroupLabel(r.Key, groupBy), GroupBy: groupBy}
+func tableRow(r Row, groupBy string, classes []string) TableRow {
+	t := TableRow{Row: r, Label: GroupLabel(r.Key, groupBy), GroupBy: groupBy}
 	if groupBy == "total" {
 		t.Label = "total"
 	}
 	for _, c := range classes {
-		t.Cells = append(t.Cells, classCell{Billing: c, Cell: *r.Cell(c)})
+		t.Cells = append(t.Cells, ClassCell{Billing: c, Cell: *r.Cell(c)})
 	}
 	return t
 }
@@ -63,32 +53,54 @@ const (
 	plotRight      = 750.0
 )
 
-// bar is one group's stacked bar.
-type bar struct {
+// Bar is one group's stacked bar on the cost chart.
+type Bar struct {
 	X, W, LabelX float64
 	Label        string
-	Segments     []segment
+	Segments     []Segment
 }
 
-type segment struct {
+// Segment is one billing class's part of a Bar.
+type Segment struct {
 	Y, H    float64
 	Billing string
 	Title   string
 }
 
-// WritePage renders the cost page.
-func WritePage(w io.Writer, p Page) error {
+// PageData is everything the cost page shows, laid out: the chart's bars
+// in SVG user units, the table's rows, the form's values. The server
+// renders it (server/pages).
+type PageData struct {
+	S                           *Summary // the summary shown
+	Measure                     string
+	Measures, GroupBys, Classes []string
+	Bars                        []Bar  // nil: nothing to chart (Note says why)
+	Top                         string // the chart's top value, formatted in Measure
+	Note                        string // what the chart leaves out, or why it is empty
+	W, H, PlotTop, PlotBottom   float64
+	PlotLeft, PlotRight         float64
+	From, To                    string // the range's first and last day (UTC)
+	Query                       string // the summary's query string, for links
+	Rows                        []TableRow
+	Total                       TableRow
+}
+
+// Data lays the page out.
+func (p Page) Data() PageData {
 	bars, top := chart(p)
 	q := url.Values{"from": {p.Summary.From.Format(time.RFC3339)}, "to": {p.Summary.To.Format(time.RFC3339)},
 		"groupBy": {p.Summary.GroupBy}}
-	data := map[string]any{
-		"S": p.Summary, "Measure": p.Measure, "Measures": Measures, "GroupBys": GroupBys,
-		"Classes": BillingClasses, "Bars": bars, "Top": formatMeasure(p.Measure, top), "Note": chartNote(p, bars == nil),
-		"W": chartW, "H": chartH, "PlotTop": plotTop, "PlotBottom": plotBottom, "PlotLeft": plotLeft, "PlotRight": plotRight,
-		"From": p.Summary.From.Format(time.DateOnly), "To": p.Summary.To.Add(-time.Nanosecond).Format(time.DateOnly),
-		"Query": q.Encode(),
+	d := PageData{
+		S: p.Summary, Measure: p.Measure, Measures: Measures, GroupBys: GroupBys,
+		Classes: BillingClasses, Bars: bars, Top: formatMeasure(p.Measure, top), Note: chartNote(p, bars == nil),
+		W: chartW, H: chartH, PlotTop: plotTop, PlotBottom: plotBottom, PlotLeft: plotLeft, PlotRight: plotRight,
+		From: p.Summary.From.Format(time.DateOnly), To: p.Summary.To.Add(-time.Nanosecond).Format(time.DateOnly),
+		Query: q.Encode(), Total: tableRow(p.Summary.Total, "total", BillingClasses),
 	}
-	return pageTmpl.Execute(w, data)
+	for _, r := range p.Summary.Rows {
+		d.Rows = append(d.Rows, tableRow(r, p.Summary.GroupBy, BillingClasses))
+	}
+	return d
 }
 
 // measure is a cell's value in the charted measure; dollars that nobody
@@ -132,13 +144,13 @@ func chartNote(p Page, empty bool) string {
 	case calls == 0:
 		return "No calls in this range."
 	case reported == 0:
-		return fmt.Sprintf("%s %s, none reported %s.", formatInt(calls), plural(calls, "call"), what)
+		return fmt.Sprintf("%s %s, none reported %s.", FormatInt(calls), plural(calls, "call"), what)
 	case empty:
-		return fmt.Sprintf("%s %s; the %s that reported %s reported %s.", formatInt(calls), plural(calls, "call"),
-			formatInt(reported), what, formatMeasure(p.Measure, 0))
+		return fmt.Sprintf("%s %s; the %s that reported %s reported %s.", FormatInt(calls), plural(calls, "call"),
+			FormatInt(reported), what, formatMeasure(p.Measure, 0))
 	case reported < calls:
-		return fmt.Sprintf("%s of %s calls reported %s; the other %s %s not in the chart.", formatInt(reported),
-			formatInt(calls), what, formatInt(calls-reported), plural(calls-reported, "is", "are"))
+		return fmt.Sprintf("%s of %s calls reported %s; the other %s %s not in the chart.", FormatInt(reported),
+			FormatInt(calls), what, FormatInt(calls-reported), plural(calls-reported, "is", "are"))
 	}
 	return ""
 }
@@ -154,7 +166,7 @@ func plural(n int64, one string, many ...string) string {
 	return one + "s"
 }
 
-func chart(p Page) ([]bar, float64) {
+func chart(p Page) ([]Bar, float64) {
 	rows := p.Summary.Rows
 	top := 0.0
 	for _, r := range rows {
@@ -169,10 +181,10 @@ func chart(p Page) ([]bar, float64) {
 	}
 	slot := (plotRight - plotLeft) / float64(len(rows))
 	scale := (plotBottom - plotTop) / top
-	bars := make([]bar, len(rows))
+	bars := make([]Bar, len(rows))
 	for i, r := range rows {
 		x := plotLeft + float64(i)*slot
-		b := bar{X: x + slot*0.15, W: slot * 0.7, LabelX: x + slot/2, Label: GroupLabel(r.Key, p.Summary.GroupBy)}
+		b := Bar{X: x + slot*0.15, W: slot * 0.7, LabelX: x + slot/2, Label: GroupLabel(r.Key, p.Summary.GroupBy)}
 		y := plotBottom
 		for _, class := range BillingClasses {
 			v := measure(*r.Cell(class), p.Measure)
@@ -181,7 +193,7 @@ func chart(p Page) ([]bar, float64) {
 			}
 			h := v * scale
 			y -= h
-			b.Segments = append(b.Segments, segment{Y: y, H: h, Billing: class,
+			b.Segments = append(b.Segments, Segment{Y: y, H: h, Billing: class,
 				Title: fmt.Sprintf("%s %s: %s %s", b.Label, class, formatMeasure(p.Measure, v), p.Measure)})
 		}
 		bars[i] = b
@@ -208,11 +220,11 @@ func formatMeasure(m string, v float64) string {
 	if m == "dollars" {
 		return "$" + strconv.FormatFloat(v, 'f', 2, 64)
 	}
-	return formatInt(int64(v))
+	return FormatInt(int64(v))
 }
 
-// formatInt writes n with thousands separators: 1,234,567.
-func formatInt(n int64) string {
+// FormatInt writes n with thousands separators: 1,234,567.
+func FormatInt(n int64) string {
 	s := strconv.FormatInt(n, 10)
 	neg := strings.HasPrefix(s, "-")
 	s = strings.TrimPrefix(s, "-")
@@ -229,8 +241,8 @@ func formatInt(n int64) string {
 	return b.String()
 }
 
-// formatDollars writes a reported sum exactly, with at least cents.
-func formatDollars(d fmt.Stringer) string {
+// FormatDollars writes a reported sum exactly, with at least cents.
+func FormatDollars(d fmt.Stringer) string {
 	r, ok := new(big.Rat).SetString(d.String())
 	if !ok {
 		return "$" + d.String()

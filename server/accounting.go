@@ -15,6 +15,7 @@ import (
 
 	"github.com/spinehq/spine/accounting"
 	"github.com/spinehq/spine/auth"
+	"github.com/spinehq/spine/server/pages"
 	"github.com/spinehq/spine/streams"
 )
 
@@ -212,7 +213,7 @@ func (s *Server) costPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var buf bytes.Buffer
-	if err := accounting.WritePage(&buf, accounting.Page{Summary: sum, Measure: measure}); err != nil {
+	if err := pages.Cost(&buf, accounting.Page{Summary: sum, Measure: measure}.Data()); err != nil {
 		s.log.Error("render cost page", "err", err)
 		writePageError(w, http.StatusInternalServerError, "rendering failed; see the server log")
 		return

@@ -1,13 +1,14 @@
 package server
 
 import (
+	"bytes"
 	"context"
-	"html"
 	"net/http"
 	"net/url"
 	"time"
 
 	"github.com/spinehq/spine/auth"
+	"github.com/spinehq/spine/server/pages"
 )
 
 // TokenCookie holds a member's bearer token for spine's pages, which a
@@ -61,6 +62,7 @@ func writeHTML(w http.ResponseWriter, status int, body []byte) {
 }
 
 func writePageError(w http.ResponseWriter, status int, msg string) {
-	writeHTML(w, status, []byte("<!doctype html><meta charset=utf-8><title>spine</title><p>"+
-		html.EscapeString(msg)+"</p>\n"))
+	var b bytes.Buffer
+	_ = pages.Error(&b, msg) // a string into a buffer: nothing to fail
+	writeHTML(w, status, b.Bytes())
 }

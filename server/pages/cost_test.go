@@ -1,4 +1,4 @@
-package accounting_test
+package pages_test
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spinehq/spine/accounting"
+	"github.com/spinehq/spine/server/pages"
 )
 
 func page(t *testing.T, measure string, rows ...accounting.Row) string {
@@ -17,7 +18,7 @@ func page(t *testing.T, measure string, rows ...accounting.Row) string {
 		s.Total.Metered, s.Total.Subscription, s.Total.Unknown = r.Metered, r.Subscription, r.Unknown
 	}
 	var b strings.Builder
-	if err := accounting.WritePage(&b, accounting.Page{Summary: s, Measure: measure}); err != nil {
+	if err := pages.Cost(&b, accounting.Page{Summary: s, Measure: measure}.Data()); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
