@@ -15,7 +15,8 @@
 // text/html;profile=mcp-app named by the result's _meta.ui.resourceUri
 // (the tool itself lists the generic card), showing the session's title,
 // state, last activity and a link to its page on spine, with the same
-// content as plain text for clients without MCP Apps.
+// content as plain text for clients without MCP Apps. The cards' markup is
+// server/pages', like every page spine serves.
 //
 //	h := gateway.New(gateway.Config{Desktop: svc, Signer: signer})
 //	mux.Handle("/mcp", h)

@@ -47,7 +47,8 @@
 // Every /v1 route but the runner's needs a member bearer token and is
 // scoped to its org and member: another member's session answers exactly
 // as a missing one does. Runner routes take a runner token instead; a /ui
-// page also takes the cookie it sets once from ?token=.
+// page also takes the cookie it sets once from ?token=; its markup comes
+// from server/pages, like every HTML spine serves.
 // Errors are {"error":{"code","message"}} with a 4xx or 5xx status.
 //
 // Ingest deduplicates within the caller's own envelope ids, and a session
