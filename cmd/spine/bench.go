@@ -12,7 +12,7 @@ import (
 	"runtime/pprof"
 	"time"
 
-	"github.com/spinehq/spine/bench"
+	"github.com/spinehq/spine/internal/bench"
 	"github.com/spinehq/spine/internal/config"
 )
 

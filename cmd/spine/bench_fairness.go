@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/spinehq/spine/bench"
+	"github.com/spinehq/spine/internal/bench"
 	"github.com/spinehq/spine/internal/config"
 )
 

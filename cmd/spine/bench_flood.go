@@ -9,7 +9,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/spinehq/spine/bench"
+	"github.com/spinehq/spine/internal/bench"
 	"github.com/spinehq/spine/internal/config"
 )
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/spinehq/spine/apps"
-	"github.com/spinehq/spine/bench"
+	"github.com/spinehq/spine/internal/bench"
 	"github.com/spinehq/spine/internal/config"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spinehq/spine/bench"
+	"github.com/spinehq/spine/internal/bench"
 )
 
 // TestLibrary runs a tiny Library benchmark and checks only what must hold

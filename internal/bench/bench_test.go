@@ -8,7 +8,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/spinehq/spine/bench"
+	"github.com/spinehq/spine/internal/bench"
 )
 
 func TestMain(m *testing.M) {

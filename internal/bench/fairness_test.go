@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spinehq/spine/bench"
+	"github.com/spinehq/spine/internal/bench"
 )
 
 // A tiny fairness run: both runs finish, and with a quota smaller than the

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spinehq/spine/bench"
+	"github.com/spinehq/spine/internal/bench"
 	"github.com/spinehq/spine/streams"
 )
 
