@@ -1,4 +1,4 @@
-package spine_test
+package compose_test
 
 import (
 	"fmt"

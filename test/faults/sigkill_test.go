@@ -28,7 +28,7 @@ import (
 func buildSpine(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "spine")
-	out, err := exec.Command("go", "build", "-o", bin, "../cmd/spine").CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/spinehq/spine/cmd/spine").CombinedOutput()
 	if err != nil {
 		t.Fatalf("build spine: %v\n%s", err, out)
 	}

@@ -1,4 +1,4 @@
-package spine_test
+package compose_test
 
 import (
 	"errors"
@@ -92,7 +92,7 @@ func requiredToken(conf, token string) (string, error) {
 func TestComposeNATSTakesOnlyItsToken(t *testing.T) {
 	token := strings.Repeat("4d", 32)
 	t.Setenv(config.EnvNATSToken, token)
-	opts, err := server.ProcessConfigFile(natsConfFile)
+	opts, err := server.ProcessConfigFile(repoPath(natsConfFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package spine_test
+package compose_test
 
 import (
 	"cmp"
@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -378,9 +379,14 @@ func checkDockerEnv(steps []instruction) []string {
 	return problems
 }
 
+// repoPath is a file of the repository by its path from the root, as the
+// compose files name it; go test runs in this package's directory, two
+// below the root.
+func repoPath(name string) string { return filepath.Join("..", "..", filepath.FromSlash(name)) }
+
 func readFile(t *testing.T, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(name)
+	b, err := os.ReadFile(repoPath(name))
 	if err != nil {
 		t.Fatalf("read %s: %v", name, err)
 	}
