@@ -7,13 +7,9 @@ import (
 	"math"
 
 	"github.com/jackc/pgx/v5"
-)
 
-// Querier is what reports need: a pool, a connection or a transaction.
-type Querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
+	"github.com/spinehq/spine/streams"
+)
 
 // Cell is one billing class's share of a report row. Its classes are never
 // added together: metered, subscription and unknown stay apart.
@@ -68,7 +64,7 @@ func tokenSum(column string) string {
 // aggregate groups the org's router calls matching where (SQL over
 // router_calls, with $1 the org and further arguments from args) by key
 // (an SQL expression) and billing class.
-func aggregate(ctx context.Context, q Querier, key, where string, args ...any) ([]Row, error) {
+func aggregate(ctx context.Context, q streams.Querier, key, where string, args ...any) ([]Row, error) {
 	sql := fmt.Sprintf(`SELECT false, %s AS key, billing, count(*), count(usage), count(total_cost),
 			%s, %s, %s, %s, %s, sum(total_cost)::text
 		FROM router_calls WHERE org = $1 AND %s GROUP BY 2, 3 ORDER BY 2, 3`, key, tokenSum("input_tokens"),

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/spinehq/spine/streams"
 )
 
 const day = 24 * time.Hour
@@ -88,7 +90,7 @@ func (w window) query(org string) (string, []any) {
 // cost_days' columns) and billing class, in key order (bytewise, as
 // sessionRows) after sq.After, with the total of the whole window; an empty
 // key reports the total alone.
-func summaryRows(ctx context.Context, q Querier, key, org string, sq SummaryQuery) ([]Row, Row, error) {
+func summaryRows(ctx context.Context, q streams.Querier, key, org string, sq SummaryQuery) ([]Row, Row, error) {
 	isTotal, keyCol, groups, having, order := `grouping(key) = 1`, `key`, `GROUPING SETS ((key, billing), (billing))`,
 		``, `1, key COLLATE "C", 3`
 	if key == "" {

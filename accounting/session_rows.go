@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/spinehq/spine/streams"
 )
 
 // sessionRows lists the window's calls for groupBy=session: a session has
@@ -22,7 +24,7 @@ import (
 // router_calls_org_at and sorted). The whole listing reads the window
 // unordered and sorts here, which costs less than PostgreSQL sorting every
 // row.
-func sessionRows(ctx context.Context, q Querier, org string, sq SummaryQuery, inWindow int) ([]Row, error) {
+func sessionRows(ctx context.Context, q streams.Querier, org string, sq SummaryQuery, inWindow int) ([]Row, error) {
 	args := []any{org, sq.From, sq.To}
 	sql := `SELECT session_id, billing, usage IS NOT NULL, total_cost IS NOT NULL, coalesce(input_tokens, 0),
 			coalesce(output_tokens, 0), coalesce(cache_read_tokens, 0), coalesce(cache_write_tokens, 0),

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/spinehq/spine/streams"
 )
 
 // PlanSpend is where a plan stands. Metered and subscription spend
@@ -95,7 +97,7 @@ type LoopCap struct {
 // plan's budget when member is empty, else only that member's calls. A plan
 // with neither a budget nor a call, or a member without a call on it, is
 // ErrNotFound.
-func GetPlanSpend(ctx context.Context, q Querier, org, planID, member string) (*PlanSpend, error) {
+func GetPlanSpend(ctx context.Context, q streams.Querier, org, planID, member string) (*PlanSpend, error) {
 	p := &PlanSpend{Org: org, PlanID: planID, Member: member, Spend: Row{Key: planID}}
 	if err := p.readCalls(ctx, q); err != nil {
 		return nil, err
@@ -120,7 +122,7 @@ func GetPlanSpend(ctx context.Context, q Querier, org, planID, member string) (*
 
 // readCalls fills the spend from the plan's router calls (the member's
 // only, when p.Member is set).
-func (p *PlanSpend) readCalls(ctx context.Context, q Querier) error {
+func (p *PlanSpend) readCalls(ctx context.Context, q streams.Querier) error {
 	where, args := `plan_id = $2`, []any{p.Org, p.PlanID}
 	if p.Member != "" {
 		where, args = where+` AND member = $3`, append(args, p.Member)
@@ -150,7 +152,7 @@ func (c *Ceiling) spentArg() *string {
 
 // readBudget fills the ceiling and cap from the plan's budget, computing
 // the remaining dollars in numeric so no float rounding creeps in.
-func (p *PlanSpend) readBudget(ctx context.Context, q Querier) (bool, error) {
+func (p *PlanSpend) readBudget(ctx context.Context, q streams.Querier) (bool, error) {
 	var ceiling, remaining *string
 	var reached *bool
 	var setAt time.Time
@@ -184,7 +186,7 @@ func (p *PlanSpend) readBudget(ctx context.Context, q Querier) (bool, error) {
 // which is the producer's word: it earns a member no more than the spend of
 // their own calls on the plan. A session counts once it has its router-call
 // row (it has ended), since spend is counted from those.
-func CarriesPlan(ctx context.Context, q Querier, org, planID, member string) (bool, error) {
+func CarriesPlan(ctx context.Context, q streams.Querier, org, planID, member string) (bool, error) {
 	var ok bool
 	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT FROM router_calls
 		WHERE org = $1 AND plan_id = $2 AND plan_id <> '' AND member = $3)`, org, planID, member).Scan(&ok)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/spinehq/spine/streams"
 )
 
 // GroupBys are the ways a summary can group calls. Times are UTC; a week
@@ -138,7 +140,7 @@ type Summary struct {
 }
 
 // Summarize reports the org's router calls (one member's, with sq.Member).
-func Summarize(ctx context.Context, q Querier, org string, sq SummaryQuery) (*Summary, error) {
+func Summarize(ctx context.Context, q streams.Querier, org string, sq SummaryQuery) (*Summary, error) {
 	key, ok := groupKeys[sq.GroupBy]
 	if !ok {
 		return nil, fmt.Errorf("%w: groupBy %q", ErrBadQuery, sq.GroupBy)

@@ -33,7 +33,7 @@ func (s *PGStore) Metrics() *Metrics { return s.m }
 
 // PutMany stores in-memory blobs in the caller's transaction. Blobs already
 // stored are skipped before any compression work.
-func (s *PGStore) PutMany(ctx context.Context, q Querier, blobs []Blob) error {
+func (s *PGStore) PutMany(ctx context.Context, q DB, blobs []Blob) error {
 	if len(blobs) == 0 {
 		return nil
 	}
@@ -103,7 +103,7 @@ type pieceRows struct {
 }
 
 // missing returns the blobs not stored yet, each digest once.
-func (s *PGStore) missing(ctx context.Context, q Querier, blobs []Blob) ([]Blob, error) {
+func (s *PGStore) missing(ctx context.Context, q DB, blobs []Blob) ([]Blob, error) {
 	digests := make([]string, len(blobs))
 	for i, b := range blobs {
 		digests[i] = b.Digest
@@ -166,7 +166,7 @@ func (s *PGStore) Put(ctx context.Context, db Beginner, r io.Reader) (File, erro
 	return f, s.commitStaged(ctx, db, upload, f)
 }
 
-func (s *PGStore) stage(ctx context.Context, q Querier, upload string, p piece) error {
+func (s *PGStore) stage(ctx context.Context, q DB, upload string, p piece) error {
 	_, err := q.Exec(ctx, `INSERT INTO library_staging (upload_id, idx, size, encoding, hash, data) VALUES ($1, $2, $3, $4, $5, $6)`,
 		upload, p.idx, p.size, p.encoding, p.hash, p.data)
 	if err != nil {
@@ -206,7 +206,7 @@ func newUploadID() string {
 }
 
 // Stat describes a stored file.
-func (s *PGStore) Stat(ctx context.Context, q Querier, digest string) (File, error) {
+func (s *PGStore) Stat(ctx context.Context, q DB, digest string) (File, error) {
 	f := File{Digest: digest}
 	err := q.QueryRow(ctx, `SELECT size, pieces FROM library_files WHERE digest = $1`, digest).Scan(&f.Size, &f.Pieces)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -220,7 +220,7 @@ func (s *PGStore) Stat(ctx context.Context, q Querier, digest string) (File, err
 
 // ReadRange streams bytes [off, off+n) of a file to w, verifying each piece
 // before writing it, and the whole file's digest when all of it is read.
-func (s *PGStore) ReadRange(ctx context.Context, q Querier, digest string, off, n int64, w io.Writer) error {
+func (s *PGStore) ReadRange(ctx context.Context, q DB, digest string, off, n int64, w io.Writer) error {
 	f, err := s.Stat(ctx, q, digest)
 	if err != nil {
 		return err
@@ -247,7 +247,7 @@ func (s *PGStore) ReadRange(ctx context.Context, q Querier, digest string, off, 
 	return nil
 }
 
-func (s *PGStore) readPieces(ctx context.Context, q Querier, f File, off, n int64, w io.Writer) error {
+func (s *PGStore) readPieces(ctx context.Context, q DB, f File, off, n int64, w io.Writer) error {
 	first, last := int(off/PieceSize), int((off+n-1)/PieceSize)
 	if n == 0 {
 		last = first - 1
@@ -300,7 +300,7 @@ func (s *PGStore) checked(digest string, p piece, want int) ([]byte, error) {
 }
 
 // Get reads a whole file into memory, verified.
-func (s *PGStore) Get(ctx context.Context, q Querier, digest string) ([]byte, error) {
+func (s *PGStore) Get(ctx context.Context, q DB, digest string) ([]byte, error) {
 	var buf bytesBuffer
 	if err := s.ReadRange(ctx, q, digest, 0, -1, &buf); err != nil {
 		return nil, err

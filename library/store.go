@@ -6,6 +6,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/spinehq/spine/streams"
 )
 
 // DefaultFileCap is the largest file a session's event may store inline:
@@ -20,17 +22,17 @@ const DefaultFileCap = 1 << 20
 // PieceSize is how many raw bytes one stored piece holds.
 const PieceSize = 1 << 20
 
-// Querier is what the store needs of a pgx.Tx, *pgx.Conn or *pgxpool.Pool.
-type Querier interface {
+// DB is what the store needs of a pgx.Tx, *pgx.Conn or *pgxpool.Pool: the
+// reads every package takes (streams.Querier), and writes and batches.
+type DB interface {
+	streams.Querier
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
-// Beginner is a Querier that can start a transaction (a pool or a conn).
+// Beginner is a DB that can start a transaction (a pool or a conn).
 type Beginner interface {
-	Querier
+	DB
 	Begin(ctx context.Context) (pgx.Tx, error)
 }
 
@@ -39,16 +41,16 @@ type Beginner interface {
 type BlobStore interface {
 	// PutMany stores small blobs whose bytes are in memory, inside the
 	// caller's transaction.
-	PutMany(ctx context.Context, q Querier, blobs []Blob) error
+	PutMany(ctx context.Context, q DB, blobs []Blob) error
 	// Put streams r into the store and returns the file it became.
 	Put(ctx context.Context, db Beginner, r io.Reader) (File, error)
 	// Stat describes a stored file.
-	Stat(ctx context.Context, q Querier, digest string) (File, error)
+	Stat(ctx context.Context, q DB, digest string) (File, error)
 	// ReadRange writes n bytes from off to w, each piece verified before it
 	// is written. n < 0 means to the end.
-	ReadRange(ctx context.Context, q Querier, digest string, off, n int64, w io.Writer) error
+	ReadRange(ctx context.Context, q DB, digest string, off, n int64, w io.Writer) error
 	// Get reads a whole file into memory, verified against its digest.
-	Get(ctx context.Context, q Querier, digest string) ([]byte, error)
+	Get(ctx context.Context, q DB, digest string) ([]byte, error)
 }
 
 // File is a stored file's description.

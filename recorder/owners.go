@@ -17,8 +17,8 @@ import (
 // session's claim survives a rebuild. A claim is never released: an id, once
 // used, stays its owner's.
 
-// Querier is what ClaimSessions needs: a pool, a connection or a transaction.
-type Querier interface {
+// Batcher is what ClaimSessions needs: a pool, a connection or a transaction.
+type Batcher interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
@@ -28,7 +28,7 @@ type Querier interface {
 // the primary key, and the read that follows sees whoever won. Ids are
 // claimed in sorted order, so two batches never wait on each other in a
 // cycle.
-func ClaimSessions(ctx context.Context, q Querier, starts map[string]streams.Owner, lookups []string) (map[string]streams.Owner, error) {
+func ClaimSessions(ctx context.Context, q Batcher, starts map[string]streams.Owner, lookups []string) (map[string]streams.Owner, error) {
 	var c claimRows
 	for _, id := range slices.Sorted(maps.Keys(starts)) {
 		c.add(id, starts[id])

@@ -24,16 +24,10 @@ type Chunk struct {
 	At     time.Time `json:"at"`
 }
 
-// Queryer is what reads need of a pool, conn or tx.
-type Queryer interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
 // BuildTranscript renders a session's prose as the transcript file: one JSON
 // object per line, {"seq","stream","at","text"}, in seq order, so each
 // chunk keeps its stream and place.
-func BuildTranscript(ctx context.Context, q Queryer, sessionID string) ([]byte, error) {
+func BuildTranscript(ctx context.Context, q streams.Querier, sessionID string) ([]byte, error) {
 	return io.ReadAll(NewTranscriptReader(ctx, q, sessionID))
 }
 
@@ -46,7 +40,7 @@ const transcriptPage = 500
 // connection (the projector's transaction) with whoever consumes it.
 type TranscriptReader struct {
 	ctx       context.Context
-	q         Queryer
+	q         streams.Querier
 	sessionID string
 	after     int64
 	before    map[string]string // each stream's last text so far, as stored: the next page's context
@@ -56,7 +50,7 @@ type TranscriptReader struct {
 }
 
 // NewTranscriptReader returns a reader of a session's transcript file.
-func NewTranscriptReader(ctx context.Context, q Queryer, sessionID string) *TranscriptReader {
+func NewTranscriptReader(ctx context.Context, q streams.Querier, sessionID string) *TranscriptReader {
 	return &TranscriptReader{ctx: ctx, q: q, sessionID: sessionID}
 }
 
@@ -127,7 +121,7 @@ var ErrNotFound = errors.New("session not found")
 type Owner struct{ Org, Member string }
 
 // GetSession reads a session the owner may see.
-func GetSession(ctx context.Context, q Queryer, owner Owner, id string) (*Session, error) {
+func GetSession(ctx context.Context, q streams.Querier, owner Owner, id string) (*Session, error) {
 	// By primary key alone, owner checked here: with org and member in the
 	// WHERE, a planner without statistics may walk the member's index
 	// past every one of their sessions instead.
@@ -174,7 +168,7 @@ type TranscriptPage struct {
 // at most MaxPageBytes of text (always at least one chunk if any exist).
 // Each stream's chunks are redacted as one text, with the chunks around
 // the page as context (see redactAcross).
-func ReadTranscript(ctx context.Context, q Queryer, owner Owner, id string, since int64, limit int) (*TranscriptPage, error) {
+func ReadTranscript(ctx context.Context, q streams.Querier, owner Owner, id string, since int64, limit int) (*TranscriptPage, error) {
 	s, err := GetSession(ctx, q, owner, id)
 	if err != nil {
 		return nil, err
@@ -200,7 +194,7 @@ func ReadTranscript(ctx context.Context, q Queryer, owner Owner, id string, sinc
 	return page, nil
 }
 
-func readPage(ctx context.Context, q Queryer, page *TranscriptPage, id string, since int64, limit int) error {
+func readPage(ctx context.Context, q streams.Querier, page *TranscriptPage, id string, since int64, limit int) error {
 	rows, err := q.Query(ctx, `SELECT seq, stream, text, at FROM session_chunks
 		WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, id, since, limit+1)
 	if err != nil {
@@ -233,7 +227,7 @@ const (
 
 // neighbours runs one of ReadTranscript's context queries and keeps, for
 // each stream, the text of the nearest chunk.
-func neighbours(ctx context.Context, q Queryer, sql, id string, seq int64) (map[string]string, error) {
+func neighbours(ctx context.Context, q streams.Querier, sql, id string, seq int64) (map[string]string, error) {
 	out := map[string]string{}
 	rows, err := q.Query(ctx, sql, id, seq, contextChars, contextChunks)
 	if err != nil {
@@ -284,7 +278,7 @@ type SessionMark struct {
 
 // ListSessions lists the owner's sessions with ids after after, in id
 // order, at most limit of them.
-func ListSessions(ctx context.Context, q Queryer, owner Owner, after string, limit int) ([]SessionMark, error) {
+func ListSessions(ctx context.Context, q streams.Querier, owner Owner, after string, limit int) ([]SessionMark, error) {
 	rows, err := q.Query(ctx, `SELECT id, last_seq, ended_at IS NOT NULL FROM sessions
 		WHERE org = $1 AND member = $2 AND id > $3 ORDER BY id LIMIT $4`, owner.Org, owner.Member, after, limit)
 	if err != nil {

@@ -6,22 +6,18 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/spinehq/spine/streams"
 )
 
 // ErrNotFound: no such run (or not the caller's: the two are one answer).
 var ErrNotFound = errors.New("run not found")
 
-// Queryer is what reads need of a pool, conn or tx.
-type Queryer interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
 // Owner scopes a read to one org and member.
 type Owner struct{ Org, Member string }
 
 // GetRun reads a run the owner may see.
-func GetRun(ctx context.Context, q Queryer, owner Owner, id string) (*Run, error) {
+func GetRun(ctx context.Context, q streams.Querier, owner Owner, id string) (*Run, error) {
 	var r Run
 	err := q.QueryRow(ctx, `SELECT id, kind, org, member, session_id, parent_run_id, parent_step_id, created_at
 		FROM runs WHERE id = $1 AND org = $2 AND member = $3`, id, owner.Org, owner.Member).
@@ -46,7 +42,7 @@ type StepsPage struct {
 }
 
 // Steps reads steps with idx > since, at most limit of them.
-func Steps(ctx context.Context, q Queryer, runID string, since, limit int) (*StepsPage, error) {
+func Steps(ctx context.Context, q streams.Querier, runID string, since, limit int) (*StepsPage, error) {
 	rows, err := q.Query(ctx, `SELECT run_id, idx, id, action, source, session_seq, call_id, detail, at
 		FROM steps WHERE run_id = $1 AND idx > $2 ORDER BY idx LIMIT $3`, runID, since, limit+1)
 	if err != nil {
@@ -70,7 +66,7 @@ func Steps(ctx context.Context, q Queryer, runID string, since, limit int) (*Ste
 	return page, attachObservations(ctx, q, page, since == 0)
 }
 
-func attachObservations(ctx context.Context, q Queryer, page *StepsPage, firstPage bool) error {
+func attachObservations(ctx context.Context, q streams.Querier, page *StepsPage, firstPage bool) error {
 	ids := make([]string, len(page.Steps))
 	byID := make(map[string]int, len(page.Steps))
 	for i, s := range page.Steps {

@@ -102,12 +102,6 @@ func ParseDeadLetterCursor(s string) (DeadLetterCursor, error) {
 	return DeadLetterCursor{Stream: stream, Seq: n}, nil
 }
 
-// DeadLetterQuerier is what the dead-letter reads need.
-type DeadLetterQuerier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
 const deadLetterColumns = `stream, seq, subject, reason, detail, coalesce(dead_letter_field(data, 'type'), ''),
 	coalesce(dead_letter_field(data, 'id'), ''), coalesce(dead_letter_field(data, 'sessionId'), ''), org, member, at`
 
@@ -118,7 +112,7 @@ const deadLetterWhere = `org = $1 AND org <> '' AND ($3 OR member = $2)`
 
 // ListDeadLetters returns up to limit of the scope's dead letters after the
 // cursor, in (stream, seq) order.
-func ListDeadLetters(ctx context.Context, q DeadLetterQuerier, scope DeadLetterScope, after DeadLetterCursor, limit int) ([]DeadLetter, error) {
+func ListDeadLetters(ctx context.Context, q Querier, scope DeadLetterScope, after DeadLetterCursor, limit int) ([]DeadLetter, error) {
 	rows, err := q.Query(ctx, `SELECT `+deadLetterColumns+` FROM dead_letters
 		WHERE `+deadLetterWhere+` AND (stream, seq) > ($4, $5) ORDER BY stream, seq LIMIT $6`,
 		scope.Org, scope.Member, scope.WholeOrg, after.Stream, int64(after.Seq), limit)
@@ -137,7 +131,7 @@ func ListDeadLetters(ctx context.Context, q DeadLetterQuerier, scope DeadLetterS
 
 // GetDeadLetter returns one of the scope's dead letters with its message.
 // One outside the scope is ErrNotFound, as one that does not exist.
-func GetDeadLetter(ctx context.Context, q DeadLetterQuerier, scope DeadLetterScope, stream string, seq uint64) (*DeadLetter, error) {
+func GetDeadLetter(ctx context.Context, q Querier, scope DeadLetterScope, stream string, seq uint64) (*DeadLetter, error) {
 	var d DeadLetter
 	var data []byte
 	err := q.QueryRow(ctx, `SELECT `+deadLetterColumns+`, data FROM dead_letters

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/spinehq/spine/library"
+	"github.com/spinehq/spine/streams"
 )
 
 // Owner scopes a trace to one org and member.
@@ -79,7 +80,7 @@ const routerCallQuery = `SELECT jsonb_build_object('sessionId', session_id, 'bil
 	FROM router_calls WHERE session_id = $1 AND org = $2`
 
 // OfID traces a digest ("blake3:…") or an artifact id.
-func OfID(ctx context.Context, q library.Querier, owner Owner, id string) (*File, error) {
+func OfID(ctx context.Context, q streams.Querier, owner Owner, id string) (*File, error) {
 	digest := id
 	if !strings.HasPrefix(id, library.DigestPrefix) {
 		err := q.QueryRow(ctx, `SELECT digest FROM artifacts WHERE id = $1 AND org = $2 AND member = $3`,
@@ -97,7 +98,7 @@ func OfID(ctx context.Context, q library.Querier, owner Owner, id string) (*File
 }
 
 // OfDigest lists the caller's artifacts that reference digest.
-func OfDigest(ctx context.Context, q library.Querier, owner Owner, digest string) (*File, error) {
+func OfDigest(ctx context.Context, q streams.Querier, owner Owner, digest string) (*File, error) {
 	arts, err := tracedArtifacts(ctx, q, `a.digest = $1 AND a.org = $2 AND a.member = $3 ORDER BY a.created_at, a.id`,
 		digest, owner.Org, owner.Member)
 	if err != nil {
@@ -116,7 +117,7 @@ func OfDigest(ctx context.Context, q library.Querier, owner Owner, digest string
 
 // tracedArtifacts reads artifacts with their session, run and step, and
 // each session's router-call row; where is the rest of the statement.
-func tracedArtifacts(ctx context.Context, q library.Querier, where string, args ...any) ([]Artifact, error) {
+func tracedArtifacts(ctx context.Context, q streams.Querier, where string, args ...any) ([]Artifact, error) {
 	rows, err := q.Query(ctx, `SELECT a.id, a.kind, a.name, a.size, a.content_type, a.content_missing,
 			a.content_omitted, a.created_at, a.org, a.member, a.produced_by,
 			s.id, s.status, s.app, s.model, s.effort, s.billing, s.session_run_id, r.parent_run_id, r.parent_step_id,
@@ -174,7 +175,7 @@ func deref(s *string) string {
 
 // attachRouterCalls gives each artifact its session's router-call row,
 // reading each session's row once.
-func attachRouterCalls(ctx context.Context, q library.Querier, arts []Artifact) error {
+func attachRouterCalls(ctx context.Context, q streams.Querier, arts []Artifact) error {
 	type call struct {
 		row     []byte
 		billing string
@@ -219,7 +220,7 @@ type Session struct {
 }
 
 // OfSession traces a session the owner may see.
-func OfSession(ctx context.Context, q library.Querier, owner Owner, id string) (*Session, error) {
+func OfSession(ctx context.Context, q streams.Querier, owner Owner, id string) (*Session, error) {
 	t := &Session{RouterCall: json.RawMessage("null"), Artifacts: []Artifact{}}
 	s := &t.Session
 	err := q.QueryRow(ctx, `SELECT s.id, s.status, s.app, s.model, s.effort, s.billing, s.session_run_id,

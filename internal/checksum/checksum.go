@@ -10,6 +10,8 @@ import (
 	"sort"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/spinehq/spine/streams"
 )
 
 // Tables are the projection tables and the order their rows are hashed in.
@@ -34,14 +36,9 @@ var Tables = map[string]string{
 	"projector_checkpoints": "name",
 }
 
-// Queryer is what Compute needs.
-type Queryer interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
 // Compute returns table name → md5 of its rows' text in key order, plus the
 // row count ("n:md5").
-func Compute(ctx context.Context, q Queryer) (map[string]string, error) {
+func Compute(ctx context.Context, q streams.Querier) (map[string]string, error) {
 	out := make(map[string]string, len(Tables))
 	for _, t := range names() {
 		var n int64
@@ -86,7 +83,7 @@ func names() []string {
 var NotRebuilt = []string{"projector_checkpoints", "library_files", "library_pieces"}
 
 // Projections is Compute without the NotRebuilt tables.
-func Projections(ctx context.Context, q Queryer) (map[string]string, error) {
+func Projections(ctx context.Context, q streams.Querier) (map[string]string, error) {
 	all, err := Compute(ctx, q)
 	if err != nil {
 		return nil, err
