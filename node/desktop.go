@@ -3,17 +3,11 @@ package node
 import (
 	"context"
 	"net/http"
-	"os"
-	"strings"
 
 	"github.com/spinehq/spine/desktop"
 	"github.com/spinehq/spine/gateway"
 	"github.com/spinehq/spine/streams"
 )
-
-// EnvPublicURL is the URL people reach spine at, for links to session
-// pages (MCP cards, fallback text); unset, links use the listen address.
-const EnvPublicURL = "SPINE_PUBLIC_URL"
 
 // startDesktop starts desktop tasks and remote sessions: the work
 // announcements and, unless noProjectors, the "tasks" projector, whose
@@ -22,7 +16,7 @@ const EnvPublicURL = "SPINE_PUBLIC_URL"
 // transitions into the live log.
 func (n *Node) startDesktop(ctx context.Context, noProjectors bool) error {
 	svc, err := desktop.New(desktop.Config{Pool: n.Pool, JS: n.JS, NC: n.NC, Signer: n.Signer, Logger: n.log,
-		BaseURL: strings.TrimRight(os.Getenv(EnvPublicURL), "/")})
+		BaseURL: n.cfg.PublicURL})
 	if err != nil {
 		return err
 	}
@@ -40,13 +34,14 @@ func (n *Node) startDesktop(ctx context.Context, noProjectors bool) error {
 }
 
 // desktopHTTP wires the desktop service into a serving node: links to the
-// listen address unless SPINE_PUBLIC_URL says otherwise, event streams
-// closed on shutdown (they never go idle by themselves), and the sweeper.
+// listen address unless the configuration's PublicURL says otherwise, event
+// streams closed on shutdown (they never go idle by themselves), and the
+// sweeper.
 func (n *Node) desktopHTTP(srv *http.Server) {
 	if n.Desktop == nil {
 		return
 	}
-	if os.Getenv(EnvPublicURL) == "" {
+	if n.cfg.PublicURL == "" {
 		n.Desktop.SetBaseURL("http://" + n.listener.Addr().String())
 	}
 	srv.RegisterOnShutdown(n.Desktop.CloseStreams)

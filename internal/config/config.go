@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -63,8 +64,12 @@ type Config struct {
 	HTTPAddr    string // defaults to DefaultHTTPAddr
 	DataDir     string // defaults to DefaultDataDir
 	TokenSecret string // empty: read or create DataDir/token.secret
-	Replicas    int    // stream replicas; 0 means 1
-	Drain       time.Duration
+	// PublicURL is where people reach spine, the prefix of links to session
+	// pages (MCP cards, fallback text), without a trailing slash; empty: the
+	// HTTP listener's address.
+	PublicURL string
+	Replicas  int // stream replicas; 0 means 1
+	Drain     time.Duration
 	// FileCap is the largest event content stored inline; 0 means
 	// library.DefaultFileCap (1 MiB).
 	FileCap int
@@ -106,6 +111,7 @@ func FromEnv() (Config, error) {
 		HTTPAddr:    cmp.Or(os.Getenv(EnvHTTPAddr), DefaultHTTPAddr),
 		DataDir:     cmp.Or(os.Getenv(EnvDataDir), DefaultDataDir),
 		TokenSecret: os.Getenv(EnvTokenSecret),
+		PublicURL:   strings.TrimRight(os.Getenv(EnvPublicURL), "/"),
 		Replicas:    1,
 		Drain:       30 * time.Second,
 	}
