@@ -14,4 +14,9 @@
 // BlobStore is the interface a second store (filesystem, object store)
 // would implement; PGStore keeps bytes in PostgreSQL (library_files and
 // library_pieces: 1 MiB pieces, each zstd-compressed when smaller and hashed).
+//
+// An upload stores its bytes first and then records them on the log
+// (PublishUpload on SPINE_LIBRARY); Projector turns each upload event into
+// an artifact, a named reference to the file owned by the member who
+// uploaded it.
 package library
