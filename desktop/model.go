@@ -39,9 +39,6 @@ func Ended(s string) bool {
 	return s == StateDone || s == StateInterrupted || s == StateExpired || s == StateCancelled
 }
 
-// Owner is the verified {org, member} every read and write is scoped to.
-type Owner struct{ Org, Member string }
-
 // Task is a desktop task as the projection holds it.
 type Task struct {
 	ID              string     `json:"taskId"`

@@ -254,7 +254,7 @@ func applyQueued(ctx context.Context, tx pgx.Tx, m *Message, seq uint64) (*strea
 	if rej, err := upsertSession(ctx, tx, m, seq); rej != nil || err != nil {
 		return rej, err
 	}
-	return nil, insertEntries(ctx, tx, Owner{m.Org, m.Member}, spec.RemoteSessionID, m.TaskID, m.At,
+	return nil, insertEntries(ctx, tx, streams.Owner{Org: m.Org, Member: m.Member}, spec.RemoteSessionID, m.TaskID, m.At,
 		[]RunnerEvent{{Seq: 0, Type: "prompt", Text: spec.Instructions}})
 }
 
@@ -293,10 +293,10 @@ func appendEvents(ctx context.Context, tx pgx.Tx, t *Task, m *Message) error {
 		}
 		fresh = append(fresh, e)
 	}
-	return insertEntries(ctx, tx, Owner{t.org, t.member}, t.RemoteSessionID, t.ID, m.At, fresh)
+	return insertEntries(ctx, tx, streams.Owner{Org: t.org, Member: t.member}, t.RemoteSessionID, t.ID, m.At, fresh)
 }
 
-func insertEntries(ctx context.Context, tx pgx.Tx, owner Owner, sessionID, taskID string, at time.Time, evs []RunnerEvent) error {
+func insertEntries(ctx context.Context, tx pgx.Tx, owner streams.Owner, sessionID, taskID string, at time.Time, evs []RunnerEvent) error {
 	if len(evs) == 0 {
 		return nil
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // task reads one of owner's tasks.
-func (s *Service) task(ctx context.Context, owner Owner, id string) (*Task, error) {
+func (s *Service) task(ctx context.Context, owner streams.Owner, id string) (*Task, error) {
 	if !streams.ValidID(id) {
 		return nil, ErrUnknownTask // and PostgreSQL never sees a NUL in a path
 	}
@@ -37,7 +37,7 @@ func (s *Service) scanRunner(row pgx.Row) (*Runner, error) {
 }
 
 // runner reads one of owner's runners, or ErrUnknownRunner.
-func (s *Service) runner(ctx context.Context, owner Owner, id string) (*Runner, error) {
+func (s *Service) runner(ctx context.Context, owner streams.Owner, id string) (*Runner, error) {
 	r, err := s.scanRunner(s.cfg.Pool.QueryRow(ctx, `SELECT `+runnerColumns+` FROM desktop_runners
 		WHERE id = $1 AND org = $2 AND member = $3`, id, owner.Org, owner.Member))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -50,7 +50,7 @@ func (s *Service) runner(ctx context.Context, owner Owner, id string) (*Runner, 
 }
 
 // Runners lists owner's runners, most recently seen first, with presence.
-func (s *Service) Runners(ctx context.Context, owner Owner) ([]Runner, error) {
+func (s *Service) Runners(ctx context.Context, owner streams.Owner) ([]Runner, error) {
 	rows, err := s.cfg.Pool.Query(ctx, `SELECT `+runnerColumns+` FROM desktop_runners
 		WHERE org = $1 AND member = $2 ORDER BY last_seen DESC, id LIMIT 100`, owner.Org, owner.Member)
 	if err != nil {
@@ -94,7 +94,7 @@ func (s *Service) SessionURL(id string) string { return s.cfg.BaseURL + "/ui/ses
 
 // Session reads one of owner's remote sessions, or ErrUnknownSession (also
 // for another member's: the two are one answer).
-func (s *Service) Session(ctx context.Context, owner Owner, id string) (*Session, error) {
+func (s *Service) Session(ctx context.Context, owner streams.Owner, id string) (*Session, error) {
 	if !streams.ValidID(id) {
 		return nil, ErrUnknownSession
 	}
@@ -110,7 +110,7 @@ func (s *Service) Session(ctx context.Context, owner Owner, id string) (*Session
 }
 
 // Sessions lists owner's remote sessions, most recently active first.
-func (s *Service) Sessions(ctx context.Context, owner Owner, limit int) ([]Session, error) {
+func (s *Service) Sessions(ctx context.Context, owner streams.Owner, limit int) ([]Session, error) {
 	rows, err := s.cfg.Pool.Query(ctx, `SELECT `+sessionColumns+sessionFrom+`
 		WHERE s.org = $1 AND s.member = $2 ORDER BY s.last_activity_at DESC, s.id LIMIT $3`, owner.Org, owner.Member, limit)
 	if err != nil {

@@ -23,7 +23,7 @@ type CreateRequest struct {
 // runner present and no deliverBy it fails fast with the human step
 // (*NeedsRunnerError); with deliverBy it queues, and the task expires if
 // nobody claims it in time.
-func (s *Service) Create(ctx context.Context, owner Owner, req CreateRequest) (*Session, error) {
+func (s *Service) Create(ctx context.Context, owner streams.Owner, req CreateRequest) (*Session, error) {
 	now := s.now()
 	if err := req.check(now); err != nil {
 		return nil, err
@@ -64,7 +64,7 @@ func (req *CreateRequest) check(now time.Time) error {
 
 // chooseRunner picks the machine a new session goes to. "" means any of the
 // member's runners (deliverBy with nobody present).
-func (s *Service) chooseRunner(ctx context.Context, owner Owner, pinned string, canWait bool) (string, error) {
+func (s *Service) chooseRunner(ctx context.Context, owner streams.Owner, pinned string, canWait bool) (string, error) {
 	runners, err := s.Runners(ctx, owner)
 	if err != nil {
 		return "", err
@@ -100,7 +100,7 @@ func needsRunner(last *Runner) error {
 }
 
 // queue publishes a queued task and announces it to the member's runners.
-func (s *Service) queue(ctx context.Context, owner Owner, spec *TaskSpec, now time.Time) (string, error) {
+func (s *Service) queue(ctx context.Context, owner streams.Owner, spec *TaskSpec, now time.Time) (string, error) {
 	m := &Message{Type: TypeQueued, At: now, Org: owner.Org, Member: owner.Member, TaskID: newID("dt-"), Task: spec}
 	if _, err := s.publish(ctx, m, publishOpts{}); err != nil {
 		return "", err
@@ -122,7 +122,7 @@ type SendReceipt struct {
 
 // Send queues a follow-up prompt as a new task bound to the same local
 // session, for the machine that holds the session.
-func (s *Service) Send(ctx context.Context, owner Owner, sessionID, prompt string) (*SendReceipt, error) {
+func (s *Service) Send(ctx context.Context, owner streams.Owner, sessionID, prompt string) (*SendReceipt, error) {
 	if strings.TrimSpace(prompt) == "" {
 		return nil, invalid("prompt is required")
 	}
@@ -153,7 +153,7 @@ func (s *Service) Send(ctx context.Context, owner Owner, sessionID, prompt strin
 // sendDeadline decides whether a follow-up can be delivered: the session's
 // machine must be present, unless the session is still waiting under a
 // deliverBy, which the follow-up inherits.
-func (s *Service) sendDeadline(ctx context.Context, owner Owner, sess *Session, latest *Task) (*time.Time, error) {
+func (s *Service) sendDeadline(ctx context.Context, owner streams.Owner, sess *Session, latest *Task) (*time.Time, error) {
 	if sess.RunnerID == "" {
 		if latest.DeliverBy != nil && latest.DeliverBy.After(s.now()) {
 			return latest.DeliverBy, nil
@@ -170,7 +170,7 @@ func (s *Service) sendDeadline(ctx context.Context, owner Owner, sess *Session, 
 	return nil, nil
 }
 
-func (s *Service) sessionForWrite(ctx context.Context, owner Owner, id string) (*Session, error) {
+func (s *Service) sessionForWrite(ctx context.Context, owner streams.Owner, id string) (*Session, error) {
 	return s.Session(ctx, owner, id)
 }
 
@@ -191,7 +191,7 @@ type ReadResult struct {
 }
 
 // Read returns the session's status and transcript entries after since.
-func (s *Service) Read(ctx context.Context, owner Owner, sessionID string, since int64, limit int) (*ReadResult, error) {
+func (s *Service) Read(ctx context.Context, owner streams.Owner, sessionID string, since int64, limit int) (*ReadResult, error) {
 	if limit <= 0 {
 		limit = DefaultReadLimit
 	}
@@ -224,7 +224,7 @@ type ListResult struct {
 }
 
 // List returns owner's remote sessions and runner presence per machine.
-func (s *Service) List(ctx context.Context, owner Owner, target string) (*ListResult, error) {
+func (s *Service) List(ctx context.Context, owner streams.Owner, target string) (*ListResult, error) {
 	if target != "" && target != TargetDesktop {
 		return &ListResult{Sessions: []Session{}, Runners: []Runner{}}, nil
 	}
@@ -247,7 +247,7 @@ func (s *Service) List(ctx context.Context, owner Owner, target string) (*ListRe
 
 // Cancel cancels the session's latest task: a queued one at once, a claimed
 // one by asking its runner (the next heartbeat carries cancelRequested).
-func (s *Service) Cancel(ctx context.Context, owner Owner, sessionID string) (*Session, error) {
+func (s *Service) Cancel(ctx context.Context, owner streams.Owner, sessionID string) (*Session, error) {
 	sess, err := s.sessionForWrite(ctx, owner, sessionID)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/spinehq/spine/streams"
 )
 
 // RunnerIdentity is who a verified runner token speaks for.
@@ -17,7 +19,7 @@ type RunnerIdentity struct {
 	ExpiresAt   time.Time
 }
 
-func (id RunnerIdentity) owner() Owner { return Owner{Org: id.Org, Member: id.Member} }
+func (id RunnerIdentity) owner() streams.Owner { return streams.Owner{Org: id.Org, Member: id.Member} }
 
 // Registration is register's answer: the runner and the protocol's figures.
 type Registration struct {

@@ -31,7 +31,7 @@ type RunnerToken struct {
 
 // MintRunnerToken mints a 12-hour runner token for one of owner's machines.
 // Only a member's own first-party route calls this; MCP never does.
-func (s *Service) MintRunnerToken(ctx context.Context, owner Owner, runnerID string) (*RunnerToken, error) {
+func (s *Service) MintRunnerToken(ctx context.Context, owner streams.Owner, runnerID string) (*RunnerToken, error) {
 	if !streams.ValidID(runnerID) {
 		return nil, invalid("runnerId is required: the machine's persisted id (letters, digits, - and _; at most 128)")
 	}
@@ -52,7 +52,7 @@ func (s *Service) MintRunnerToken(ctx context.Context, owner Owner, runnerID str
 // recordToken claims runnerID for owner (the first member to mint for an
 // id owns it; runner_owners' primary key settles a race) and records the
 // token, in one transaction. Another member's id is ErrRunnerTaken.
-func (s *Service) recordToken(ctx context.Context, owner Owner, runnerID string, c auth.Claims) error {
+func (s *Service) recordToken(ctx context.Context, owner streams.Owner, runnerID string, c auth.Claims) error {
 	return pgx.BeginFunc(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
 		// Two statements: the read must see an owner another transaction
 		// committed while the insert waited for it.
@@ -116,7 +116,7 @@ func (s *Service) liveToken(ctx context.Context, id RunnerIdentity) (string, err
 }
 
 // RunnerTokens lists owner's runner tokens (never the token strings).
-func (s *Service) RunnerTokens(ctx context.Context, owner Owner) ([]RunnerToken, error) {
+func (s *Service) RunnerTokens(ctx context.Context, owner streams.Owner) ([]RunnerToken, error) {
 	rows, err := s.cfg.Pool.Query(ctx, `SELECT id, runner_id, created_at, expires_at, revoked_at FROM runner_tokens
 		WHERE org = $1 AND member = $2 ORDER BY created_at DESC, id LIMIT 200`, owner.Org, owner.Member)
 	if err != nil {
@@ -142,7 +142,7 @@ var ErrUnknownToken = errors.New("unknown_token")
 // RevokeRunnerToken revokes one of owner's runner tokens at once: every
 // request after it is refused, and the token's open event streams (on any
 // spine instance) are told and closed.
-func (s *Service) RevokeRunnerToken(ctx context.Context, owner Owner, tokenID string) error {
+func (s *Service) RevokeRunnerToken(ctx context.Context, owner streams.Owner, tokenID string) error {
 	if !streams.ValidID(tokenID) {
 		return ErrUnknownToken
 	}

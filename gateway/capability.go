@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spinehq/spine/desktop"
+	"github.com/spinehq/spine/streams"
 )
 
 // Capability is one thing an agent can do through execute_capability.
@@ -22,7 +23,7 @@ type Capability struct {
 // call is one execution: who asks and with what.
 type call struct {
 	g     *Gateway
-	owner desktop.Owner
+	owner streams.Owner
 	args  json.RawMessage
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spinehq/spine/desktop"
 	"github.com/spinehq/spine/server/pages"
+	"github.com/spinehq/spine/streams"
 )
 
 // MCP Apps names (the io.modelcontextprotocol/ui extension).
@@ -25,7 +26,7 @@ const (
 // SessionCardURI is the card of one session.
 func SessionCardURI(id string) string { return cardPrefix + id }
 
-func (g *Gateway) addCards(s *mcp.Server, owner desktop.Owner) {
+func (g *Gateway) addCards(s *mcp.Server, owner streams.Owner) {
 	s.AddResource(&mcp.Resource{URI: CardURI, Name: "remote-session-card", MIMEType: CardMIMEType,
 		Title: "Remote session card", Description: "A remote session's title, state, last activity and link, from the tool result."},
 		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {

@@ -53,7 +53,7 @@ func New(cfg Config) *Gateway {
 		g.cfg.Version = "dev"
 	}
 	g.stream = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
-		owner, _ := r.Context().Value(ownerKey{}).(desktop.Owner)
+		owner, _ := r.Context().Value(ownerKey{}).(streams.Owner)
 		return g.server(owner)
 	}, &mcp.StreamableHTTPOptions{Stateless: true, Logger: g.log})
 	return g
@@ -71,7 +71,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		unauthorized(w, "invalid token: "+err.Error())
 		return
 	}
-	owner := desktop.Owner{Org: c.Org, Member: c.Member}
+	owner := streams.Owner{Org: c.Org, Member: c.Member}
 	g.stream.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ownerKey{}, owner)))
 }
 
@@ -83,7 +83,7 @@ func unauthorized(w http.ResponseWriter, msg string) {
 }
 
 // server is an MCP server for one caller: two tools, the cards.
-func (g *Gateway) server(owner desktop.Owner) *mcp.Server {
+func (g *Gateway) server(owner streams.Owner) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "spine", Version: g.cfg.Version}, &mcp.ServerOptions{
 		Instructions: "spine exposes its capabilities through two tools: search_capabilities to find one, execute_capability to run it.",
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Resources: &mcp.ResourceCapabilities{},
@@ -122,7 +122,7 @@ func (g *Gateway) searchTool(_ context.Context, req *mcp.CallToolRequest) (*mcp.
 	return jsonResult(map[string]any{"capabilities": found}), nil
 }
 
-func (g *Gateway) executeTool(ctx context.Context, owner desktop.Owner, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (g *Gateway) executeTool(ctx context.Context, owner streams.Owner, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var in struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`

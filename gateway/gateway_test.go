@@ -121,7 +121,7 @@ func text(res *mcp.CallToolResult) string {
 func TestMCPTwoToolsCreateRead(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	owner := desktop.Owner{Org: "acme", Member: "alice"}
+	owner := streams.Owner{Org: "acme", Member: "alice"}
 	rt, err := e.svc.MintRunnerToken(ctx, owner, "laptop")
 	if err != nil {
 		t.Fatal(err)

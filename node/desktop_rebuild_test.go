@@ -11,6 +11,7 @@ import (
 	"github.com/spinehq/spine/internal/pgtest"
 	"github.com/spinehq/spine/internal/spinetest"
 	"github.com/spinehq/spine/node"
+	"github.com/spinehq/spine/streams"
 )
 
 // Desktop traffic — tasks queued, claimed, heartbeats, events (with a
@@ -55,7 +56,7 @@ func desktopTraffic(t *testing.T, n *node.Node) {
 	ctx := context.Background()
 	var err error
 	svc := n.Desktop
-	alice := desktop.Owner{Org: "acme", Member: "alice"}
+	alice := streams.Owner{Org: "acme", Member: "alice"}
 	laptop := runnerOf(t, svc, alice, "laptop", "alice\x00laptop")
 	studio := runnerOf(t, svc, alice, "studio", "studio")
 	must := func(err error) {
@@ -129,7 +130,7 @@ func desktopTraffic(t *testing.T, n *node.Node) {
 }
 
 // runnerOf mints a token for one of owner's machines and registers it.
-func runnerOf(t *testing.T, svc *desktop.Service, owner desktop.Owner, runnerID, machine string) desktop.RunnerIdentity {
+func runnerOf(t *testing.T, svc *desktop.Service, owner streams.Owner, runnerID, machine string) desktop.RunnerIdentity {
 	t.Helper()
 	ctx := context.Background()
 	tok, err := svc.MintRunnerToken(ctx, owner, runnerID)

@@ -14,7 +14,7 @@ import (
 
 var ctx = context.Background()
 
-var alice = recorder.Owner{Org: "acme", Member: "alice"}
+var alice = streams.Owner{Org: "acme", Member: "alice"}
 
 func session(t *testing.T, h *spinetest.Harness, id string) *recorder.Session {
 	t.Helper()

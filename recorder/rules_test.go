@@ -338,7 +338,7 @@ func TestOwnerScopedReads(t *testing.T) {
 	h := running(t)
 	h.Publish(spinetest.Start("s1"))
 	h.WaitCaughtUp()
-	_, errOther := recorder.GetSession(ctx, h.Pool, recorder.Owner{Org: "acme", Member: "bob"}, "s1")
+	_, errOther := recorder.GetSession(ctx, h.Pool, streams.Owner{Org: "acme", Member: "bob"}, "s1")
 	_, errMissing := recorder.GetSession(ctx, h.Pool, alice, "nope")
 	if errOther != recorder.ErrNotFound || errMissing != recorder.ErrNotFound {
 		t.Fatalf("other member: %v, missing: %v", errOther, errMissing)

@@ -117,11 +117,8 @@ func renderChunks(buf *bytes.Buffer, before map[string]string, chunks []Chunk, a
 // ErrNotFound: no such session, or not the caller's. Both are one answer.
 var ErrNotFound = errors.New("session not found")
 
-// Owner scopes reads to one org and member.
-type Owner struct{ Org, Member string }
-
 // GetSession reads a session the owner may see.
-func GetSession(ctx context.Context, q streams.Querier, owner Owner, id string) (*Session, error) {
+func GetSession(ctx context.Context, q streams.Querier, owner streams.Owner, id string) (*Session, error) {
 	// By primary key alone, owner checked here: with org and member in the
 	// WHERE, a planner without statistics may walk the member's index
 	// past every one of their sessions instead.
@@ -168,7 +165,7 @@ type TranscriptPage struct {
 // at most MaxPageBytes of text (always at least one chunk if any exist).
 // Each stream's chunks are redacted as one text, with the chunks around
 // the page as context (see redactAcross).
-func ReadTranscript(ctx context.Context, q streams.Querier, owner Owner, id string, since int64, limit int) (*TranscriptPage, error) {
+func ReadTranscript(ctx context.Context, q streams.Querier, owner streams.Owner, id string, since int64, limit int) (*TranscriptPage, error) {
 	s, err := GetSession(ctx, q, owner, id)
 	if err != nil {
 		return nil, err
@@ -278,7 +275,7 @@ type SessionMark struct {
 
 // ListSessions lists the owner's sessions with ids after after, in id
 // order, at most limit of them.
-func ListSessions(ctx context.Context, q streams.Querier, owner Owner, after string, limit int) ([]SessionMark, error) {
+func ListSessions(ctx context.Context, q streams.Querier, owner streams.Owner, after string, limit int) ([]SessionMark, error) {
 	rows, err := q.Query(ctx, `SELECT id, last_seq, ended_at IS NOT NULL FROM sessions
 		WHERE org = $1 AND member = $2 AND id > $3 ORDER BY id LIMIT $4`, owner.Org, owner.Member, after, limit)
 	if err != nil {

@@ -25,7 +25,7 @@ func (s *Server) deadLetterRoutes() {
 // org admin.
 func deadLetterScope(r *http.Request) streams.DeadLetterScope {
 	c := caller(r)
-	return streams.DeadLetterScope{Owner: streams.Owner{Org: c.Org, Member: c.Member}, WholeOrg: c.IsAdmin()}
+	return streams.DeadLetterScope{Owner: owner(r), WholeOrg: c.IsAdmin()}
 }
 
 // listDeadLetters pages through the caller's dead letters in (stream, seq)

@@ -58,11 +58,6 @@ func (s *Server) desktopRoutes() {
 	}
 }
 
-func (s *Server) owner(r *http.Request) desktop.Owner {
-	c := caller(r)
-	return desktop.Owner{Org: c.Org, Member: c.Member}
-}
-
 type runnerHandler func(w http.ResponseWriter, r *http.Request, id desktop.RunnerIdentity)
 
 // runnerAuthed requires a live runner token (audience spine-runner, not
@@ -220,7 +215,7 @@ func (s *Server) mintRunnerToken(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &body) {
 		return
 	}
-	tok, err := s.cfg.Desktop.MintRunnerToken(r.Context(), s.owner(r), body.RunnerID)
+	tok, err := s.cfg.Desktop.MintRunnerToken(r.Context(), owner(r), body.RunnerID)
 	if err != nil {
 		s.desktopError(w, "mint runner token", err)
 		return
@@ -230,7 +225,7 @@ func (s *Server) mintRunnerToken(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listRunnerTokens(w http.ResponseWriter, r *http.Request) {
-	toks, err := s.cfg.Desktop.RunnerTokens(r.Context(), s.owner(r))
+	toks, err := s.cfg.Desktop.RunnerTokens(r.Context(), owner(r))
 	if err != nil {
 		s.desktopError(w, "list runner tokens", err)
 		return
@@ -239,7 +234,7 @@ func (s *Server) listRunnerTokens(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) revokeRunnerToken(w http.ResponseWriter, r *http.Request) {
-	if err := s.cfg.Desktop.RevokeRunnerToken(r.Context(), s.owner(r), r.PathValue("id")); err != nil {
+	if err := s.cfg.Desktop.RevokeRunnerToken(r.Context(), owner(r), r.PathValue("id")); err != nil {
 		s.desktopError(w, "revoke runner token", err)
 		return
 	}

@@ -86,21 +86,15 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		s.internal(w, "store upload", err)
 		return
 	}
-	who := caller(r)
 	u := &library.Upload{V: 1, Type: library.UploadType, ID: library.NewUploadID(), At: time.Now().UTC(),
 		Digest: f.Digest, Size: f.Size, Name: p.Name, ContentType: p.ContentType,
-		Owner: streams.Owner{Org: who.Org, Member: who.Member}}
+		Owner: owner(r)}
 	if err := library.PublishUpload(r.Context(), s.cfg.JS, u); err != nil {
 		s.internal(w, "record upload", err)
 		return
 	}
 	writeJSON(w, http.StatusCreated, UploadResponse{ArtifactID: u.ID, Digest: f.Digest, Size: f.Size,
 		Name: p.Name, ContentType: p.ContentType})
-}
-
-func traceOwner(r *http.Request) trace.Owner {
-	c := caller(r)
-	return trace.Owner{Org: c.Org, Member: c.Member}
 }
 
 // getFile streams a file the caller may read, honouring a single Range.
@@ -110,7 +104,7 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request) {
 		notFound(w, "file")
 		return
 	}
-	ok, err := trace.CanRead(r.Context(), s.cfg.Pool, traceOwner(r), digest)
+	ok, err := trace.CanRead(r.Context(), s.cfg.Pool, owner(r), digest)
 	if err != nil {
 		s.internal(w, "check access", err)
 		return
@@ -191,10 +185,10 @@ func parseRange(header string, size int64) (off, n int64, partial bool, err erro
 func (s *Server) provenance(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	var v any
-	t, err := trace.OfID(r.Context(), s.cfg.Pool, traceOwner(r), id)
+	t, err := trace.OfID(r.Context(), s.cfg.Pool, owner(r), id)
 	v = t
 	if errors.Is(err, trace.ErrNotFound) && streams.ValidID(id) {
-		v, err = trace.OfSession(r.Context(), s.cfg.Pool, traceOwner(r), id)
+		v, err = trace.OfSession(r.Context(), s.cfg.Pool, owner(r), id)
 	}
 	if errors.Is(err, trace.ErrNotFound) {
 		notFound(w, "artifact, file or session")

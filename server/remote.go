@@ -22,7 +22,7 @@ func (s *Server) createRemoteSession(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &req) {
 		return
 	}
-	sess, err := s.cfg.Desktop.Create(r.Context(), s.owner(r), req)
+	sess, err := s.cfg.Desktop.Create(r.Context(), owner(r), req)
 	if err != nil {
 		s.desktopError(w, "create remote session", err)
 		return
@@ -37,7 +37,7 @@ func (s *Server) sendRemoteSession(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &body) {
 		return
 	}
-	rec, err := s.cfg.Desktop.Send(r.Context(), s.owner(r), r.PathValue("id"), body.Prompt)
+	rec, err := s.cfg.Desktop.Send(r.Context(), owner(r), r.PathValue("id"), body.Prompt)
 	if err != nil {
 		s.desktopError(w, "send to remote session", err)
 		return
@@ -61,7 +61,7 @@ func (s *Server) readRemoteSession(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	res, err := s.cfg.Desktop.Read(r.Context(), s.owner(r), r.PathValue("id"), since, limit)
+	res, err := s.cfg.Desktop.Read(r.Context(), owner(r), r.PathValue("id"), since, limit)
 	if err != nil {
 		s.desktopError(w, "read remote session", err)
 		return
@@ -70,7 +70,7 @@ func (s *Server) readRemoteSession(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listRemoteSessions(w http.ResponseWriter, r *http.Request) {
-	res, err := s.cfg.Desktop.List(r.Context(), s.owner(r), r.URL.Query().Get("target"))
+	res, err := s.cfg.Desktop.List(r.Context(), owner(r), r.URL.Query().Get("target"))
 	if err != nil {
 		s.desktopError(w, "list remote sessions", err)
 		return
@@ -79,7 +79,7 @@ func (s *Server) listRemoteSessions(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) cancelRemoteSession(w http.ResponseWriter, r *http.Request) {
-	sess, err := s.cfg.Desktop.Cancel(r.Context(), s.owner(r), r.PathValue("id"))
+	sess, err := s.cfg.Desktop.Cancel(r.Context(), owner(r), r.PathValue("id"))
 	if err != nil {
 		s.desktopError(w, "cancel remote session", err)
 		return

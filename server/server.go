@@ -140,6 +140,13 @@ type ctxKey struct{}
 // caller is the verified identity behind a request.
 func caller(r *http.Request) auth.Claims { return r.Context().Value(ctxKey{}).(auth.Claims) }
 
+// owner is the verified caller as the owner every read and write of the
+// request is scoped to.
+func owner(r *http.Request) streams.Owner {
+	c := caller(r)
+	return streams.Owner{Org: c.Org, Member: c.Member}
+}
+
 // authed requires a valid member bearer token.
 func (s *Server) authed(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

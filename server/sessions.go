@@ -16,11 +16,6 @@ const (
 	MaxPageLimit     = 5000
 )
 
-func owner(r *http.Request) recorder.Owner {
-	c := caller(r)
-	return recorder.Owner{Org: c.Org, Member: c.Member}
-}
-
 func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if !streams.ValidID(id) {
@@ -110,8 +105,7 @@ func (s *Server) getSteps(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	c := caller(r)
-	if _, err := spine.GetRun(r.Context(), s.cfg.Pool, spine.Owner{Org: c.Org, Member: c.Member}, id); err != nil {
+	if _, err := spine.GetRun(r.Context(), s.cfg.Pool, owner(r), id); err != nil {
 		if errors.Is(err, spine.ErrNotFound) {
 			notFound(w, "run")
 			return

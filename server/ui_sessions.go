@@ -23,7 +23,7 @@ func (s *Server) sessionPageRoutes() {
 }
 
 func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
-	res, err := s.cfg.Desktop.Read(r.Context(), s.owner(r), r.PathValue("id"), 0, desktop.MaxReadLimit)
+	res, err := s.cfg.Desktop.Read(r.Context(), owner(r), r.PathValue("id"), 0, desktop.MaxReadLimit)
 	if errors.Is(err, desktop.ErrUnknownSession) {
 		writePageError(w, http.StatusNotFound, "remote session not found")
 		return
@@ -65,7 +65,7 @@ func (s *Server) sessionPageEvents(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	ch, cancel := s.cfg.Desktop.Changes(id)
 	defer cancel()
-	sess, err := s.cfg.Desktop.Session(r.Context(), s.owner(r), id)
+	sess, err := s.cfg.Desktop.Session(r.Context(), owner(r), id)
 	if err != nil {
 		s.desktopError(w, "watch session", err)
 		return

@@ -13,11 +13,8 @@ import (
 // ErrNotFound: no such run (or not the caller's: the two are one answer).
 var ErrNotFound = errors.New("run not found")
 
-// Owner scopes a read to one org and member.
-type Owner struct{ Org, Member string }
-
 // GetRun reads a run the owner may see.
-func GetRun(ctx context.Context, q streams.Querier, owner Owner, id string) (*Run, error) {
+func GetRun(ctx context.Context, q streams.Querier, owner streams.Owner, id string) (*Run, error) {
 	var r Run
 	err := q.QueryRow(ctx, `SELECT id, kind, org, member, session_id, parent_run_id, parent_step_id, created_at
 		FROM runs WHERE id = $1 AND org = $2 AND member = $3`, id, owner.Org, owner.Member).

@@ -10,6 +10,7 @@ import (
 	"github.com/spinehq/spine/internal/pgtest"
 	"github.com/spinehq/spine/internal/spinetest"
 	"github.com/spinehq/spine/spine"
+	"github.com/spinehq/spine/streams"
 )
 
 func TestMain(m *testing.M) { spinetest.Main(m) }
@@ -51,11 +52,11 @@ func TestStepsPagesAndScope(t *testing.T) {
 	if err != nil || len(p3.Steps) != 1 || p3.More || p3.Next != 5 || len(p3.Notes) != 0 {
 		t.Fatalf("last page = %+v, %v", p3, err)
 	}
-	if _, err := spine.GetRun(ctx, pool, spine.Owner{Org: "acme", Member: "alice"}, "r1"); err != nil {
+	if _, err := spine.GetRun(ctx, pool, streams.Owner{Org: "acme", Member: "alice"}, "r1"); err != nil {
 		t.Fatal(err)
 	}
-	_, other := spine.GetRun(ctx, pool, spine.Owner{Org: "acme", Member: "bob"}, "r1")
-	_, missing := spine.GetRun(ctx, pool, spine.Owner{Org: "acme", Member: "alice"}, "r9")
+	_, other := spine.GetRun(ctx, pool, streams.Owner{Org: "acme", Member: "bob"}, "r1")
+	_, missing := spine.GetRun(ctx, pool, streams.Owner{Org: "acme", Member: "alice"}, "r9")
 	if !errors.Is(other, spine.ErrNotFound) || !errors.Is(missing, spine.ErrNotFound) {
 		t.Fatalf("other member: %v, missing: %v", other, missing)
 	}

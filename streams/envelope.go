@@ -89,7 +89,10 @@ type Envelope struct {
 	DurationMs *int64 `json:"durationMs,omitempty"`
 }
 
-// Owner is the org and member a session belongs to.
+// Owner is the org and member a session belongs to, and the one owner type
+// of spine: every read and write of the recorder, the work spine, desktop
+// tasks and the trace is scoped by it, and the server makes it once from
+// the verified caller.
 type Owner struct {
 	Org    string `json:"org"`
 	Member string `json:"member"`

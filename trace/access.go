@@ -11,7 +11,7 @@ import (
 // one of their sessions sent its bytes (a write or read with inline content,
 // an end artifact with content, a transcript, a prompt). Naming a digest by
 // reference (contentDigest + size) grants nothing: anyone can name one.
-func CanRead(ctx context.Context, q streams.Querier, owner Owner, digest string) (bool, error) {
+func CanRead(ctx context.Context, q streams.Querier, owner streams.Owner, digest string) (bool, error) {
 	var ok bool
 	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM artifacts WHERE digest = $1 AND org = $2 AND member = $3
 			AND NOT by_reference AND NOT content_omitted)

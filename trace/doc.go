@@ -12,7 +12,7 @@
 // it served, how many steps and observations it recorded, what it pushed.
 // CanRead decides whether a member may read a file's bytes.
 //
-//	f, err := trace.OfID(ctx, pool, trace.Owner{Org: "acme", Member: "alice"}, "blake3:…")
+//	f, err := trace.OfID(ctx, pool, streams.Owner{Org: "acme", Member: "alice"}, "blake3:…")
 //	if errors.Is(err, trace.ErrNotFound) {
 //		s, err := trace.OfSession(ctx, pool, owner, id)
 //	}

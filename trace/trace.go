@@ -14,9 +14,6 @@ import (
 	"github.com/spinehq/spine/streams"
 )
 
-// Owner scopes a trace to one org and member.
-type Owner struct{ Org, Member string }
-
 // File is the auditor's answer for a file: every artifact of the caller's
 // that references it, each with its producer or the person who uploaded it.
 type File struct {
@@ -80,7 +77,7 @@ const routerCallQuery = `SELECT jsonb_build_object('sessionId', session_id, 'bil
 	FROM router_calls WHERE session_id = $1 AND org = $2`
 
 // OfID traces a digest ("blake3:…") or an artifact id.
-func OfID(ctx context.Context, q streams.Querier, owner Owner, id string) (*File, error) {
+func OfID(ctx context.Context, q streams.Querier, owner streams.Owner, id string) (*File, error) {
 	digest := id
 	if !strings.HasPrefix(id, library.DigestPrefix) {
 		err := q.QueryRow(ctx, `SELECT digest FROM artifacts WHERE id = $1 AND org = $2 AND member = $3`,
@@ -98,7 +95,7 @@ func OfID(ctx context.Context, q streams.Querier, owner Owner, id string) (*File
 }
 
 // OfDigest lists the caller's artifacts that reference digest.
-func OfDigest(ctx context.Context, q streams.Querier, owner Owner, digest string) (*File, error) {
+func OfDigest(ctx context.Context, q streams.Querier, owner streams.Owner, digest string) (*File, error) {
 	arts, err := tracedArtifacts(ctx, q, `a.digest = $1 AND a.org = $2 AND a.member = $3 ORDER BY a.created_at, a.id`,
 		digest, owner.Org, owner.Member)
 	if err != nil {
@@ -220,7 +217,7 @@ type Session struct {
 }
 
 // OfSession traces a session the owner may see.
-func OfSession(ctx context.Context, q streams.Querier, owner Owner, id string) (*Session, error) {
+func OfSession(ctx context.Context, q streams.Querier, owner streams.Owner, id string) (*Session, error) {
 	t := &Session{RouterCall: json.RawMessage("null"), Artifacts: []Artifact{}}
 	s := &t.Session
 	err := q.QueryRow(ctx, `SELECT s.id, s.status, s.app, s.model, s.effort, s.billing, s.session_run_id,
