@@ -61,8 +61,7 @@ func (s *Server) cancelSession(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) publishCancel(w http.ResponseWriter, r *http.Request, id, reason string) {
 	e := recorder.CancelControl(id, reason, time.Now())
-	c := caller(r)
-	ack, err := s.cfg.Publisher.Publish(r.Context(), e, &streams.PublishOpts{Org: c.Org, Member: c.Member})
+	ack, err := s.cfg.Publisher.Publish(r.Context(), e, &streams.PublishOpts{Caller: owner(r)})
 	if _, ok := streams.AsRejection(err); ok { // the reason breaks an envelope bound
 		rf := refuse(err)
 		writeError(w, rf.status, rf.code, rf.msg)

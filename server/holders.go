@@ -22,7 +22,7 @@ func (s *Server) holders(ctx context.Context, envs []*streams.Envelope, opts *st
 		switch {
 		case e == nil || e.SessionID == "":
 		case e.Type == streams.TypeSessionStart:
-			starts[e.SessionID] = streams.Owner{Org: opts.Org, Member: opts.Member}
+			starts[e.SessionID] = opts.Caller
 		default:
 			lookups = append(lookups, e.SessionID)
 		}
@@ -43,7 +43,7 @@ func (s *Server) checkHolder(e *streams.Envelope, held map[string]streams.Owner,
 		return nil
 	}
 	h, ok := held[e.SessionID]
-	if ok && h.Org == opts.Org && h.Member == opts.Member {
+	if ok && h == opts.Caller {
 		return nil
 	}
 	s.m.ingested.WithLabelValues(e.Type, "rejected").Inc()

@@ -55,8 +55,7 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	countEnvelopes(r.Context(), len(items))
-	who := caller(r)
-	opts := &streams.PublishOpts{Org: who.Org, Member: who.Member}
+	opts := &streams.PublishOpts{Caller: owner(r)}
 	resp := IngestResponse{Results: make([]IngestResult, len(items))}
 	envs := make([]*streams.Envelope, len(items))
 	for i, raw := range items {
@@ -145,7 +144,7 @@ func (s *Server) admit(raw json.RawMessage, opts *streams.PublishOpts) (*streams
 		s.m.ingested.WithLabelValues(typeOf(raw), "rejected").Inc()
 		return partial(raw), refuse(err)
 	}
-	if e.Type == streams.TypeSessionStart && (e.Owner.Org != opts.Org || e.Owner.Member != opts.Member) {
+	if e.Type == streams.TypeSessionStart && *e.Owner != opts.Caller {
 		s.m.ingested.WithLabelValues(e.Type, "rejected").Inc()
 		return e, &refusal{http.StatusForbidden, CodeForbidden, "owner must be the token's org and member"}
 	}
@@ -156,7 +155,7 @@ func (s *Server) admit(raw json.RawMessage, opts *streams.PublishOpts) (*streams
 func (s *Server) admitOwnerless(raw json.RawMessage, opts *streams.PublishOpts) (*streams.Envelope, *refusal) {
 	var m map[string]any
 	_ = json.Unmarshal(raw, &m)
-	m["owner"] = map[string]string{"org": opts.Org, "member": opts.Member}
+	m["owner"] = map[string]string{"org": opts.Caller.Org, "member": opts.Caller.Member}
 	filled, _ := json.Marshal(m)
 	e, err := streams.Decode(filled)
 	if err != nil {

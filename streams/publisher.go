@@ -36,9 +36,9 @@ func NewPublisher(js jetstream.JetStream) *Publisher { return &Publisher{js: js}
 
 // PublishOpts are optional settings for one publish.
 type PublishOpts struct {
-	// Org and Member are the verified caller, stamped as headers; they also
-	// scope the envelope's Nats-Msg-Id (see MsgID). Empty: a trusted producer.
-	Org, Member string
+	// Caller is the verified caller, stamped as headers; it also scopes the
+	// envelope's Nats-Msg-Id (see MsgID). Empty: a trusted producer.
+	Caller Owner
 }
 
 // MsgID is the Nats-Msg-Id an envelope is published with. A verified
@@ -48,10 +48,10 @@ type PublishOpts struct {
 // Trusted producers keep the plain id. '/' is in no id, org or member, so a
 // scoped id can equal neither another caller's nor a plain one.
 func MsgID(id string, opts *PublishOpts) string {
-	if opts == nil || opts.Org == "" {
+	if opts == nil || opts.Caller.Org == "" {
 		return id
 	}
-	return opts.Org + "/" + opts.Member + "/" + id
+	return opts.Caller.Org + "/" + opts.Caller.Member + "/" + id
 }
 
 // Publish validates e and publishes it, waiting for JetStream's ack.
@@ -117,9 +117,9 @@ func (p *Publisher) message(e *Envelope, opts *PublishOpts) (*nats.Msg, error) {
 	msg := nats.NewMsg(e.Subject())
 	msg.Data = data
 	msg.Header.Set(jetstream.MsgIDHeader, MsgID(e.ID, opts))
-	if opts != nil && opts.Org != "" {
-		msg.Header.Set(HeaderOrg, opts.Org)
-		msg.Header.Set(HeaderMember, opts.Member)
+	if opts != nil && opts.Caller.Org != "" {
+		msg.Header.Set(HeaderOrg, opts.Caller.Org)
+		msg.Header.Set(HeaderMember, opts.Caller.Member)
 	}
 	return msg, nil
 }

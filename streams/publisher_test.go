@@ -90,7 +90,7 @@ func TestPublishStampsCaller(t *testing.T) {
 	js := startJetStream(t)
 	pub := streams.NewPublisher(js)
 	ack, err := pub.Publish(t.Context(), decodeFixture(t, streams.TypeSessionStart),
-		&streams.PublishOpts{Org: "acme", Member: "ada"})
+		&streams.PublishOpts{Caller: streams.Owner{Org: "acme", Member: "ada"}})
 	if err != nil {
 		t.Fatalf("Publish: %v", err)
 	}
@@ -114,8 +114,8 @@ func TestPublishDeduplicatesPerCaller(t *testing.T) {
 	js := startJetStream(t)
 	pub := streams.NewPublisher(js)
 	e := decodeFixture(t, streams.TypeSessionChunk)
-	callers := []*streams.PublishOpts{{Org: "o2", Member: "m1"}, {Org: "o1", Member: "m1"},
-		{Org: "o1", Member: "m2"}, nil}
+	callers := []*streams.PublishOpts{{Caller: streams.Owner{Org: "o2", Member: "m1"}},
+		{Caller: streams.Owner{Org: "o1", Member: "m1"}}, {Caller: streams.Owner{Org: "o1", Member: "m2"}}, nil}
 	for _, opts := range callers {
 		ack, err := pub.Publish(t.Context(), e, opts)
 		if err != nil || ack.Duplicate {
