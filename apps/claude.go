@@ -32,11 +32,12 @@ type claudeUsage struct {
 
 // tokens normalises Claude usage: input_tokens already excludes cache
 // reads and writes, so each count is taken as reported.
-func (u *claudeUsage) tokens() Tokens {
+func (u *claudeUsage) tokens() streams.Usage {
 	if u == nil {
-		return Tokens{}
+		return streams.Usage{}
 	}
-	return Tokens{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheCreate}
+	return streams.Usage{InputTokens: u.Input, OutputTokens: u.Output, CacheReadTokens: u.CacheRead,
+		CacheWriteTokens: u.CacheCreate}
 }
 
 type claudeBlock struct {

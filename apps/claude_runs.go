@@ -3,6 +3,8 @@ package apps
 import (
 	"slices"
 	"time"
+
+	"github.com/spinehq/spine/streams"
 )
 
 // claudeRuns are the processes a Claude session's stream-json results
@@ -42,7 +44,7 @@ func (r *claudeRuns) shown(m *claudeMessage) {
 // claudeProc is one process's running totals, as its last result
 // reported them; cost is nil while none reported one.
 type claudeProc struct {
-	tokens Tokens
+	tokens streams.Usage
 	cost   *float64
 }
 
@@ -108,9 +110,11 @@ func (r *claudeRuns) cost() *float64 {
 
 // continues reports whether a running total is a later one of the process
 // whose last total was prev: it holds prev and its own query's usage.
-func continues(prev, total, query Tokens) bool {
-	return total.Input >= prev.Input+query.Input && total.Output >= prev.Output+query.Output &&
-		total.CacheRead >= prev.CacheRead+query.CacheRead && total.CacheWrite >= prev.CacheWrite+query.CacheWrite
+func continues(prev, total, query streams.Usage) bool {
+	return total.InputTokens >= prev.InputTokens+query.InputTokens &&
+		total.OutputTokens >= prev.OutputTokens+query.OutputTokens &&
+		total.CacheReadTokens >= prev.CacheReadTokens+query.CacheReadTokens &&
+		total.CacheWriteTokens >= prev.CacheWriteTokens+query.CacheWriteTokens
 }
 
 // claudeKeySources are the apiKeySource values of Claude Code 2.1's

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	json "github.com/spinehq/spine/internal/fastjson"
+	"github.com/spinehq/spine/streams"
 )
 
 // claudeStream reads `claude -p --output-format stream-json` (and json,
@@ -114,19 +115,21 @@ type claudeStreamLine struct {
 	ModelUsage map[string]claudeModelUsage `json:"modelUsage"`
 }
 
-// claudeModelUsage is one model's share of result.modelUsage.
+// claudeModelUsage is one model's share of result.modelUsage: claudeUsage
+// under the camelCase names modelUsage spells its counts with (the fields
+// in the same order, so one converts to the other).
 type claudeModelUsage struct {
 	Input       int64 `json:"inputTokens"`
 	Output      int64 `json:"outputTokens"`
-	CacheRead   int64 `json:"cacheReadInputTokens"`
 	CacheCreate int64 `json:"cacheCreationInputTokens"`
+	CacheRead   int64 `json:"cacheReadInputTokens"`
 }
 
 // modelUsageTokens sums result.modelUsage over its models; ok is false
 // when the line has none.
-func (l *claudeStreamLine) modelUsageTokens() (t Tokens, ok bool) {
+func (l *claudeStreamLine) modelUsageTokens() (t streams.Usage, ok bool) {
 	for _, u := range l.ModelUsage {
-		t.Add(Tokens{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheCreate})
+		t.Add((*claudeUsage)(&u).tokens())
 	}
 	return t, len(l.ModelUsage) > 0
 }

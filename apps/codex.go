@@ -21,9 +21,10 @@ type codexUsage struct {
 // tokens normalises Codex usage to spine's convention: input without the
 // cached part (as Claude reports it), cached as cache reads, output as
 // reported (reasoning included) and reasoning beside it, for information.
-func (u codexUsage) tokens() Tokens {
+func (u codexUsage) tokens() streams.Usage {
 	cached := min(u.Cached, u.Input)
-	return Tokens{Input: u.Input - cached, Output: u.Output, CacheRead: cached, Reasoning: u.Reasoning}
+	return streams.Usage{InputTokens: u.Input - cached, OutputTokens: u.Output, CacheReadTokens: cached,
+		ReasoningTokens: u.Reasoning}
 }
 
 // runningTotal takes one report of a thread's running total (a rollout's
@@ -33,8 +34,8 @@ func (u codexUsage) tokens() Tokens {
 // day. It reports whether the total grew; a report equal to the last one
 // (Codex re-emits them) or below it (an earlier report read after a later
 // one, as a resumed run's log read before the first run's) adds nothing.
-func (s *session) runningTotal(at time.Time, t Tokens) bool {
-	if s.cumulative != nil && !t.grew(*s.cumulative) {
+func (s *session) runningTotal(at time.Time, t streams.Usage) bool {
+	if s.cumulative != nil && !grew(t, *s.cumulative) {
 		return false
 	}
 	delta := t
@@ -48,9 +49,10 @@ func (s *session) runningTotal(at time.Time, t Tokens) bool {
 
 // grew reports whether a running total t is past an earlier one: no field
 // smaller, one larger.
-func (t Tokens) grew(before Tokens) bool {
-	return t != before && t.Input >= before.Input && t.Output >= before.Output && t.CacheRead >= before.CacheRead &&
-		t.CacheWrite >= before.CacheWrite && t.Reasoning >= before.Reasoning
+func grew(t, before streams.Usage) bool {
+	return !t.SameCounts(before) && t.InputTokens >= before.InputTokens && t.OutputTokens >= before.OutputTokens &&
+		t.CacheReadTokens >= before.CacheReadTokens && t.CacheWriteTokens >= before.CacheWriteTokens &&
+		t.ReasoningTokens >= before.ReasoningTokens
 }
 
 // patchEvents turns an apply_patch body into file writes: an added file's

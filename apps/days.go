@@ -1,6 +1,10 @@
 package apps
 
-import "time"
+import (
+	"time"
+
+	"github.com/spinehq/spine/streams"
+)
 
 // dayUsage is one session's share of one day: tokens summed over its
 // responses, and tokens from the app's own reports (a stream-json result,
@@ -9,8 +13,8 @@ import "time"
 type dayUsage struct {
 	date      int32 // days since 1970-01-01, UTC
 	responses int
-	tokens    Tokens
-	reported  Tokens
+	tokens    streams.Usage
+	reported  streams.Usage
 }
 
 // dayOf is the UTC day of a record's time, in days since 1970-01-01.
@@ -36,9 +40,9 @@ func (s *session) day(at time.Time) int32 {
 
 // addReport adds one of the app's own reports to the session's total and
 // to its day.
-func (s *session) addReport(at time.Time, t Tokens) {
+func (s *session) addReport(at time.Time, t streams.Usage) {
 	if s.report == nil {
-		s.report = &Tokens{}
+		s.report = &streams.Usage{}
 	}
 	s.report.Add(t)
 	s.days[s.day(at)].reported.Add(t)

@@ -64,15 +64,16 @@
 //
 // # Usage convention
 //
-// The envelopes carry the app's buckets (streams.Usage, and Tokens here),
-// where inputTokens never includes cached tokens: Claude's input_tokens as
-// reported; Codex's input_tokens minus cached_input_tokens. cacheReadTokens
-// is Claude's cache_read_input_tokens or Codex's cached_input_tokens;
-// cacheWriteTokens is Claude's cache_creation_input_tokens (Codex reports
-// none); outputTokens is as reported (Codex's includes reasoning);
-// reasoningTokens is Codex's reasoning_output_tokens, a part of outputTokens.
-// Reports count in accounting.Tokens (input includes cache reads and
-// writes; docs/counting.md).
+// The envelopes carry the app's buckets (streams.Usage, which the
+// translation also sums in), where inputTokens never includes cached
+// tokens: Claude's input_tokens as reported; Codex's input_tokens minus
+// cached_input_tokens. cacheReadTokens is Claude's cache_read_input_tokens
+// or Codex's cached_input_tokens; cacheWriteTokens is Claude's
+// cache_creation_input_tokens (Codex reports none); outputTokens is as
+// reported (Codex's includes reasoning); reasoningTokens is Codex's
+// reasoning_output_tokens, a part of outputTokens. Reports count in
+// accounting.Tokens (input includes cache reads and writes;
+// docs/counting.md).
 // usage.raw is {"format", "reports": [the app's own reports, verbatim]}: the
 // result lines' usage, modelUsage and total_cost_usd (stream-json), every
 // turn.completed usage (codex exec), the last token_count info (rollouts);

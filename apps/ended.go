@@ -1,5 +1,7 @@
 package apps
 
+import "github.com/spinehq/spine/streams"
+
 // Ended is what a Translator knows of a session at its end.
 type Ended struct {
 	Ordinal      int // the order the sessions were first seen in, from 0
@@ -11,8 +13,8 @@ type Ended struct {
 	Status       string
 	Model        string
 	Responses    int
-	Tokens       Tokens   // the app's own total when it reported one, else the sum over its responses
-	Cost         *float64 // as the app reported it; nil when it did not
+	Tokens       streams.Usage // the app's own total when it reported one, else the sum over its responses
+	Cost         *float64      // as the app reported it; nil when it did not
 	// CostPartial: Cost covers fewer of the session's runs than Tokens (a
 	// Claude session whose transcript holds a run no imported log
 	// reported; see session.byReport).
@@ -33,7 +35,7 @@ type Ended struct {
 type DayUsage struct {
 	Date      int32 // days since 1970-01-01, UTC
 	Responses int
-	Tokens    Tokens
+	Tokens    streams.Usage
 }
 
 // ended is what the session knows at its end.

@@ -48,9 +48,9 @@ type session struct {
 	resumeAfter     int64 // chunks at or below this seq were recorded before
 	seq             int64
 
-	tokens     Tokens  // sum of the final usage of each response
-	report     *Tokens // the app's own session total, when it gave one
-	cumulative *Tokens // Codex rollouts: the last total_token_usage
+	tokens     streams.Usage  // sum of the final usage of each response
+	report     *streams.Usage // the app's own session total, when it gave one
+	cumulative *streams.Usage // Codex rollouts: the last total_token_usage
 	raw        *rawReports
 	responses  int
 	days       []dayUsage // this session's share of each UTC day
@@ -335,7 +335,7 @@ func (s *session) addRaw(r json.RawMessage) {
 
 // total is the session's normalised usage: the app's own total when it
 // reported one (see byReport), else the sum over its responses.
-func (s *session) total() Tokens {
+func (s *session) total() streams.Usage {
 	switch {
 	case s.byReport():
 		return *s.report
@@ -355,7 +355,12 @@ func (s *session) total() Tokens {
 // subagent's transcript missing, both sides miss something and the
 // larger counts (docs/counting.md §6).
 func (s *session) byReport() bool {
-	return s.report != nil && (s.claude == nil || s.tokens.sum() <= s.report.sum())
+	return s.report != nil && (s.claude == nil || allTokens(s.tokens) <= allTokens(*s.report))
+}
+
+// allTokens is every count but reasoning (a part of output): the tokens in all.
+func allTokens(u streams.Usage) int64 {
+	return u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheWriteTokens
 }
 
 func (s *session) reported() bool {
@@ -384,8 +389,9 @@ func (s *session) finish(ctx context.Context) error {
 		Model: s.model, Effort: s.effort, TotalCost: s.cost,
 		Billing: cmpOr(s.tr.opts.Billing, s.billing)}
 	if s.reported() {
-		e.Usage = s.total().Usage()
-		e.Usage.Raw = s.rawJSON()
+		u := s.total()
+		u.Raw = s.rawJSON()
+		e.Usage = &u
 	}
 	return s.tr.publish(ctx, s, e)
 }

@@ -159,7 +159,7 @@ func (st *Stream) Done(ctx context.Context) error { return st.p.done(ctx) }
 // response is the usage a recent response was counted with and the day
 // it went to, for its other snapshots.
 type response struct {
-	tokens Tokens
+	tokens streams.Usage
 	day    int32 // index in the counting session's days
 }
 
@@ -172,7 +172,7 @@ type response struct {
 // response a shorter copy was cut in the middle of has a partial snapshot:
 // it is too late only when that copy is read first and the longer one that
 // many responses after.) Keeping every response's usage instead would cost
-// 40 more bytes per response for the whole translation.
+// 64 more bytes per response for the whole translation.
 const recentResponses = 1 << 15
 
 // Finish ends every session still open, in the order first seen.
@@ -306,7 +306,7 @@ func fileSessionID(path string) string {
 // is read again (split copies of a session repeat earlier lines). A key
 // another session counted first is a resumed session's copy: not counted
 // again.
-func (tr *Translator) countResponse(s *session, at time.Time, k uint64, t Tokens) {
+func (tr *Translator) countResponse(s *session, at time.Time, k uint64, t streams.Usage) {
 	sess, ok := tr.responses[k]
 	switch {
 	case !ok:
@@ -354,14 +354,15 @@ func (tr *Translator) countResponse(s *session, at time.Time, k uint64, t Tokens
 // wins whatever the order and overlap of the files: the last line read
 // could be any copy's. (Lines carry no sequence number to order them by;
 // their timestamps tie at millisecond resolution.)
-func supersedes(t Tokens, day int32, c Tokens, cday int32) bool {
-	if t == c {
+func supersedes(t streams.Usage, day int32, c streams.Usage, cday int32) bool {
+	if t.SameCounts(c) {
 		return day < cday
 	}
-	return cmp.Or(cmp.Compare(t.Output, c.Output),
-		cmp.Compare(t.Input+t.CacheRead+t.CacheWrite+t.Reasoning, c.Input+c.CacheRead+c.CacheWrite+c.Reasoning),
-		cmp.Compare(t.Input, c.Input), cmp.Compare(t.CacheRead, c.CacheRead), cmp.Compare(t.CacheWrite, c.CacheWrite),
-		cmp.Compare(t.Reasoning, c.Reasoning)) > 0
+	return cmp.Or(cmp.Compare(t.OutputTokens, c.OutputTokens),
+		cmp.Compare(t.InputTokens+t.CacheReadTokens+t.CacheWriteTokens+t.ReasoningTokens,
+			c.InputTokens+c.CacheReadTokens+c.CacheWriteTokens+c.ReasoningTokens),
+		cmp.Compare(t.InputTokens, c.InputTokens), cmp.Compare(t.CacheReadTokens, c.CacheReadTokens),
+		cmp.Compare(t.CacheWriteTokens, c.CacheWriteTokens), cmp.Compare(t.ReasoningTokens, c.ReasoningTokens)) > 0
 }
 
 // seenLine reports whether a session's line (by uuid) was imported already,

@@ -20,11 +20,11 @@ import (
 
 // codexTruth is what the fake model served: the tokens in spine's
 // convention (input without the cached part) and the responses.
-func codexTruth(log []fakemodel.Served) (apps.Tokens, int) {
-	var t apps.Tokens
+func codexTruth(log []fakemodel.Served) (streams.Usage, int) {
+	var t streams.Usage
 	for _, r := range log {
-		t.Add(apps.Tokens{Input: r.Usage.Input, Output: r.Usage.Output, CacheRead: r.Usage.CacheRead,
-			Reasoning: r.Usage.Reasoning})
+		t.Add(streams.Usage{InputTokens: r.Usage.Input, OutputTokens: r.Usage.Output, CacheReadTokens: r.Usage.CacheRead,
+			ReasoningTokens: r.Usage.Reasoning})
 	}
 	return t, len(log)
 }
@@ -45,7 +45,7 @@ func execLog(t *testing.T, dir, name string, run *apprig.CodexRun) string {
 // checkCodexSession compares one imported Codex session with the truth:
 // its tokens (in the report convention) and responses, its row in the
 // summary, the summary's days and the end's usage (in the app's buckets).
-func checkCodexSession(t *testing.T, sum *Summary, sink *memSink, id string, want apps.Tokens, responses int) {
+func checkCodexSession(t *testing.T, sum *Summary, sink *memSink, id string, want streams.Usage, responses int) {
 	t.Helper()
 	got := sessionOf(t, sum, id)
 	if got.Tokens != report(want) || got.Responses != responses {
@@ -71,8 +71,8 @@ func checkCodexSession(t *testing.T, sum *Summary, sink *memSink, id string, wan
 	if len(ends) != 1 || ends[0].Usage == nil {
 		t.Fatalf("session %s: ends %v", id, ends)
 	}
-	if u := ends[0].Usage; u.InputTokens != want.Input || u.OutputTokens != want.Output ||
-		u.CacheReadTokens != want.CacheRead || u.ReasoningTokens != want.Reasoning {
+	if u := ends[0].Usage; u.InputTokens != want.InputTokens || u.OutputTokens != want.OutputTokens ||
+		u.CacheReadTokens != want.CacheReadTokens || u.ReasoningTokens != want.ReasoningTokens {
 		t.Errorf("session %s: end usage in %d out %d cached %d reasoning %d; the model served %+v", id,
 			u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.ReasoningTokens, want)
 	}

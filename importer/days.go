@@ -8,6 +8,7 @@ import (
 
 	"github.com/spinehq/spine/accounting"
 	"github.com/spinehq/spine/apps"
+	"github.com/spinehq/spine/streams"
 )
 
 // Day is one UTC day's share of an import, per app: the responses and
@@ -23,7 +24,7 @@ type Day struct {
 // daySum is one row of Summary.PerDay while it is summed.
 type daySum struct {
 	responses int
-	tokens    apps.Tokens
+	tokens    streams.Usage
 }
 
 // dayKey is one row of Summary.PerDay.
@@ -57,7 +58,8 @@ func (imp *Importer) perDay() []Day {
 	for _, k := range slices.SortedFunc(maps.Keys(imp.days), func(a, b dayKey) int {
 		return cmp.Or(cmp.Compare(a.date, b.date), cmp.Compare(a.app, b.app))
 	}) {
-		if d := imp.days[k]; d.responses != 0 || d.tokens != (apps.Tokens{}) { // a day a snapshot moved away from is left empty
+		// A day a snapshot moved away from is left empty.
+		if d := imp.days[k]; d.responses != 0 || !d.tokens.SameCounts(streams.Usage{}) {
 			days = append(days, Day{Date: dateOf(k.date), App: k.app, Responses: d.responses, Tokens: report(d.tokens)})
 		}
 	}

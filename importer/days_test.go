@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/spinehq/spine/accounting"
-	"github.com/spinehq/spine/apps"
+	"github.com/spinehq/spine/streams"
 )
 
 // The days split the import exactly: their responses and tokens sum to the
@@ -28,10 +28,10 @@ func TestPerDay(t *testing.T) {
 	}
 	want := map[string]Day{
 		// ccusage's alpha session spans two days; its rollout two more.
-		"2026-01-09 claude-code": {Responses: 2, Tokens: report(apps.Tokens{Input: 300, Output: 125, CacheRead: 30, CacheWrite: 75})},
-		"2026-01-10 claude-code": {Responses: 1, Tokens: report(apps.Tokens{Input: 300, Output: 125, CacheRead: 40})},
-		"2026-05-13 codex":       {Responses: 1, Tokens: report(apps.Tokens{Input: 750, Output: 125, CacheRead: 250, Reasoning: 75})},
-		"2026-05-14 codex":       {Responses: 1, Tokens: report(apps.Tokens{Input: 2000, Output: 300, CacheRead: 500, Reasoning: 200})},
+		"2026-01-09 claude-code": {Responses: 2, Tokens: report(streams.Usage{InputTokens: 300, OutputTokens: 125, CacheReadTokens: 30, CacheWriteTokens: 75})},
+		"2026-01-10 claude-code": {Responses: 1, Tokens: report(streams.Usage{InputTokens: 300, OutputTokens: 125, CacheReadTokens: 40})},
+		"2026-05-13 codex":       {Responses: 1, Tokens: report(streams.Usage{InputTokens: 750, OutputTokens: 125, CacheReadTokens: 250, ReasoningTokens: 75})},
+		"2026-05-14 codex":       {Responses: 1, Tokens: report(streams.Usage{InputTokens: 2000, OutputTokens: 300, CacheReadTokens: 500, ReasoningTokens: 200})},
 	}
 	for _, d := range sum.PerDay {
 		if w, ok := want[d.Date+" "+d.App]; ok {
@@ -57,7 +57,7 @@ func TestPerDaySnapshotMoves(t *testing.T) {
 	}
 	sum := run(t, nil, Options{}, dir)
 	if len(sum.PerDay) != 1 || sum.PerDay[0].Date != "2026-03-02" || sum.PerDay[0].Responses != 1 ||
-		sum.PerDay[0].Tokens != (report(apps.Tokens{Input: 5, Output: 9})) {
+		sum.PerDay[0].Tokens != (report(streams.Usage{InputTokens: 5, OutputTokens: 9})) {
 		t.Fatalf("per day: %+v", sum.PerDay)
 	}
 }

@@ -18,7 +18,8 @@ func TestTruncatedLastLine(t *testing.T) {
 	if sum.SkippedTotal != 1 || sum.Skipped[0].Line != 3 || !strings.Contains(sum.Skipped[0].Reason, "truncated") {
 		t.Fatalf("skipped %+v", sum.Skipped)
 	}
-	if s := sessionOf(t, sum, "trunc-1"); s.Responses != 1 || s.Tokens != (report(apps.Tokens{Input: 3, Output: 5, CacheRead: 11, CacheWrite: 7})) {
+	if s := sessionOf(t, sum, "trunc-1"); s.Responses != 1 ||
+		s.Tokens != report(streams.Usage{InputTokens: 3, OutputTokens: 5, CacheReadTokens: 11, CacheWriteTokens: 7}) {
 		t.Fatalf("session %+v", s)
 	}
 }
@@ -30,7 +31,7 @@ func TestUnknownEventTypes(t *testing.T) {
 		t.Fatalf("skipped %+v", sum.Skipped)
 	}
 	s := sessionOf(t, sum, "unk-1")
-	if s.Responses != 1 || s.Tokens != (report(apps.Tokens{Input: 60, CacheRead: 40, Output: 9})) || s.Chunks != 1 {
+	if s.Responses != 1 || s.Tokens != (report(streams.Usage{InputTokens: 60, CacheReadTokens: 40, OutputTokens: 9})) || s.Chunks != 1 {
 		t.Fatalf("session %+v", s)
 	}
 }
@@ -40,7 +41,7 @@ func TestSessionSplitAcrossFiles(t *testing.T) {
 	sum := run(t, sink, Options{}, "testdata/split", "testdata/split/a.jsonl") // a.jsonl once
 	s := sessionOf(t, sum, "split-1")
 	if len(sum.PerSession) != 1 || len(s.Files) != 2 || s.Responses != 2 ||
-		s.Tokens != (report(apps.Tokens{Input: 11, Output: 22, CacheWrite: 33, CacheRead: 44})) {
+		s.Tokens != (report(streams.Usage{InputTokens: 11, OutputTokens: 22, CacheWriteTokens: 33, CacheReadTokens: 44})) {
 		t.Fatalf("split session %+v", sum.PerSession)
 	}
 	// The Bash call in a.jsonl completes with its result in b.jsonl.
@@ -60,7 +61,8 @@ func TestDuplicatedSnapshots(t *testing.T) {
 	sum := run(t, sink, Options{}, "testdata/snapshots")
 	s := sessionOf(t, sum, "snap-1")
 	// Four lines, one response, its final usage (output 42, not 1 or 85).
-	if s.Responses != 1 || s.Tokens != (report(apps.Tokens{Input: 5, Output: 42, CacheWrite: 100, CacheRead: 200})) {
+	if s.Responses != 1 ||
+		s.Tokens != report(streams.Usage{InputTokens: 5, OutputTokens: 42, CacheWriteTokens: 100, CacheReadTokens: 200}) {
 		t.Fatalf("session %+v", s)
 	}
 	writes := 0
@@ -77,7 +79,7 @@ func TestDuplicatedSnapshots(t *testing.T) {
 func TestResumedSessionCountsOnce(t *testing.T) {
 	sum := run(t, &memSink{}, Options{}, "testdata/resumed")
 	if a, b := sessionOf(t, sum, "split-1"), sessionOf(t, sum, "resumed-2"); a.Responses != 2 || b.Responses != 1 ||
-		b.Tokens != (report(apps.Tokens{Input: 1, Output: 1, CacheRead: 1, CacheWrite: 1})) || sum.RepeatedResponses != 1 || sum.Responses != 3 {
+		b.Tokens != (report(streams.Usage{InputTokens: 1, OutputTokens: 1, CacheReadTokens: 1, CacheWriteTokens: 1})) || sum.RepeatedResponses != 1 || sum.Responses != 3 {
 		t.Fatalf("resumed: %+v %+v repeated %d", a, b, sum.RepeatedResponses)
 	}
 }

@@ -16,7 +16,7 @@ func TestFixtures(t *testing.T) {
 	type want struct {
 		format    apps.Format
 		responses int
-		tokens    apps.Tokens
+		tokens    streams.Usage
 		model     string
 		cost      float64 // 0 = absent
 		status    string
@@ -26,33 +26,33 @@ func TestFixtures(t *testing.T) {
 	// response's final (and, here, largest) usage.
 	cases := map[string]want{
 		// ccusage-fixtures: ccusage's own inputs
-		"session-alpha": {apps.FormatClaudeTranscript, 3, apps.Tokens{Input: 600, Output: 250, CacheRead: 70, CacheWrite: 75}, "claude-sonnet-4-20250514", 0, "done"},
-		"session-beta":  {apps.FormatClaudeTranscript, 2, apps.Tokens{Input: 130, Output: 60, CacheRead: 40, CacheWrite: 15}, "claude-haiku-4-5-20251001", 0, "done"},
+		"session-alpha": {apps.FormatClaudeTranscript, 3, streams.Usage{InputTokens: 600, OutputTokens: 250, CacheReadTokens: 70, CacheWriteTokens: 75}, "claude-sonnet-4-20250514", 0, "done"},
+		"session-beta":  {apps.FormatClaudeTranscript, 2, streams.Usage{InputTokens: 130, OutputTokens: 60, CacheReadTokens: 40, CacheWriteTokens: 15}, "claude-haiku-4-5-20251001", 0, "done"},
 		// Σ input_tokens = 3500 (= input + cacheRead), Σ cached = 750, Σ output = 425, Σ reasoning = 275
-		"ccusage__codex_project-alpha_session-alpha": {apps.FormatCodexRollout, 2, apps.Tokens{Input: 2750, Output: 425, CacheRead: 750, Reasoning: 275}, "gpt-5.3-codex", 0, "done"},
+		"ccusage__codex_project-alpha_session-alpha": {apps.FormatCodexRollout, 2, streams.Usage{InputTokens: 2750, OutputTokens: 425, CacheReadTokens: 750, ReasoningTokens: 275}, "gpt-5.3-codex", 0, "done"},
 		// claude-stream-json: result usage is the app's total (lines carry partial output_tokens)
-		"sample-session-id": {apps.FormatClaudeStream, 4, apps.Tokens{Input: 630, Output: 265, CacheRead: 315}, "claude-test-model", 0.0347, "done"},
+		"sample-session-id": {apps.FormatClaudeStream, 4, streams.Usage{InputTokens: 630, OutputTokens: 265, CacheReadTokens: 315}, "claude-test-model", 0.0347, "done"},
 		// result.modelUsage (every thread of the run), not result.usage
 		// (the main thread's: input 18, output 424, 17254, 25067)
-		"40e7b02d-c0f9-4876-9010-f514d4eb0603": {apps.FormatClaudeStream, 1, apps.Tokens{Input: 38, Output: 765, CacheRead: 28775, CacheWrite: 31159}, "claude-opus-4-5-20251101", 0.24722425, "done"},
-		"fa570000-aaaa-aaaa-aaaa-aaaaaaaaaaaa": {apps.FormatClaudeStream, 3, apps.Tokens{Input: 35, Output: 340, CacheRead: 139, CacheWrite: 300}, "claude-sonnet-5", 0, "done"},
-		"a905e63f-aaaa-aaaa-aaaa-aaaaaaaaaaaa": {apps.FormatClaudeStream, 3, apps.Tokens{Input: 21, Output: 2511, CacheRead: 103176, CacheWrite: 66440}, "claude-haiku-4-5-20251001", 0.105, "done"},
+		"40e7b02d-c0f9-4876-9010-f514d4eb0603": {apps.FormatClaudeStream, 1, streams.Usage{InputTokens: 38, OutputTokens: 765, CacheReadTokens: 28775, CacheWriteTokens: 31159}, "claude-opus-4-5-20251101", 0.24722425, "done"},
+		"fa570000-aaaa-aaaa-aaaa-aaaaaaaaaaaa": {apps.FormatClaudeStream, 3, streams.Usage{InputTokens: 35, OutputTokens: 340, CacheReadTokens: 139, CacheWriteTokens: 300}, "claude-sonnet-5", 0, "done"},
+		"a905e63f-aaaa-aaaa-aaaa-aaaaaaaaaaaa": {apps.FormatClaudeStream, 3, streams.Usage{InputTokens: 21, OutputTokens: 2511, CacheReadTokens: 103176, CacheWriteTokens: 66440}, "claude-haiku-4-5-20251001", 0.105, "done"},
 		// claude-transcripts: 27 lines / 10 responses, 15 / 10, …
-		"cfa1e878-62b5-4e40-b281-bbf9b250d766": {apps.FormatClaudeTranscript, 10, apps.Tokens{Input: 1223, Output: 833, CacheRead: 185540, CacheWrite: 21565}, "claude-sonnet-4-5-20250929", 0, "done"},
-		"0e26ec2f-937e-482c-b889-bc126f996913": {apps.FormatClaudeTranscript, 1, apps.Tokens{Input: 10, Output: 148, CacheRead: 13522, CacheWrite: 2128}, "claude-sonnet-4-5-20250929", 0, "done"},
-		"8122657c-fe54-4dc9-89a3-20049e8a84f7": {apps.FormatClaudeTranscript, 10, apps.Tokens{Input: 25, Output: 1508, CacheRead: 148958, CacheWrite: 12593}, "claude-sonnet-4-5-20250929", 0, "done"},
-		"609efeca-2f51-4118-b077-e91c9fe63f73": {apps.FormatClaudeTranscript, 3, apps.Tokens{Input: 24, Output: 276, CacheRead: 20952, CacheWrite: 23122}, "claude-sonnet-4-5-20250929", 0, "done"},
-		"0db46778-18a1-4d84-853f-d4dc72a07a1b": {apps.FormatClaudeTranscript, 6, apps.Tokens{Input: 24, Output: 660, CacheRead: 87863, CacheWrite: 2151}, "claude-sonnet-4-5-20250929", 0, "done"},
+		"cfa1e878-62b5-4e40-b281-bbf9b250d766": {apps.FormatClaudeTranscript, 10, streams.Usage{InputTokens: 1223, OutputTokens: 833, CacheReadTokens: 185540, CacheWriteTokens: 21565}, "claude-sonnet-4-5-20250929", 0, "done"},
+		"0e26ec2f-937e-482c-b889-bc126f996913": {apps.FormatClaudeTranscript, 1, streams.Usage{InputTokens: 10, OutputTokens: 148, CacheReadTokens: 13522, CacheWriteTokens: 2128}, "claude-sonnet-4-5-20250929", 0, "done"},
+		"8122657c-fe54-4dc9-89a3-20049e8a84f7": {apps.FormatClaudeTranscript, 10, streams.Usage{InputTokens: 25, OutputTokens: 1508, CacheReadTokens: 148958, CacheWriteTokens: 12593}, "claude-sonnet-4-5-20250929", 0, "done"},
+		"609efeca-2f51-4118-b077-e91c9fe63f73": {apps.FormatClaudeTranscript, 3, streams.Usage{InputTokens: 24, OutputTokens: 276, CacheReadTokens: 20952, CacheWriteTokens: 23122}, "claude-sonnet-4-5-20250929", 0, "done"},
+		"0db46778-18a1-4d84-853f-d4dc72a07a1b": {apps.FormatClaudeTranscript, 6, streams.Usage{InputTokens: 24, OutputTokens: 660, CacheReadTokens: 87863, CacheWriteTokens: 2151}, "claude-sonnet-4-5-20250929", 0, "done"},
 		// codex-exec-json: no model, no cost
-		"019a2d7a-41c4-78b1-b7cc-a45d62a89cd5": {apps.FormatCodexExec, 1, apps.Tokens{Input: 2946, Output: 7}, "", 0, "done"},
-		"019a2d7a-6455-7170-a661-c6d8b94c630a": {apps.FormatCodexExec, 1, apps.Tokens{Input: 1048, Output: 129, CacheRead: 4992}, "", 0, "done"},
-		"019a2d7a-8e1c-7111-b1a6-8cec551a55a0": {apps.FormatCodexExec, 1, apps.Tokens{Input: 1912, Output: 51, CacheRead: 4096}, "", 0, "done"},
+		"019a2d7a-41c4-78b1-b7cc-a45d62a89cd5": {apps.FormatCodexExec, 1, streams.Usage{InputTokens: 2946, OutputTokens: 7}, "", 0, "done"},
+		"019a2d7a-6455-7170-a661-c6d8b94c630a": {apps.FormatCodexExec, 1, streams.Usage{InputTokens: 1048, OutputTokens: 129, CacheReadTokens: 4992}, "", 0, "done"},
+		"019a2d7a-8e1c-7111-b1a6-8cec551a55a0": {apps.FormatCodexExec, 1, streams.Usage{InputTokens: 1912, OutputTokens: 51, CacheReadTokens: 4096}, "", 0, "done"},
 		// codex-rollout: the crud file re-emits token_count 4 times with an
 		// unchanged total: 5 responses, not 9; Σ last_token_usage would
 		// give input 84834 instead of the final total 47257.
-		"019bf4b5-e7b0-75a0-8bf2-05fbf1b13c9b":             {apps.FormatCodexRollout, 5, apps.Tokens{Input: 3097, Output: 300, CacheRead: 44160, Reasoning: 64}, "gpt-5.2-codex", 0, "done"},
-		"jnarowski-agentcmd__individual_event-token-count": {apps.FormatCodexRollout, 1, apps.Tokens{Input: 335, Output: 246, CacheRead: 2560, Reasoning: 192}, "", 0, "done"},
-		"01997e76-d124-7592-9cac-2ec05abbca08":             {apps.FormatCodexRollout, 0, apps.Tokens{}, "", 0, "done"},
+		"019bf4b5-e7b0-75a0-8bf2-05fbf1b13c9b":             {apps.FormatCodexRollout, 5, streams.Usage{InputTokens: 3097, OutputTokens: 300, CacheReadTokens: 44160, ReasoningTokens: 64}, "gpt-5.2-codex", 0, "done"},
+		"jnarowski-agentcmd__individual_event-token-count": {apps.FormatCodexRollout, 1, streams.Usage{InputTokens: 335, OutputTokens: 246, CacheReadTokens: 2560, ReasoningTokens: 192}, "", 0, "done"},
+		"01997e76-d124-7592-9cac-2ec05abbca08":             {apps.FormatCodexRollout, 0, streams.Usage{}, "", 0, "done"},
 	}
 	sink := &memSink{}
 	sum := run(t, sink, Options{}, fixtures(t))
@@ -83,14 +83,14 @@ func checkEnd(t *testing.T, e *streams.Envelope, got Imported) {
 	if e.Billing != "" || e.Model != got.Model || (e.TotalCost == nil) != (got.TotalCost == nil) {
 		t.Errorf("%s end: billing %q model %q cost %v", e.SessionID, e.Billing, e.Model, e.TotalCost)
 	}
-	if got.Responses == 0 && got.Tokens == (report(apps.Tokens{})) {
+	if got.Responses == 0 && got.Tokens == (report(streams.Usage{})) {
 		if e.Usage != nil {
 			t.Errorf("%s: usage %+v on a session that reported none", e.SessionID, e.Usage)
 		}
 		return
 	}
 	u := e.Usage
-	if u == nil || (report(apps.Tokens{Input: u.InputTokens, Output: u.OutputTokens, CacheRead: u.CacheReadTokens, CacheWrite: u.CacheWriteTokens, Reasoning: u.ReasoningTokens})) != got.Tokens {
+	if u == nil || report(*u) != got.Tokens {
 		t.Fatalf("%s: end usage %+v, summary %+v", e.SessionID, u, got.Tokens)
 	}
 	var raw struct {
@@ -128,8 +128,9 @@ func TestCcusageSnapshotShape(t *testing.T) {
 				t.Fatalf("%s: %s: %v", name, k, err)
 			}
 		}
-		tk := apps.Tokens{Input: row.Input, Output: row.Output, CacheRead: row.CacheRead, CacheWrite: row.CacheCreation}
-		if tk.Input+tk.Output+tk.CacheRead+tk.CacheWrite != row.Total {
+		tk := streams.Usage{InputTokens: row.Input, OutputTokens: row.Output, CacheReadTokens: row.CacheRead,
+			CacheWriteTokens: row.CacheCreation}
+		if tk.InputTokens+tk.OutputTokens+tk.CacheReadTokens+tk.CacheWriteTokens != row.Total {
 			t.Fatalf("%s: %+v does not sum to totalTokens %d", name, tk, row.Total)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spinehq/spine/apps"
 	"github.com/spinehq/spine/streams"
 )
 
@@ -28,7 +27,7 @@ func TestTranscriptLineTypes(t *testing.T) {
 	if got := prose.String(); got != "Looking.\n\n> also count them\n" {
 		t.Fatalf("prose %q", got)
 	}
-	if s := sessionOf(t, sum, "lt-1"); s.Responses != 1 || s.Tokens != (report(apps.Tokens{Input: 3, Output: 4})) {
+	if s := sessionOf(t, sum, "lt-1"); s.Responses != 1 || s.Tokens != (report(streams.Usage{InputTokens: 3, OutputTokens: 4})) {
 		t.Fatalf("session %+v", s)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spinehq/spine/apps"
 	"github.com/spinehq/spine/streams"
 )
 
@@ -82,7 +81,7 @@ func TestSessionListBounded(t *testing.T) {
 	}
 	sum := run(t, nil, Options{}, path)
 	if sum.Sessions != n || len(sum.PerSession) != MaxSessionsListed || sum.OmittedSessions != 2 ||
-		sum.Responses != n || sum.Tokens != (report(apps.Tokens{Input: int64(n), Output: 2 * int64(n)})) ||
+		sum.Responses != n || sum.Tokens != (report(streams.Usage{InputTokens: int64(n), OutputTokens: 2 * int64(n)})) ||
 		len(sum.PerDay) != 1 || sum.PerDay[0].Responses != n {
 		t.Fatalf("%d sessions, %d listed, %d omitted, %d responses %+v", sum.Sessions, len(sum.PerSession),
 			sum.OmittedSessions, sum.Responses, sum.Tokens)

@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/spinehq/spine/accounting"
-	"github.com/spinehq/spine/apps"
+	"github.com/spinehq/spine/streams"
 )
 
 // ccusageVersion is the ccusage `make ccusage-parity` installs from npm
@@ -81,7 +81,8 @@ type ccusageRow struct {
 // §1), so its input is ccusage's input + cacheRead + cacheCreation;
 // reasoning only for Codex.
 func (r ccusageRow) tokens() accounting.Tokens {
-	return report(apps.Tokens{Input: r.Input, Output: r.Output, CacheRead: r.CacheRead, CacheWrite: r.CacheCreation, Reasoning: r.Reasoning})
+	return report(streams.Usage{InputTokens: r.Input, OutputTokens: r.Output, CacheReadTokens: r.CacheRead,
+		CacheWriteTokens: r.CacheCreation, ReasoningTokens: r.Reasoning})
 }
 
 // file is the name, without extension, of the file a session row read.
@@ -213,7 +214,7 @@ func compareWithCcusage(t *testing.T, sum *Summary, reports map[string]ccusageRe
 				}
 			}
 			switch {
-			case seen == 0 && s.Tokens == (report(apps.Tokens{})):
+			case seen == 0 && s.Tokens == (report(streams.Usage{})):
 				continue // no usage: ccusage lists no session
 			case s.Tokens != want:
 				t.Errorf("%s session %s (%v):\n spine   %+v\n ccusage %+v", app, s.SessionID, s.Files, s.Tokens, want)
@@ -267,7 +268,8 @@ func TestCcusageSnapshotRows(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		got := fmt.Sprint(cmp.Or(r.SessionID, r.Date), r.tokens())
-		if want := fmt.Sprint(key, report(apps.Tokens{Input: 1234, Output: 567, CacheRead: 10, CacheWrite: 89})); got != want {
+		want := fmt.Sprint(key, report(streams.Usage{InputTokens: 1234, OutputTokens: 567, CacheReadTokens: 10, CacheWriteTokens: 89}))
+		if got != want {
 			t.Fatalf("%s: decoded %s, want %s", name, got, want)
 		}
 	}

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/spinehq/spine/accounting"
-	"github.com/spinehq/spine/apps"
 	"github.com/spinehq/spine/internal/apprig"
 	"github.com/spinehq/spine/internal/fakemodel"
 	"github.com/spinehq/spine/streams"
@@ -43,10 +42,10 @@ func onSub(u fakemodel.Usage, blocks ...fakemodel.Block) fakemodel.Turn {
 // counts them (docs/counting.md §1: input with cache reads and writes of
 // both lifetimes).
 func servedTokens(log []fakemodel.Served) accounting.Tokens {
-	var t apps.Tokens
+	var t streams.Usage
 	for _, r := range log {
-		t.Add(apps.Tokens{Input: r.Usage.Input, Output: r.Usage.Output, CacheRead: r.Usage.CacheRead,
-			CacheWrite: r.Usage.CacheWrite5m + r.Usage.CacheWrite1h})
+		t.Add(streams.Usage{InputTokens: r.Usage.Input, OutputTokens: r.Usage.Output, CacheReadTokens: r.Usage.CacheRead,
+			CacheWriteTokens: r.Usage.CacheWrite5m + r.Usage.CacheWrite1h})
 	}
 	return report(t)
 }
@@ -136,12 +135,6 @@ func TestRealClaudeSubagentTokens(t *testing.T) {
 				tc.name, got.Tokens, got.Responses, truth, len(log), tc.responses)
 		}
 	}
-}
-
-// endTokens are an end's usage as Tokens.
-func endTokens(u *streams.Usage) apps.Tokens {
-	return apps.Tokens{Input: u.InputTokens, Output: u.OutputTokens, CacheRead: u.CacheReadTokens,
-		CacheWrite: u.CacheWriteTokens, Reasoning: u.ReasoningTokens}
 }
 
 // ends are a sink's session.end envelopes.
@@ -797,7 +790,7 @@ func (sc claudeScenario) check(t *testing.T) {
 		if got.Tokens != servedTokens(log) {
 			t.Errorf("%s: tokens %+v, served %+v", where, got.Tokens, servedTokens(log))
 		}
-		if e := ends(sink); len(e) != 1 || e[0].Usage == nil || report(endTokens(e[0].Usage)) != got.Tokens ||
+		if e := ends(sink); len(e) != 1 || e[0].Usage == nil || report(*e[0].Usage) != got.Tokens ||
 			costOf(e[0].TotalCost) != costOf(got.TotalCost) {
 			t.Errorf("%s: the end (the router-call row's source) says %+v, the summary %+v", where, e, got)
 		}

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/spinehq/spine/accounting"
-	"github.com/spinehq/spine/apps"
+	"github.com/spinehq/spine/streams"
 )
 
 // Tools that checkpoint Claude Code transcripts save one session as several
@@ -126,7 +126,7 @@ func prefixCuts(t *testing.T, lines [][]byte) []int {
 					last = s
 				}
 			}
-			partial = partial || prev.tokens.Output < last.tokens.Output
+			partial = partial || prev.tokens.OutputTokens < last.tokens.OutputTokens
 		case i%3 == 0:
 			cuts = append(cuts, i)
 		}
@@ -160,7 +160,7 @@ func copyOrders(copies []string) map[string][]string {
 // encoding/json rather than the importer's own decoding.
 type snapshot struct {
 	key    string
-	tokens apps.Tokens
+	tokens streams.Usage
 }
 
 func snapshotOf(line []byte) snapshot {
@@ -184,20 +184,21 @@ func snapshotOf(line []byte) snapshot {
 	}
 	u := l.Message.Usage
 	return snapshot{key: l.Message.ID + "\x00" + l.RequestID,
-		tokens: apps.Tokens{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheCreate}}
+		tokens: streams.Usage{InputTokens: u.Input, OutputTokens: u.Output, CacheReadTokens: u.CacheRead,
+			CacheWriteTokens: u.CacheCreate}}
 }
 
 // finalUsage counts a whole transcript the plain way: each response once,
 // with the usage on its last line in the file.
-func finalUsage(t *testing.T, lines [][]byte) (int, apps.Tokens) {
+func finalUsage(t *testing.T, lines [][]byte) (int, streams.Usage) {
 	t.Helper()
-	last := map[string]apps.Tokens{}
+	last := map[string]streams.Usage{}
 	for _, l := range lines {
 		if s := snapshotOf(l); s.key != "" {
 			last[s.key] = s.tokens
 		}
 	}
-	var sum apps.Tokens
+	var sum streams.Usage
 	for _, tk := range last {
 		sum.Add(tk)
 	}

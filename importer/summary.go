@@ -3,6 +3,7 @@ package importer
 import (
 	"github.com/spinehq/spine/accounting"
 	"github.com/spinehq/spine/apps"
+	"github.com/spinehq/spine/streams"
 )
 
 // Summary is what one import did. It is what `spine import --json` prints.
@@ -26,7 +27,7 @@ type Summary struct {
 	// total = input + output), so they add up to what `spine cost` says
 	// of the same sessions; see docs/counting.md.
 	Tokens    accounting.Tokens `json:"tokens"`
-	tokens    apps.Tokens       // the same in the app's buckets, as summed
+	tokens    streams.Usage     // the same in the app's buckets, as summed
 	Envelopes int               `json:"envelopes"`
 	// Duplicates are envelopes JetStream already held (same id, within its
 	// duplicate window): stored once.
@@ -69,8 +70,8 @@ type Refusal struct {
 	Reason string `json:"reason"`
 }
 
-// report is t in the convention of every report (accounting.Normalise).
-func report(t apps.Tokens) accounting.Tokens { return *accounting.Normalise(t.Usage()) }
+// report is u in the convention of every report (accounting.Normalise).
+func report(u streams.Usage) accounting.Tokens { return *accounting.Normalise(&u) }
 
 // Imported is one session of the import.
 type Imported struct {

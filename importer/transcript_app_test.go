@@ -32,10 +32,10 @@ func appTurn(n int64, blocks ...fakemodel.Block) fakemodel.Turn {
 // served is the fake model's log as spine reports tokens, and how many
 // responses it served.
 func served(srv *fakemodel.Server) (int, accounting.Tokens) {
-	var t apps.Tokens
+	var t streams.Usage
 	for _, s := range srv.Log() {
-		t.Add(apps.Tokens{Input: s.Usage.Input, Output: s.Usage.Output, CacheRead: s.Usage.CacheRead,
-			CacheWrite: s.Usage.CacheWrite5m + s.Usage.CacheWrite1h})
+		t.Add(streams.Usage{InputTokens: s.Usage.Input, OutputTokens: s.Usage.Output, CacheReadTokens: s.Usage.CacheRead,
+			CacheWriteTokens: s.Usage.CacheWrite5m + s.Usage.CacheWrite1h})
 	}
 	return len(srv.Log()), report(t)
 }

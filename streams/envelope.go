@@ -141,6 +141,29 @@ type Usage struct {
 	Raw              json.RawMessage `json:"raw,omitempty"`
 }
 
+// Add adds o's counts to u's, count by count. Raw is not touched: a sum
+// is no report of the app's, so whoever publishes one sets its Raw.
+func (u *Usage) Add(o Usage) {
+	u.InputTokens += o.InputTokens
+	u.OutputTokens += o.OutputTokens
+	u.CacheReadTokens += o.CacheReadTokens
+	u.CacheWriteTokens += o.CacheWriteTokens
+	u.ReasoningTokens += o.ReasoningTokens
+}
+
+// Sub takes o's counts from u's, count by count; Raw is not touched.
+func (u *Usage) Sub(o Usage) {
+	u.Add(Usage{InputTokens: -o.InputTokens, OutputTokens: -o.OutputTokens, CacheReadTokens: -o.CacheReadTokens,
+		CacheWriteTokens: -o.CacheWriteTokens, ReasoningTokens: -o.ReasoningTokens})
+}
+
+// SameCounts reports whether u and o hold the same five counts, whatever
+// their Raw (a Usage with Raw cannot be compared with ==).
+func (u Usage) SameCounts(o Usage) bool {
+	return u.InputTokens == o.InputTokens && u.OutputTokens == o.OutputTokens && u.CacheReadTokens == o.CacheReadTokens &&
+		u.CacheWriteTokens == o.CacheWriteTokens && u.ReasoningTokens == o.ReasoningTokens
+}
+
 // Artifact is a named file a session pushed at its end.
 type Artifact struct {
 	Name          string `json:"name"`
