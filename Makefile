@@ -33,13 +33,17 @@ lint: vet fmt-check ## vet and gofmt check
 bench: build ## spine bench ingest with default flags (JSON on stdout)
 	./$(BIN) bench ingest
 
-fuzz: ## run each fuzz target for 30s
-	$(GO) test -run=^$$ -fuzz=FuzzDecode -fuzztime=30s ./streams/
-	$(GO) test -run=^$$ -fuzz=FuzzCheckRawNumbers -fuzztime=30s ./streams/
-	$(GO) test -run=^$$ -fuzz=FuzzUnmarshal -fuzztime=30s ./internal/fastjson/
-	$(GO) test -run=^$$ -fuzz=FuzzVerify -fuzztime=30s ./auth/
-	$(GO) test -run=^$$ -fuzz=FuzzDecodeBudget -fuzztime=30s ./accounting/
-	$(GO) test -run=^$$ -fuzz=FuzzDecode -fuzztime=30s ./desktop/
+# fuzz finds its targets (each func FuzzX in a test file) instead of listing
+# them, so a new or renamed one is not left out: go test -fuzz passes,
+# fuzzing nothing, when its pattern matches no target.
+FUZZ_TIME ?= 30s
+
+fuzz: ## run every fuzz target (each func FuzzX in a test file) for FUZZ_TIME, 30s by default
+	@git grep -o -E '^func Fuzz[A-Za-z0-9_]+' -- '*_test.go' | sed -E 's|^(.*)/[^/]+:func (Fuzz.*)|./\1/ \2|' | sort | \
+	while read -r dir target; do \
+		echo "$(GO) test -run='^$$' -fuzz='^$$target$$' -fuzztime=$(FUZZ_TIME) $$dir"; \
+		$(GO) test -run='^$$' -fuzz="^$$target\$$" -fuzztime=$(FUZZ_TIME) "$$dir" || exit 1; \
+	done
 
 dashboards-check: ## dashboards' PromQL through a real Prometheus (installed from Debian if missing) and SQL against a spine fed with sessions
 	@command -v prometheus >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; }
