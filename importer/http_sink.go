@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/spinehq/spine/apps"
-	"github.com/spinehq/spine/server"
 	"github.com/spinehq/spine/streams"
 )
 
@@ -77,7 +76,13 @@ func (h *HTTPSink) Recorded(ctx context.Context, sessionID string) (apps.Recorde
 func (h *HTTPSink) listRecorded(ctx context.Context) error {
 	h.seed, h.recorded = maphash.MakeSeed(), map[uint64]struct{}{}
 	for after := ""; ; {
-		var page server.SessionList
+		var page struct { // GET /v1/sessions, as far as the import needs it
+			Sessions []struct {
+				ID string `json:"id"`
+			} `json:"sessions"`
+			Next string `json:"next"`
+			More bool   `json:"more"`
+		}
 		if err := h.c.Do(ctx, http.MethodGet, "/v1/sessions?limit=5000&after="+url.QueryEscape(after), nil, &page); err != nil {
 			return fmt.Errorf("list recorded sessions: %w", err)
 		}
@@ -122,7 +127,7 @@ func (h *HTTPSink) flush(ctx context.Context) error {
 		return nil
 	}
 	body, _ := json.Marshal(h.pending)
-	var resp server.IngestResponse
+	var resp streams.IngestResponse
 	if err := h.c.Do(ctx, http.MethodPost, "/v1/ingest", body, &resp); err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spinehq/spine/desktop"
+	"github.com/spinehq/spine/streams"
 )
 
 // sseKeepAlive is how often an idle session page stream sends a comment, so
@@ -75,7 +76,7 @@ func (s *Server) endStream(w http.ResponseWriter, err error) bool {
 		return false
 	}
 	if errors.Is(err, desktop.ErrTokenRevoked) || isAuthError(err) {
-		writeSSE(w, "unauthorized", ErrorDetail{Code: CodeUnauthorized,
+		writeSSE(w, "unauthorized", streams.ErrorDetail{Code: CodeUnauthorized,
 			Message: "invalid runner token: " + err.Error() + "; mint a new one as the member"})
 		if f, ok := w.(http.Flusher); ok {
 			f.Flush()

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+
+	"github.com/spinehq/spine/streams"
 )
 
 // Error codes in HTTP error bodies.
@@ -38,17 +40,11 @@ var (
 
 // ErrorBody is every error response: {"error":{"code","message"}}.
 type ErrorBody struct {
-	Error ErrorDetail `json:"error"`
-}
-
-// ErrorDetail says what went wrong.
-type ErrorDetail struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
+	Error streams.ErrorDetail `json:"error"`
 }
 
 func writeError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, ErrorBody{Error: ErrorDetail{Code: code, Message: msg}})
+	writeJSON(w, status, ErrorBody{Error: streams.ErrorDetail{Code: code, Message: msg}})
 }
 
 // notFound is the one answer for a missing row and for another member's:

@@ -19,23 +19,6 @@ const (
 	MaxIngestItems = 5000
 )
 
-// IngestResult is the outcome for one envelope of a batch, in order.
-type IngestResult struct {
-	Index     int          `json:"index"`
-	ID        string       `json:"id,omitempty"`
-	Status    int          `json:"status"` // 202 accepted, 4xx refused, 503 not stored
-	Duplicate bool         `json:"duplicate,omitempty"`
-	Seq       uint64       `json:"seq,omitempty"`
-	Error     *ErrorDetail `json:"error,omitempty"`
-}
-
-// IngestResponse is the body of a 207 from POST /v1/ingest.
-type IngestResponse struct {
-	Accepted int            `json:"accepted"`
-	Refused  int            `json:"refused"`
-	Results  []IngestResult `json:"results"`
-}
-
 // ingest publishes a batch of envelopes: a JSON array, {"envelopes": [...]},
 // or one envelope per line. Each gets its own result; one bad envelope
 // refuses only itself.
@@ -56,7 +39,7 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 	}
 	countEnvelopes(r.Context(), len(items))
 	opts := &streams.PublishOpts{Caller: owner(r)}
-	resp := IngestResponse{Results: make([]IngestResult, len(items))}
+	resp := streams.IngestResponse{Results: make([]streams.IngestResult, len(items))}
 	envs := make([]*streams.Envelope, len(items))
 	for i, raw := range items {
 		res := &resp.Results[i]
@@ -66,7 +49,7 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 			res.ID = e.ID
 		}
 		if rej != nil {
-			res.Status, res.Error = rej.status, &ErrorDetail{Code: rej.code, Message: rej.msg}
+			res.Status, res.Error = rej.status, &streams.ErrorDetail{Code: rej.code, Message: rej.msg}
 			continue
 		}
 		envs[i] = e
@@ -84,18 +67,18 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		if rej := s.checkHolder(e, held, opts); rej != nil {
-			res.Status, res.Error = rej.status, &ErrorDetail{Code: rej.code, Message: rej.msg}
+			res.Status, res.Error = rej.status, &streams.ErrorDetail{Code: rej.code, Message: rej.msg}
 			continue
 		}
 		f, err := s.cfg.Publisher.PublishAsync(e, opts)
 		if _, ok := streams.AsRejection(err); ok { // over a bound once its secrets are redacted
 			s.m.ingested.WithLabelValues(e.Type, "rejected").Inc()
 			rej := refuse(err)
-			res.Status, res.Error = rej.status, &ErrorDetail{Code: rej.code, Message: rej.msg}
+			res.Status, res.Error = rej.status, &streams.ErrorDetail{Code: rej.code, Message: rej.msg}
 			continue
 		}
 		if err != nil {
-			res.Status, res.Error = http.StatusServiceUnavailable, &ErrorDetail{Code: CodeUnavailable, Message: err.Error()}
+			res.Status, res.Error = http.StatusServiceUnavailable, &streams.ErrorDetail{Code: CodeUnavailable, Message: err.Error()}
 			continue
 		}
 		futures[i] = f
@@ -105,7 +88,7 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusMultiStatus, resp)
 }
 
-func (s *Server) await(r *http.Request, futures []jetstream.PubAckFuture, resp *IngestResponse) {
+func (s *Server) await(r *http.Request, futures []jetstream.PubAckFuture, resp *streams.IngestResponse) {
 	for i, f := range futures {
 		res := &resp.Results[i]
 		if f != nil {
@@ -113,9 +96,9 @@ func (s *Server) await(r *http.Request, futures []jetstream.PubAckFuture, resp *
 			case ack := <-f.Ok():
 				res.Status, res.Seq, res.Duplicate = http.StatusAccepted, ack.Sequence, ack.Duplicate
 			case err := <-f.Err():
-				res.Status, res.Error = http.StatusServiceUnavailable, &ErrorDetail{Code: CodeUnavailable, Message: "not stored: " + err.Error()}
+				res.Status, res.Error = http.StatusServiceUnavailable, &streams.ErrorDetail{Code: CodeUnavailable, Message: "not stored: " + err.Error()}
 			case <-r.Context().Done():
-				res.Status, res.Error = http.StatusServiceUnavailable, &ErrorDetail{Code: CodeUnavailable, Message: "request ended before the log acknowledged"}
+				res.Status, res.Error = http.StatusServiceUnavailable, &streams.ErrorDetail{Code: CodeUnavailable, Message: "request ended before the log acknowledged"}
 			}
 		}
 		if res.Status == http.StatusAccepted {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/spinehq/spine/internal/config"
 	"github.com/spinehq/spine/node"
-	"github.com/spinehq/spine/server"
 	"github.com/spinehq/spine/streams"
 )
 
@@ -25,8 +24,8 @@ type publishSummary struct {
 	Accepted int    `json:"accepted"`
 	Refused  int    `json:"refused"`
 	// Duplicates were accepted before (same envelope id): stored once.
-	Duplicates int                   `json:"duplicates"`
-	Refusals   []server.IngestResult `json:"refusals,omitempty"`
+	Duplicates int                    `json:"duplicates"`
+	Refusals   []streams.IngestResult `json:"refusals,omitempty"`
 }
 
 func runPublish(ctx context.Context, args []string) error {
@@ -98,7 +97,7 @@ func publishHTTP(ctx context.Context, url, token string, size int, in io.Reader,
 			return nil
 		}
 		body, _ := json.Marshal(pending)
-		var resp server.IngestResponse
+		var resp streams.IngestResponse
 		if err := c.do(ctx, "POST", "/v1/ingest", body, &resp); err != nil {
 			return err
 		}
@@ -175,8 +174,8 @@ func publishNATS(ctx context.Context, url string, in io.Reader, sum *publishSumm
 		}
 		if err != nil {
 			sum.Refused++
-			sum.Refusals = append(sum.Refusals, server.IngestResult{Index: line - 1, Status: 400,
-				Error: &server.ErrorDetail{Code: "refused", Message: err.Error()}})
+			sum.Refusals = append(sum.Refusals, streams.IngestResult{Index: line - 1, Status: 400,
+				Error: &streams.ErrorDetail{Code: "refused", Message: err.Error()}})
 			return nil
 		}
 		sum.Accepted++
