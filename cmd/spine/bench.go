@@ -103,7 +103,7 @@ func ingestFlags() (*flag.FlagSet, func() (bench.Config, ingestOpts)) {
 	return fs, func() (bench.Config, ingestOpts) {
 		cfg := bench.Config{Sessions: *sessions, Chunks: *chunks, Payload: *payload, Rate: *rate,
 			LatencyDuration: time.Duration(*latency * float64(time.Second)), Batch: *batch, Events: *events,
-			DatabaseURL: os.Getenv(config.EnvDatabaseURL), Instances: *instances, Cluster: *cluster, Duration: *duration,
+			DatabaseURL: config.DatabaseURL(), Instances: *instances, Cluster: *cluster, Duration: *duration,
 			DuplicateWindow: *dupWindow, Partitions: *partitions}
 		return cfg, ingestOpts{latency: *latency, events: *events, cpuProfile: *cpu}
 	}

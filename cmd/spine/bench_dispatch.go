@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"os"
 
 	"github.com/spinehq/spine/internal/bench"
 	"github.com/spinehq/spine/internal/config"
@@ -43,7 +42,7 @@ func runBenchDispatch(ctx context.Context, args []string) error {
 		return usageError{fmt.Sprintf("bench dispatch takes no arguments, got %q", fs.Args())}
 	}
 	res, err := bench.RunDispatch(ctx, bench.DispatchConfig{Runners: *runners, Tasks: *tasks, Samples: *samples,
-		DatabaseURL: os.Getenv(config.EnvDatabaseURL), Logger: benchLogger()})
+		DatabaseURL: config.DatabaseURL(), Logger: benchLogger()})
 	if res == nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"os"
 
 	"github.com/spinehq/spine/internal/bench"
 	"github.com/spinehq/spine/internal/config"
@@ -49,7 +48,7 @@ func runBenchFairness(ctx context.Context, args []string) error {
 	}
 	res, err := bench.Fairness(ctx, bench.FairnessConfig{BurstBytes: *burst << 20, ChunkBytes: *chunk << 10,
 		SessionChunks: *chunks, Senders: *senders, OrgBytesPerSec: *bytesPS, OrgEnvelopesPerSec: *envsPS,
-		DatabaseURL: os.Getenv(config.EnvDatabaseURL), Logger: benchLogger()})
+		DatabaseURL: config.DatabaseURL(), Logger: benchLogger()})
 	if err != nil {
 		return err
 	}

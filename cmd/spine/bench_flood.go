@@ -1,12 +1,10 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spinehq/spine/internal/bench"
@@ -46,8 +44,9 @@ func runBenchFlood(ctx context.Context, args []string) error {
 		fs.Usage()
 		return usageError{"bench flood takes no arguments, and every count and size is 1 or more"}
 	}
-	res, err := bench.Flood(ctx, bench.FloodConfig{URL: cmp.Or(*url, os.Getenv(config.EnvURL), config.DefaultURL),
-		Token: cmp.Or(*token, os.Getenv(config.EnvToken)), Requests: *requests, Concurrency: *conc,
+	remote := config.RemoteFromEnv(*url, *token)
+	res, err := bench.Flood(ctx, bench.FloodConfig{URL: remote.URL,
+		Token: remote.Token, Requests: *requests, Concurrency: *conc,
 		ChunkBytes: *chunk << 10, PID: *pid, Settle: *settle})
 	if res == nil {
 		return err

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spinehq/spine/apps"
@@ -61,7 +60,7 @@ func runBenchImport(ctx context.Context, args []string) error {
 		return usageError{fmt.Sprintf("bench import takes no arguments, got %q", fs.Args())}
 	}
 	cfg := bench.ImportConfig{FixturesDir: *fixtures, Dir: *dir, Size: *size << 20, NodeSize: *nodeSize << 20,
-		Ccusage: *ccusage, ReportRuns: *runs, DatabaseURL: os.Getenv(config.EnvDatabaseURL), Logger: benchLogger()}
+		Ccusage: *ccusage, ReportRuns: *runs, DatabaseURL: config.DatabaseURL(), Logger: benchLogger()}
 	if *nodeSize == 0 {
 		cfg.NodeSize = bench.NoNode
 	}

@@ -51,7 +51,7 @@ func runBenchLibrary(ctx context.Context, args []string) error {
 		return usageError{fmt.Sprintf("bench library: --small-count %d and --large-count %d must be 1 or more", *small, *large)}
 	}
 	res, err := bench.RunLibrary(ctx, bench.LibraryConfig{SmallCount: *small, LargeCount: *large,
-		DatabaseURL: os.Getenv(config.EnvDatabaseURL), Logger: benchLogger()})
+		DatabaseURL: config.DatabaseURL(), Logger: benchLogger()})
 	if res == nil {
 		return err
 	}

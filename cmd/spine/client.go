@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,14 +26,14 @@ type client struct {
 }
 
 func newClient(url, token string) (*client, error) {
-	token = cmp.Or(token, os.Getenv(config.EnvToken))
-	if token == "" {
+	remote := config.RemoteFromEnv(url, token)
+	if remote.Token == "" {
 		return nil, usageError{"no token: pass --token or set SPINE_TOKEN (spine serve prints a development token on a terminal; spine token mint makes one)"}
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.ExpectContinueTimeout = 10 * time.Second
-	return &client{base: strings.TrimRight(cmp.Or(url, os.Getenv(config.EnvURL), config.DefaultURL), "/"),
-		token: token, http: &http.Client{Timeout: 60 * time.Second, Transport: tr}}, nil
+	return &client{base: strings.TrimRight(remote.URL, "/"),
+		token: remote.Token, http: &http.Client{Timeout: 60 * time.Second, Transport: tr}}, nil
 }
 
 // apiError is an error response from spine.

@@ -104,7 +104,7 @@ func (c Config) NATSTokenPath() string { return filepath.Join(c.DataDir, "nats.t
 // FromEnv reads the configuration from the environment.
 func FromEnv() (Config, error) {
 	c := Config{
-		DatabaseURL: os.Getenv(EnvDatabaseURL),
+		DatabaseURL: DatabaseURL(),
 		NATSURL:     os.Getenv(EnvNATSURL),
 		NATSListen:  cmp.Or(os.Getenv(EnvNATSListen), DefaultNATSListen),
 		NATSToken:   os.Getenv(EnvNATSToken),
@@ -147,6 +147,24 @@ func FromEnv() (Config, error) {
 	}
 	c.DataDir = abs
 	return c, nil
+}
+
+// DatabaseURL is SPINE_DATABASE_URL, the PostgreSQL spine uses (empty:
+// discover one, see pgboot): what FromEnv puts in Config.DatabaseURL, for
+// commands (spine bench) that need no other setting.
+func DatabaseURL() string { return os.Getenv(EnvDatabaseURL) }
+
+// Remote is where a CLI command reaches a running spine and the token it
+// sends there.
+type Remote struct {
+	URL   string // the --url flag, else SPINE_URL, else DefaultURL
+	Token string // the --token flag, else SPINE_TOKEN; empty: none
+}
+
+// RemoteFromEnv is the Remote for a command's --url and --token flags
+// (empty when not given): a flag wins over its environment variable.
+func RemoteFromEnv(url, token string) Remote {
+	return Remote{URL: cmp.Or(url, os.Getenv(EnvURL), DefaultURL), Token: cmp.Or(token, os.Getenv(EnvToken))}
 }
 
 // readLimits reads the request limits: a positive number, or "off".

@@ -58,3 +58,23 @@ func TestRequestLimitsFromEnv(t *testing.T) {
 		t.Setenv(k, "")
 	}
 }
+
+func TestRemoteFromEnv(t *testing.T) {
+	t.Setenv(EnvURL, "")
+	t.Setenv(EnvToken, "")
+	if got := RemoteFromEnv("", ""); got != (Remote{URL: DefaultURL}) {
+		t.Fatalf("unset: %+v", got)
+	}
+	t.Setenv(EnvURL, "http://env:1")
+	t.Setenv(EnvToken, "env-token")
+	if got := RemoteFromEnv("", ""); got != (Remote{URL: "http://env:1", Token: "env-token"}) {
+		t.Fatalf("from the environment: %+v", got)
+	}
+	if got := RemoteFromEnv("http://flag:2", "flag-token"); got != (Remote{URL: "http://flag:2", Token: "flag-token"}) {
+		t.Fatalf("flags win: %+v", got)
+	}
+	t.Setenv(EnvDatabaseURL, "postgres://x")
+	if c, err := FromEnv(); err != nil || c.DatabaseURL != DatabaseURL() || DatabaseURL() != "postgres://x" {
+		t.Fatalf("DatabaseURL %q, FromEnv %q (%v)", DatabaseURL(), c.DatabaseURL, err)
+	}
+}
