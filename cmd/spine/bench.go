@@ -18,6 +18,8 @@ import (
 
 const benchUsage = `usage: spine bench ingest [flags]
        spine bench library [flags] (see spine bench library -h)
+       spine bench dispatch [flags] (see spine bench dispatch -h)
+       spine bench import [flags] (see spine bench import -h)
        spine bench fairness [flags] (see spine bench fairness -h)
        spine bench flood --url U --token T [flags] (see spine bench flood -h)
 
@@ -48,7 +50,7 @@ func runBench(ctx context.Context, args []string) error {
 		fs.SetOutput(os.Stderr)
 		fs.Usage()
 		if len(args) == 0 {
-			return usageError{"bench needs a benchmark: ingest or library"}
+			return usageError{"bench needs a benchmark: ingest, library, dispatch, import, fairness or flood"}
 		}
 		return flag.ErrHelp
 	}

@@ -47,7 +47,7 @@ func commands() []command {
 		{"token", "create the token secret (token init) or mint a bearer token (token mint --org O --member M --role R)", runToken},
 		{"cost", "cost reports: calls, tokens and reported dollars by billing; plan spend", runCost},
 		{"deadletters", "your envelopes refused after they were accepted, with the reason", runDeadLetters},
-		{"bench", "benchmark ingest against a raw JetStream + COPY baseline", runBench},
+		{"bench", "benchmarks, each beside a raw baseline: ingest, library, dispatch, import, fairness, flood", runBench},
 	}
 }
 
