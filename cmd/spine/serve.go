@@ -9,11 +9,7 @@ import (
 	"os"
 
 	"github.com/spinehq/spine/internal/config"
-	"github.com/spinehq/spine/migrations"
 	"github.com/spinehq/spine/node"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/spinehq/spine/internal/pgboot"
 )
 
 func logger(verbose bool) *slog.Logger {
@@ -87,31 +83,4 @@ func natsTokenNote(cfg config.Config) string {
 		return "  (clients present " + config.EnvNATSToken + ")"
 	}
 	return "  (clients present the token in " + cfg.NATSTokenPath() + ")"
-}
-
-func runMigrate(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	cfg, err := config.FromEnv()
-	if err != nil {
-		return err
-	}
-	res, err := pgboot.Find(ctx, pgboot.Options{URL: cfg.DatabaseURL, DataDir: cfg.DataDir, Logger: logger(false)})
-	if err != nil {
-		return err
-	}
-	defer res.Stop()
-	conn, err := pgx.Connect(ctx, res.URL)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	applied, err := migrations.Up(ctx, conn)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "migrations applied: %v (postgres: %s)\n", applied, res.Source)
-	return nil
 }
