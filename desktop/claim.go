@@ -50,7 +50,7 @@ func (s *Service) Claim(ctx context.Context, id RunnerIdentity, taskID string) (
 		return nil, err
 	}
 	for range maxClaimRetries {
-		t, err := s.task(ctx, id.owner(), taskID)
+		t, err := s.task(ctx, id.Owner, taskID)
 		if err != nil {
 			return nil, err
 		}
@@ -75,7 +75,7 @@ func (s *Service) Claim(ctx context.Context, id RunnerIdentity, taskID string) (
 }
 
 func (s *Service) claimResult(ctx context.Context, id RunnerIdentity, taskID string, fence uint64) (*Claim, error) {
-	t, err := s.task(ctx, id.owner(), taskID)
+	t, err := s.task(ctx, id.Owner, taskID)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +87,7 @@ func (s *Service) claimResult(ctx context.Context, id RunnerIdentity, taskID str
 
 // held reads a task this runner holds under fence, or a stale-claim error.
 func (s *Service) held(ctx context.Context, id RunnerIdentity, taskID string, fence uint64) (*Task, error) {
-	t, err := s.task(ctx, id.owner(), taskID)
+	t, err := s.task(ctx, id.Owner, taskID)
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +178,7 @@ type Receipt struct {
 // Complete ends a held task as done (or cancelled, after a cancel request).
 // Completing again with the same fence returns the same receipt.
 func (s *Service) Complete(ctx context.Context, id RunnerIdentity, taskID string, fence uint64, c Completion) (*Receipt, error) {
-	t, err := s.task(ctx, id.owner(), taskID)
+	t, err := s.task(ctx, id.Owner, taskID)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +197,7 @@ func (s *Service) Complete(ctx context.Context, id RunnerIdentity, taskID string
 		return nil, err
 	}
 	s.announceTask(t, m.At)
-	if t, err = s.task(ctx, id.owner(), taskID); err != nil {
+	if t, err = s.task(ctx, id.Owner, taskID); err != nil {
 		return nil, err
 	}
 	if done := t.receipt(fence, id.RunnerID); done != nil {

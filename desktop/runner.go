@@ -11,15 +11,14 @@ import (
 	"github.com/spinehq/spine/streams"
 )
 
-// RunnerIdentity is who a verified runner token speaks for.
+// RunnerIdentity is who a verified runner token speaks for: the member who
+// minted it (its Owner) and the machine it was minted for.
 type RunnerIdentity struct {
-	Org, Member string
-	RunnerID    string // the machine the token was minted for
-	TokenID     string
-	ExpiresAt   time.Time
+	streams.Owner
+	RunnerID  string // the machine the token was minted for
+	TokenID   string
+	ExpiresAt time.Time
 }
-
-func (id RunnerIdentity) owner() streams.Owner { return streams.Owner{Org: id.Org, Member: id.Member} }
 
 // Registration is register's answer: the runner and the protocol's figures.
 type Registration struct {
@@ -42,7 +41,7 @@ func (s *Service) Register(ctx context.Context, id RunnerIdentity, inv Inventory
 		return nil, err
 	}
 	s.markSeen(id.RunnerID, m.At)
-	r, err := s.runner(ctx, id.owner(), id.RunnerID)
+	r, err := s.runner(ctx, id.Owner, id.RunnerID)
 	if errors.Is(err, ErrUnknownRunner) {
 		return nil, ErrNotClaimable // the runner id belongs to another member
 	}
@@ -85,7 +84,7 @@ func (s *Service) touch(ctx context.Context, r *Runner) {
 
 // registered reads the calling runner, or ErrNotRegistered, and marks it seen.
 func (s *Service) registered(ctx context.Context, id RunnerIdentity) (*Runner, error) {
-	r, err := s.runner(ctx, id.owner(), id.RunnerID)
+	r, err := s.runner(ctx, id.Owner, id.RunnerID)
 	if errors.Is(err, ErrUnknownRunner) {
 		return nil, ErrNotRegistered
 	}

@@ -53,7 +53,7 @@ func (w *WorkStream) Wants(ctx context.Context, a Announcement) (bool, error) {
 	case a.Kind != kindWork || (a.RunnerID != "" && a.RunnerID != w.id.RunnerID):
 		return false, nil
 	}
-	r, err := w.s.runner(ctx, w.id.owner(), w.id.RunnerID)
+	r, err := w.s.runner(ctx, w.id.Owner, w.id.RunnerID)
 	if errors.Is(err, ErrUnknownRunner) {
 		return false, nil
 	}

@@ -84,7 +84,7 @@ func (s *Service) VerifyRunner(ctx context.Context, token string) (RunnerIdentit
 	if err != nil {
 		return RunnerIdentity{}, err
 	}
-	id := RunnerIdentity{Org: c.Org, Member: c.Member, TokenID: c.ID, ExpiresAt: c.ExpiresAt}
+	id := RunnerIdentity{Owner: streams.Owner{Org: c.Org, Member: c.Member}, TokenID: c.ID, ExpiresAt: c.ExpiresAt}
 	id.RunnerID, err = s.liveToken(ctx, id)
 	return id, err
 }
