@@ -37,9 +37,7 @@ func (p *Projector) Preflight(ctx context.Context) error {
 }
 
 // readCheckpoint reads the committed checkpoint (0 before the first batch).
-func (p *Projector) readCheckpoint(ctx context.Context, q interface {
-	QueryRow(context.Context, string, ...any) pgx.Row
-}) (uint64, error) {
+func (p *Projector) readCheckpoint(ctx context.Context, q Querier) (uint64, error) {
 	var last int64
 	err := q.QueryRow(ctx, `SELECT last_seq FROM projector_checkpoints WHERE name = $1`, p.cfg.Name).Scan(&last)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
