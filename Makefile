@@ -1,10 +1,10 @@
 # spine — run `make help` for the targets.
 GO        ?= go
 BIN       := bin/spine
-CORE      := ./streams/ ./recorder/ ./library/ ./spine/ ./desktop/ ./server/ ./accounting/ ./node/
+CORE      := ./streams/ ./recorder/ ./library/ ./spine/ ./desktop/ ./server/ ./accounting/ ./node/ ./apps/ ./importer/ ./gateway/
 TEST_FLAGS ?= -count=1 -timeout 9m
 
-.PHONY: help run build test test-race vet fmt fmt-check lint bench fuzz clean dashboards-check cost-page-check ccusage-parity session-page-check mcp-inspector bench-dispatch real-apps
+.PHONY: help run build test vet fmt fmt-check lint bench fuzz clean dashboards-check cost-page-check ccusage-parity session-page-check mcp-inspector bench-dispatch real-apps
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-20s %s\n", $$1, $$2}'
