@@ -353,7 +353,7 @@ func (s *session) total() streams.Usage {
 // cost, the logs' alone, then covers fewer runs (Ended.CostPartial). The
 // choice is whole: with one run's log, another run's missing and a
 // subagent's transcript missing, both sides miss something and the
-// larger counts (docs/counting.md §6).
+// larger counts (docs/counting.md#6-one-session-in-several-formats).
 func (s *session) byReport() bool {
 	return s.report != nil && (s.claude == nil || allTokens(s.tokens) <= allTokens(*s.report))
 }

@@ -77,8 +77,8 @@ type ccusageRow struct {
 
 // tokens maps ccusage's counts onto spine's report: ccusage's inputTokens
 // is input without cache (Claude's input_tokens; Codex's input minus
-// cached), spine's input includes cache reads and writes (docs/counting.md
-// §1), so its input is ccusage's input + cacheRead + cacheCreation;
+// cached), spine's input includes cache reads and writes
+// (docs/counting.md#1-the-token-convention), so its input is ccusage's input + cacheRead + cacheCreation;
 // reasoning only for Codex.
 func (r ccusageRow) tokens() accounting.Tokens {
 	return report(streams.Usage{InputTokens: r.Input, OutputTokens: r.Output, CacheReadTokens: r.CacheRead,

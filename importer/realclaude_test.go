@@ -39,8 +39,8 @@ func onSub(u fakemodel.Usage, blocks ...fakemodel.Block) fakemodel.Turn {
 }
 
 // servedTokens are the tokens of every response served, as the summary
-// counts them (docs/counting.md §1: input with cache reads and writes of
-// both lifetimes).
+// counts them (docs/counting.md#1-the-token-convention: input with cache
+// reads and writes of both lifetimes).
 func servedTokens(log []fakemodel.Served) accounting.Tokens {
 	var t streams.Usage
 	for _, r := range log {
