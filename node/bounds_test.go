@@ -14,12 +14,12 @@ import (
 	"github.com/spinehq/spine/streams"
 )
 
-// The red team's envelope: a session.end whose model is 3,000 characters
-// once stopped the accounting projector for good (its cost_days key was
-// past PostgreSQL's btree row limit). At /v1/ingest it is refused with
-// field_too_long; published straight to JetStream it is dead-lettered
-// field_too_long by the recorder, skipped by accounting, and the next
-// session is projected, router-call row and all.
+// A field over its bound never stops a projector: a session.end whose model
+// is 3,000 characters would make a cost_days key past PostgreSQL's btree
+// row limit and, stored, stop the accounting projector for good. At
+// /v1/ingest it is refused with field_too_long; published straight to
+// JetStream it is dead-lettered field_too_long by the recorder, skipped by
+// accounting, and the next session is projected, router-call row and all.
 func TestLongModelNeverStopsAProjector(t *testing.T) {
 	f := newFixture(t)
 	alice := f.token("acme", "alice")

@@ -58,8 +58,8 @@ func TestPlanRoles(t *testing.T) {
 	}
 	f.waitFor(decode[struct{ Seq uint64 }](t, body).Seq)
 
-	// The red team's overwrite: a member whose sessions carry the plan is
-	// told an admin is needed, and the budget stays the admin's.
+	// Only an admin sets a budget: a member whose sessions carry the plan
+	// is told an admin is needed, and the budget stays the admin's.
 	code, body = f.do("POST", "/v1/plans/p1/budget", bob, []byte(`{"dollarCeiling": 1000000}`))
 	if code != 403 || !bytes.Contains(body, []byte(`"code":"admin_required"`)) {
 		t.Fatalf("bob overwriting p1's budget = %d %s, want 403 admin_required", code, body)
@@ -120,8 +120,9 @@ func TestPlanRoles(t *testing.T) {
 	}
 }
 
-// The red team's forgery: a session's planId is the producer's word, so
-// bob starts and ends a session "on" alice's plan p2 through /v1/ingest.
+// A forged planId shows only the forger's own calls: a session's planId is
+// the producer's word, so bob starts and ends a session "on" alice's plan
+// p2 through /v1/ingest.
 // That earns him his own call on p2, never alice's two.
 func TestForgedPlanShowsOnlyOwnCalls(t *testing.T) {
 	f := newCostFixture(t)

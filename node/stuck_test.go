@@ -67,8 +67,9 @@ func incompressible(n int) string {
 	return b.String()[:n]
 }
 
-// The red team's case, through a whole node: a session.end whose model is
-// 3,000 characters, published straight to the log. Whether the door's
+// One oversized envelope cannot stop accounting, through a whole node: a
+// session.end whose model is 3,000 characters, published straight to the
+// log. Whether the door's
 // bounds refuse it on decoding (field_too_long) or it reaches PostgreSQL and
 // makes a cost_days key over the btree's limit (unstorable, SQLSTATE 54000,
 // isolated), it is dead-lettered, and the next session gets its router-call

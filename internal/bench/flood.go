@@ -14,7 +14,8 @@ import (
 	"time"
 )
 
-// Flood defaults: the red team's 300 requests of 1 MiB, all at once.
+// Flood defaults: 300 requests of 1 MiB, all at once, enough to hold
+// several times the default in-flight budget (256 MiB) at the door.
 const (
 	DefaultFloodRequests = 300
 	DefaultFloodChunk    = 1 << 20

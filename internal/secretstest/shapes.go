@@ -10,7 +10,8 @@ type Shape struct {
 	Secret string
 }
 
-// Shapes is every shape a red team found missed, and the older ones.
+// Shapes is every secret shape the redactor must catch: each one an earlier
+// redactor let through, and the older ones.
 var Shapes = []Shape{
 	{"aws secret, spaced", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY"},
 	{"aws secret, env", "AWS_SECRET_ACCESS_KEY=Zq8vLmN3pR7sT1uW4xY6zA9bC2dE5fG0hJ3kM6nP", "Zq8vLmN3pR7sT1uW4xY6zA9bC2dE5fG0hJ3kM6nP"},
