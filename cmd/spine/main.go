@@ -4,6 +4,8 @@
 //	spine migrate                     apply database migrations and exit
 //	spine publish [--nats URL] FILE.jsonl|-   send envelopes from a file
 //	spine import [flags] PATH...      import Claude Code and Codex output
+//	spine collect [--claude-dir D] [--codex-dir D] [--machine M] [--once] [--state F]
+//	                                  send this machine's sessions to spine as the apps write them
 //	spine read session|transcript|steps ID [--json] [--follow]
 //	spine cancel ID [--reason R]      cancel a running session
 //	spine rebuild [--verify] [--keep] replay the streams into a fresh database
@@ -40,6 +42,7 @@ func commands() []command {
 		{"migrate", "apply database migrations and exit", runMigrate},
 		{"publish", "publish envelopes from a JSON-lines file (FILE or - for stdin)", runPublish},
 		{"import", "import Claude Code and Codex output (files or directories)", runImport},
+		{"collect", "send this machine's Claude Code and Codex sessions to spine live, as the apps write them", runCollect},
 		{"read", "read a session, its transcript or a run's steps", runRead},
 		{"cancel", "cancel a running session (its producer is told; spine ends it after a grace)", runCancel},
 		{"rebuild", "replay the streams into a fresh database; --verify compares with the live projections", runRebuild},

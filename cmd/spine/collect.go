@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spinehq/spine/collect"
+	"github.com/spinehq/spine/importer"
+)
+
+func runCollect(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("collect", flag.ContinueOnError)
+	home, _ := os.UserHomeDir()
+	claudeDir := fs.String("claude-dir", filepath.Join(home, ".claude"), "Claude Code's directory (its projects/ are collected; \"\" for none)")
+	codexDir := fs.String("codex-dir", filepath.Join(home, ".codex"), "Codex's directory (its sessions/ are collected; \"\" for none)")
+	machine := fs.String("machine", "", "this machine's name, every collected session's workerId (default: the host name)")
+	once := fs.Bool("once", false, "read everything present and exit")
+	statePath := fs.String("state", "", "the file keeping how far each file was sent (default: collect-state.json in spine's user config dir)")
+	urlFlag := fs.String("url", "", "spine HTTP API (default $SPINE_URL or http://127.0.0.1:7070)")
+	token := fs.String("token", "", "bearer token (default $SPINE_TOKEN); collected sessions belong to its member")
+	verbose := fs.Bool("v", false, "log skipped lines and retries")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: spine collect [flags]\n\nSends every Claude Code and Codex session on this machine to spine as the apps write it,\nand goes on from where it was after a restart. See docs/collect.md.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return usageError{"collect takes no arguments"}
+	}
+	level := slog.LevelWarn
+	if *verbose {
+		level = slog.LevelInfo
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	for {
+		// A collector that failed (spine unreachable, say) is made anew: it
+		// reads the saved offsets again, so what spine did not accept is
+		// sent again and nothing twice.
+		c, err := newClient(*urlFlag, *token)
+		if err != nil {
+			return err
+		}
+		col, err := collect.New(collect.Options{ClaudeDir: *claudeDir, CodexDir: *codexDir, Machine: *machine,
+			StatePath: *statePath, Sink: importer.NewHTTPSink(c, 500), Logger: log})
+		if errors.Is(err, collect.ErrBadOption) {
+			return usageError{err.Error()}
+		}
+		if err != nil {
+			return err
+		}
+		if *once {
+			return col.Once(ctx)
+		}
+		err = col.Run(ctx)
+		if err == nil || ctx.Err() != nil {
+			return nil
+		}
+		log.Warn("collect failed: starting again", "err", err, "in", collectRetry)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(collectRetry):
+		}
+	}
+}
+
+// collectRetry is the wait before a failed collector starts again.
+const collectRetry = 5 * time.Second

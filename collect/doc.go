@@ -1,0 +1,35 @@
+// Package collect sends every Claude Code and Codex session on a machine
+// to spine as the apps write them: `spine collect`.
+//
+// A Collector tails each project transcript and subagent transcript under
+// Claude Code's directory (projects/**/*.jsonl) and each rollout under
+// Codex's (sessions/YYYY/MM/DD/rollout-*.jsonl). It wakes on fsnotify's
+// reports and polls as the fallback, reads only complete lines (a last
+// line without its newline waits for the rest), and feeds them one record
+// at a time through the same translation `spine import` uses
+// (apps.Translator), so a collected session has the ids an import of the
+// same files gives it, and an import afterwards publishes nothing the
+// collector sent.
+//
+// How far each file was sent is kept in a small JSON state file, saved
+// atomically once spine accepted the envelopes of the lines before each
+// offset. On start-up the files are translated again up to their offsets
+// with nothing sent (the translation's numbering and pending tool calls
+// are rebuilt exactly), then collection goes on from there: after a
+// restart or a crash nothing is sent twice and nothing is missed. A file
+// found shorter than its offset, or another file under its name, is read
+// again from the start (its envelopes have the same ids: spine drops them
+// as duplicates, and lines already recorded are passed over); a deleted
+// file's offset is forgotten and spine keeps its session.
+//
+// Collected sessions are kind attach, with the app's session id as their
+// appSessionRef and the machine as their workerId. They stay open:
+// ending idle sessions is not done yet (docs/collect.md says what is).
+//
+//	col, err := collect.New(collect.Options{ClaudeDir: home + "/.claude",
+//		CodexDir: home + "/.codex", Sink: importer.NewHTTPSink(client, 500)})
+//	if err != nil {
+//		return err
+//	}
+//	return col.Run(ctx)
+package collect

@@ -1,0 +1,94 @@
+package collect
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// fileState is how far one file has been read and sent: every line before
+// Offset was translated and its envelopes accepted by spine.
+type fileState struct {
+	Offset int64 `json:"offset"`
+	// Lines is the number of lines before Offset, so line numbers in
+	// reports match the file's.
+	Lines int `json:"lines"`
+	// ID tells the file from another one later written under its name
+	// (device and inode where the system has them); "" when unknown.
+	ID string `json:"id,omitempty"`
+}
+
+// state is the collector's durable memory: per file, how far it got.
+type state struct {
+	Version int                   `json:"version"`
+	Files   map[string]*fileState `json:"files"`
+}
+
+const stateVersion = 1
+
+// loadState reads the state file; a missing file is an empty state.
+func loadState(path string) (*state, error) {
+	st := &state{Version: stateVersion, Files: map[string]*fileState{}}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return st, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read state %s: %w", path, err)
+	}
+	if err := json.Unmarshal(data, st); err != nil {
+		return nil, fmt.Errorf("read state %s: %w", path, err)
+	}
+	if st.Version != stateVersion {
+		return nil, fmt.Errorf("read state %s: version %d, want %d", path, st.Version, stateVersion)
+	}
+	if st.Files == nil {
+		st.Files = map[string]*fileState{}
+	}
+	return st, nil
+}
+
+// save writes the state atomically: a crash leaves the old state or the
+// new one, never half of either.
+func (st *state) save(path string) error {
+	data, err := json.MarshalIndent(st, "", " ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("save state: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("save state: %w", err)
+	}
+	defer os.Remove(tmp.Name()) //nolint:errcheck // gone after the rename
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("save state: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("save state: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("save state: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("save state: %w", err)
+	}
+	return nil
+}
+
+// DefaultStatePath is where the state lives unless Options.StatePath says:
+// collect-state.json in spine's directory under the user's config dir.
+func DefaultStatePath() (string, error) {
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "spine", "collect-state.json"), nil
+}
