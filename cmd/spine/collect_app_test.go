@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spinehq/spine/apps"
+	"github.com/spinehq/spine/internal/apprig"
+	"github.com/spinehq/spine/internal/fakemodel"
+	"github.com/spinehq/spine/internal/spinetest"
+)
+
+// collector is `spine collect` running in the test until stop.
+type collector struct {
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func startCollector(t *testing.T, claudeDir, state string) *collector {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &collector{cancel: cancel, done: make(chan error, 1)}
+	go func() {
+		c.done <- run(ctx, []string{"collect", "--claude-dir", claudeDir, "--codex-dir", "", "--state", state})
+	}()
+	t.Cleanup(cancel)
+	return c
+}
+
+// stop cancels the collector, as a SIGTERM would, and waits for it.
+func (c *collector) stop(t *testing.T) {
+	t.Helper()
+	c.cancel()
+	if err := <-c.done; err != nil {
+		t.Fatalf("collect: %v", err)
+	}
+}
+
+// eventually polls until ok or spinetest.WaitTimeout.
+func eventually(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(spinetest.WaitTimeout)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A real Claude Code session, paused twice inside its own Bash calls (each
+// waits for a file the test creates), is collected while it runs: what it
+// wrote becomes readable through spine while it is still running; the
+// collector is stopped mid-session, the app writes more while none runs,
+// and a new collector catches up and follows it to the end. The log then
+// holds exactly the translation's envelopes but the end, each once, and a
+// spine import of the same transcript publishes only the end.
+func TestCollectRealClaudeSession(t *testing.T) {
+	n, caughtUp := testNode(t)
+	srv := fakemodel.Start(t)
+	c := apprig.NewClaude(t, srv, nil)
+	gate := func(name string) string {
+		return fmt.Sprintf("until [ -f %s ]; do sleep 0.05; done; echo passed-%s", filepath.Join(c.Dir, name), name)
+	}
+	turn := func(i int64, blocks ...fakemodel.Block) fakemodel.Turn {
+		return fakemodel.Turn{Blocks: blocks, Match: fakemodel.MainThread,
+			Usage: fakemodel.Usage{Input: 3 + i, Output: 20 * i, CacheRead: 9000 * i, CacheWrite5m: 500 + i}}
+	}
+	srv.Anthropic(
+		turn(1, fakemodel.Text("collected-marker-one"), fakemodel.Tool("Bash", map[string]any{"command": gate("go1"), "description": "wait"})),
+		turn(2, fakemodel.Text("collected-marker-two"), fakemodel.Tool("Bash", map[string]any{"command": gate("go2"), "description": "wait"})),
+		turn(3, fakemodel.Text("collected-marker-three")),
+	)
+	claudeDir := filepath.Join(c.Home, ".claude")
+	state := filepath.Join(t.TempDir(), "state.json")
+	ran := make(chan *apprig.ClaudeRun, 1)
+
+	col := startCollector(t, claudeDir, state)
+	go func() { ran <- c.Run("work in three steps", nil) }()
+	var id string
+	eventually(t, "the first turn through spine", func() bool {
+		if id == "" {
+			id = transcriptSession(c)
+		}
+		return id != "" && spineHas(t, id, "collected-marker-one")
+	})
+	col.stop(t)
+
+	touch(t, filepath.Join(c.Dir, "go1"))
+	eventually(t, "the second turn on disk", func() bool { return onDisk(c, "collected-marker-two") })
+	col = startCollector(t, claudeDir, state)
+	eventually(t, "the second turn through spine", func() bool { return spineHas(t, id, "collected-marker-two") })
+	touch(t, filepath.Join(c.Dir, "go2"))
+	res := <-ran
+	if res.ExitCode != 0 {
+		t.Fatalf("claude exit %d\n%s", res.ExitCode, res.Stderr)
+	}
+	eventually(t, "the last turn through spine", func() bool { return spineHas(t, id, "collected-marker-three") })
+	col.stop(t)
+	caughtUp()
+
+	dry := importJSON(t, append([]string{"--dry-run"}, res.Transcripts...)...)
+	if dry.Sessions != 1 || dry.Responses != 3 {
+		t.Fatalf("dry run: %+v", dry)
+	}
+	if got, want := stored(t, n), uint64(dry.Envelopes-1); got != want {
+		t.Fatalf("collected %d envelopes, want every one of the translation's but the end: %d", got, want)
+	}
+	imp := importJSON(t, res.Transcripts...)
+	caughtUp()
+	if imp.Envelopes != 1 || stored(t, n) != uint64(dry.Envelopes) {
+		t.Fatalf("import after collect published %d envelopes (want the end alone)", imp.Envelopes)
+	}
+}
+
+// transcriptSession is the spine id of the session the app is writing, ""
+// before its transcript exists.
+func transcriptSession(c *apprig.Claude) string {
+	for _, p := range c.Transcripts() {
+		if filepath.Base(filepath.Dir(p)) != "subagents" {
+			return apps.SessionID("claude-code", strings.TrimSuffix(filepath.Base(p), ".jsonl"))
+		}
+	}
+	return ""
+}
+
+// spineHas reports whether spine's transcript of the session holds text.
+func spineHas(t *testing.T, id, text string) bool {
+	t.Helper()
+	out, err := capture(t, "read", "transcript", id)
+	return err == nil && strings.Contains(out, text)
+}
+
+func onDisk(c *apprig.Claude, text string) bool {
+	for _, p := range c.Transcripts() {
+		if data, err := os.ReadFile(p); err == nil && bytes.Contains(data, []byte(text)) {
+			return true
+		}
+	}
+	return false
+}
+
+func touch(t *testing.T, path string) {
+	t.Helper()
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
