@@ -56,8 +56,10 @@ type Collector struct {
 	tr    *apps.Translator
 	tails map[string]*tail // open files by path
 	// forgot is set when a file's offset was dropped since the last save.
-	forgot bool
-	log    *slog.Logger
+	forgot     bool
+	duplicates int // the sink's count
+	refused    int // refusals logged
+	log        *slog.Logger
 }
 
 // New checks the options and loads the state.
@@ -251,11 +253,28 @@ func (c *Collector) pass(ctx context.Context) error {
 			c.forget(path)
 		}
 	}
-	if _, err := c.opts.Sink.Flush(ctx); err != nil {
+	stats, err := c.opts.Sink.Flush(ctx)
+	c.duplicates = stats.Duplicates
+	if err != nil {
 		return err
 	}
+	for _, r := range stats.Refused[c.refused:] {
+		c.log.Warn("envelope refused", "id", r.ID, "code", r.Code, "reason", r.Reason)
+	}
+	c.refused = len(stats.Refused)
 	return c.commit()
 }
+
+// Stats are what a Collector has sent so far.
+type Stats struct {
+	Sent int // envelopes passed to the sink
+	// Duplicates are envelopes spine already had: a file rewritten or
+	// read again from the start; never a line sent before a restart.
+	Duplicates int
+}
+
+// Stats says what the Collector has sent so far.
+func (c *Collector) Stats() Stats { return Stats{Sent: c.gate.sent, Duplicates: c.duplicates} }
 
 // commit saves every open file's offset, now that spine accepted what was
 // read up to it.
