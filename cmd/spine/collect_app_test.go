@@ -24,11 +24,14 @@ type collector struct {
 
 func startCollector(t *testing.T, claudeDir, state string) *collector {
 	t.Helper()
+	return startCollectorArgs(t, "--claude-dir", claudeDir, "--codex-dir", "", "--state", state)
+}
+
+func startCollectorArgs(t *testing.T, args ...string) *collector {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &collector{cancel: cancel, done: make(chan error, 1)}
-	go func() {
-		c.done <- run(ctx, []string{"collect", "--claude-dir", claudeDir, "--codex-dir", "", "--state", state})
-	}()
+	go func() { c.done <- run(ctx, append([]string{"collect"}, args...)) }()
 	t.Cleanup(cancel)
 	return c
 }
@@ -150,5 +153,55 @@ func touch(t *testing.T, path string) {
 	t.Helper()
 	if err := os.WriteFile(path, nil, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A real Codex thread is collected while it runs: its first exec becomes
+// readable through spine; the collector is stopped; the thread is resumed
+// (Codex appends to the same rollout) with no collector running; a new one
+// catches up. The log holds the translation's envelopes but the end, and
+// spine import of the rollout publishes only the end.
+func TestCollectRealCodexThread(t *testing.T) {
+	n, caughtUp := testNode(t)
+	srv := fakemodel.Start(t)
+	srv.OpenAI(
+		fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("codex-marker-one")},
+			Usage: fakemodel.Usage{Input: 900, CacheRead: 3000, Output: 40, Reasoning: 12}},
+		fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("codex-marker-two")},
+			Usage: fakemodel.Usage{Input: 100, CacheRead: 3900, Output: 30, Reasoning: 7}},
+	)
+	c := apprig.NewCodex(t, srv, nil)
+	state := filepath.Join(t.TempDir(), "state.json")
+	args := []string{"--claude-dir", "", "--codex-dir", c.Home, "--state", state}
+
+	col := startCollectorArgs(t, args...)
+	first := c.Exec(t, "say one")
+	if first.ExitCode != 0 || first.ThreadID == "" {
+		t.Fatalf("codex exit %d thread %q\n%s", first.ExitCode, first.ThreadID, first.Stderr)
+	}
+	id := apps.SessionID("codex", first.ThreadID)
+	eventually(t, "the first exec through spine", func() bool { return spineHas(t, id, "codex-marker-one") })
+	col.stop(t)
+
+	second := c.Resume(t, first.ThreadID, "say two")
+	if second.ExitCode != 0 || len(second.Rollouts) != 1 {
+		t.Fatalf("resume exit %d, rollouts %v\n%s", second.ExitCode, second.Rollouts, second.Stderr)
+	}
+	col = startCollectorArgs(t, args...)
+	eventually(t, "the resumed exec through spine", func() bool { return spineHas(t, id, "codex-marker-two") })
+	col.stop(t)
+	caughtUp()
+
+	dry := importJSON(t, append([]string{"--dry-run"}, second.Rollouts...)...)
+	if dry.Sessions != 1 || dry.Responses != 2 {
+		t.Fatalf("dry run: %+v", dry)
+	}
+	if got, want := stored(t, n), uint64(dry.Envelopes-1); got != want {
+		t.Fatalf("collected %d envelopes, want every one of the translation's but the end: %d", got, want)
+	}
+	imp := importJSON(t, second.Rollouts...)
+	caughtUp()
+	if imp.Envelopes != 1 || stored(t, n) != uint64(dry.Envelopes) {
+		t.Fatalf("import after collect published %d envelopes (want the end alone)", imp.Envelopes)
 	}
 }
