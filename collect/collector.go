@@ -70,6 +70,16 @@ func New(opts Options) (*Collector, error) {
 	if opts.ClaudeDir == "" && opts.CodexDir == "" {
 		return nil, fmt.Errorf("%w: neither a Claude Code nor a Codex directory", ErrBadOption)
 	}
+	for _, dir := range []*string{&opts.ClaudeDir, &opts.CodexDir} {
+		if *dir == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*dir) // the state names files by path: the same from any working directory
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrBadOption, err)
+		}
+		*dir = abs
+	}
 	if opts.StatePath == "" {
 		p, err := DefaultStatePath()
 		if err != nil {
