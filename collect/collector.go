@@ -47,8 +47,9 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Collector tails the apps' files and sends what they write to spine. See
-// doc.go.
+// Collector tails the apps' files and sends what they write to spine (see
+// the package doc). A Collector is one run: after Run or Once returns, a
+// new one (New) goes on from the saved offsets.
 type Collector struct {
 	opts  Options
 	st    *state
@@ -187,8 +188,8 @@ func (c *Collector) Once(ctx context.Context) error {
 
 // Run collects until ctx is done: a pass on every change fsnotify reports
 // and every Options.Poll. It returns nil when ctx ends, else the error
-// that stopped it (a sink failing: what was not accepted is read again by
-// the next Run, from the saved offsets).
+// that stopped it (a sink failing): a new Collector then reads again what
+// spine did not accept, from the saved offsets.
 func (c *Collector) Run(ctx context.Context) error {
 	w := newWatcher(c.log)
 	defer w.close()
