@@ -43,6 +43,9 @@ type Options struct {
 	// reports (default 2s): the fallback where notifications are missing
 	// (network file systems, a watch limit reached).
 	Poll time.Duration
+	// NoNotify leaves fsnotify out: polling alone, as where notifications
+	// are missing. false uses both.
+	NoNotify bool
 	// Logger hears what was skipped and what failed; nil discards.
 	Logger *slog.Logger
 }
@@ -191,7 +194,7 @@ func (c *Collector) Once(ctx context.Context) error {
 // that stopped it (a sink failing): a new Collector then reads again what
 // spine did not accept, from the saved offsets.
 func (c *Collector) Run(ctx context.Context) error {
-	w := newWatcher(c.log)
+	w := newWatcher(c.log, !c.opts.NoNotify)
 	defer w.close()
 	if err := c.replay(ctx); err != nil {
 		return err

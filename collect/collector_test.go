@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spinehq/spine/importer"
 	"github.com/spinehq/spine/internal/config"
@@ -105,5 +106,48 @@ func TestRestartsSendNothingTwice(t *testing.T) {
 	}
 	if sent == 0 {
 		t.Fatal("nothing was sent")
+	}
+}
+
+// Without file notifications the collector still follows a file, by
+// polling: lines written while it runs reach spine.
+func TestRunPollsWithoutNotifications(t *testing.T) {
+	a := testAPI(t)
+	home := t.TempDir()
+	data, err := os.ReadFile(filepath.Join("..", "..", "shared", "fixtures", "claude-transcripts", "tomjnsn-agentlogs__claudecode_crud.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(Options{ClaudeDir: home, StatePath: filepath.Join(t.TempDir(), "state.json"), Machine: "m1",
+		Sink: importer.NewHTTPSink(a, 500), NoNotify: true, Poll: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	path := filepath.Join(home, "projects", "-w", "8122657c-fe54-4dc9-89a3-20049e8a84f7.jsonl")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(spinetest.WaitTimeout)
+	for {
+		var s struct {
+			LastSeq int64 `json:"lastSeq"`
+		}
+		if a.Do(ctx, http.MethodGet, "/v1/sessions/8122657c-fe54-4dc9-89a3-20049e8a84f7", nil, &s) == nil && s.LastSeq > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the file never reached spine by polling")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

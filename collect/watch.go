@@ -20,8 +20,13 @@ type watcher struct {
 	done    chan struct{}
 }
 
-func newWatcher(log *slog.Logger) *watcher {
+// newWatcher starts watching; with notify false it never wakes anyone.
+func newWatcher(log *slog.Logger, notify bool) *watcher {
 	w := &watcher{events: make(chan struct{}, 1), watched: map[string]bool{}, log: log, done: make(chan struct{})}
+	if !notify {
+		close(w.done)
+		return w
+	}
 	fw, err := fsnotify.NewWatcher()
 	if err != nil {
 		log.Warn("no file notifications: polling only", "err", err)
