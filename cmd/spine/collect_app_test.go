@@ -205,3 +205,49 @@ func TestCollectRealCodexThread(t *testing.T) {
 		t.Fatalf("import after collect published %d envelopes (want the end alone)", imp.Envelopes)
 	}
 }
+
+// A real Claude Code session with a subagent, collected live: the
+// subagent's transcript (<session>/subagents/agent-*.jsonl) is followed
+// too and belongs to the same spine session, so its text is readable on
+// that session; the log holds the translation's envelopes but the end, and
+// spine import of both transcripts publishes only the end.
+func TestCollectRealClaudeSubagent(t *testing.T) {
+	n, caughtUp := testNode(t)
+	srv := fakemodel.Start(t)
+	c := apprig.NewClaude(t, srv, nil)
+	u := func(i int64) fakemodel.Usage {
+		return fakemodel.Usage{Input: 2 + i, Output: 30 * i, CacheRead: 11000 * i, CacheWrite5m: 700 + i}
+	}
+	srv.Anthropic(
+		fakemodel.Turn{Match: fakemodel.MainThread, Usage: u(1), Blocks: []fakemodel.Block{fakemodel.Text("delegating"),
+			fakemodel.Tool("Agent", map[string]any{"description": "count", "prompt": "count the files", "subagent_type": "general-purpose"})}},
+		fakemodel.Turn{Match: fakemodel.Subagent, Usage: u(2), Blocks: []fakemodel.Block{fakemodel.Text("subagent-marker"),
+			fakemodel.Tool("Bash", map[string]any{"command": "ls | wc -l", "description": "count"})}},
+		fakemodel.Turn{Match: fakemodel.Subagent, Usage: u(3), Blocks: []fakemodel.Block{fakemodel.Text("there are none")}},
+		fakemodel.Turn{Match: fakemodel.MainThread, Usage: u(4), Blocks: []fakemodel.Block{fakemodel.Text("main-marker-end")}},
+	)
+	col := startCollector(t, filepath.Join(c.Home, ".claude"), filepath.Join(t.TempDir(), "state.json"))
+	res := c.Run("count the files with a subagent", nil)
+	if res.ExitCode != 0 || len(res.Transcripts) != 2 {
+		t.Fatalf("claude exit %d, transcripts %v\n%s", res.ExitCode, res.Transcripts, res.Stderr)
+	}
+	id := apps.SessionID("claude-code", res.SessionID)
+	eventually(t, "the subagent's and the last text through spine", func() bool {
+		return spineHas(t, id, "subagent-marker") && spineHas(t, id, "main-marker-end")
+	})
+	col.stop(t)
+	caughtUp()
+
+	dry := importJSON(t, append([]string{"--dry-run"}, res.Transcripts...)...)
+	if dry.Sessions != 1 || dry.Responses != 4 {
+		t.Fatalf("dry run: %+v", dry)
+	}
+	if got, want := stored(t, n), uint64(dry.Envelopes-1); got != want {
+		t.Fatalf("collected %d envelopes, want every one of the translation's but the end: %d", got, want)
+	}
+	imp := importJSON(t, res.Transcripts...)
+	caughtUp()
+	if imp.Envelopes != 1 || stored(t, n) != uint64(dry.Envelopes) {
+		t.Fatalf("import after collect published %d envelopes (want the end alone)", imp.Envelopes)
+	}
+}
