@@ -303,3 +303,5 @@ func claudeModelName(m string) string {
 }
 
 func (p *claudeStream) done(context.Context) error { return nil }
+
+func (p *claudeStream) current() *session { return p.cur.get() }

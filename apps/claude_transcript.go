@@ -135,3 +135,6 @@ func mayHaveText(content json.RawMessage) bool {
 	c := bytes.TrimLeft(content, " \t\r\n")
 	return len(c) > 0 && c[0] == '"' || bytes.Contains(c, []byte(`"text"`))
 }
+
+// current is nil: a transcript's lines name their sessions, one process's exit is none of theirs.
+func (p *claudeTranscript) current() *session { return nil }

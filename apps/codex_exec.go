@@ -231,3 +231,5 @@ func (p *codexExec) done(context.Context) error {
 	}
 	return nil
 }
+
+func (p *codexExec) current() *session { return p.cur.get() }

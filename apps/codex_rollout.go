@@ -402,3 +402,5 @@ func (p *codexRollout) tokens(s *session, at time.Time, pl *rolloutPayload) stri
 }
 
 func (p *codexRollout) done(context.Context) error { return nil }
+
+func (p *codexRollout) current() *session { return p.cur.get() }

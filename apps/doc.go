@@ -60,7 +60,9 @@
 // Translator.EndIdle once more than Bounds.MaxOpenOneFile are open, and a
 // later record of one is skipped and reported. A one-file session's
 // envelopes are held back until it ends (see Translator.hold), so the
-// recorder writes it in one batch.
+// recorder writes it in one batch; with Options.Live (an app's output read
+// while it runs) they are published as they come, and Stream.Exit gives
+// the end the process's exit code.
 //
 // # Usage convention
 //

@@ -32,6 +32,12 @@ type Options struct {
 	// Ended, when set, hears of each session as it is closed, when it
 	// had something to record.
 	Ended func(*Ended)
+	// Live publishes every envelope as its record is translated, for an
+	// app's output read while it runs (spine run): a stream-json or exec
+	// session's envelopes are not held back to its end (see hold), so its
+	// transcript is readable before the app exits. The start carries the
+	// time known when it is published.
+	Live bool
 	Bounds
 }
 
@@ -126,6 +132,9 @@ type parser interface {
 	record(ctx context.Context, rec Record) (skip string, err error)
 	// done is called at the end of the file.
 	done(ctx context.Context) error
+	// current is the session the source's last record went to, nil when
+	// none (or it was ended).
+	current() *session
 }
 
 // Stream is one source's translation: its records, in order, one at a time.
@@ -155,6 +164,23 @@ func (st *Stream) Record(ctx context.Context, rec Record) (skip string, err erro
 // Done ends the source (its sessions stay open: a later source may
 // continue them).
 func (st *Stream) Done(ctx context.Context) error { return st.p.done(ctx) }
+
+// Exit is how the app's process that wrote the source ended, for live
+// capture: its session's end carries code as its exit code and, when
+// status is not "", that status and errText in place of what the output
+// said (a run cancelled or killed before its result line). Call it after
+// Done and before the session is ended (Translator.Finish); a source that
+// named no session has none to mark.
+func (st *Stream) Exit(code int, status, errText string) {
+	s := st.p.current()
+	if s == nil {
+		return
+	}
+	s.exitCode = &code
+	if status != "" {
+		s.status, s.err = status, errText
+	}
+}
 
 // response is the usage a recent response was counted with and the day
 // it went to, for its other snapshots.
@@ -385,7 +411,7 @@ func (tr *Translator) publish(ctx context.Context, s *session, e *streams.Envelo
 		return fmt.Errorf("import built an invalid envelope %s: %w", e.ID, err)
 	}
 	tr.stats.Envelopes++
-	if s.format.OneFile() && !s.streaming {
+	if s.format.OneFile() && !s.streaming && !tr.opts.Live {
 		return tr.hold(ctx, s, e)
 	}
 	return tr.opts.Sink.Publish(ctx, e)
