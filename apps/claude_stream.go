@@ -45,7 +45,7 @@ func (p *claudeStream) time(stamp string) time.Time {
 		}
 		return at
 	}
-	if !p.scanned {
+	if !p.scanned && !p.tr.opts.Live { // a live source is no file to read ahead in
 		p.scanned, p.first = true, firstTimestamp(p.fc.path)
 	}
 	return cmp.Or(p.last, p.first)
@@ -147,6 +147,9 @@ func (p *claudeStream) record(ctx context.Context, rec Record) (string, error) {
 		return "", nil
 	}
 	at := p.time(l.Timestamp)
+	if parseTime(l.Timestamp).IsZero() && !rec.At.IsZero() {
+		at = rec.At // read live: the line was written just now
+	}
 	s.touch(at)
 	at = s.when(at, p.fc)
 	switch l.Type {

@@ -89,7 +89,8 @@ func (p *codexExec) record(ctx context.Context, rec Record) (string, error) {
 	if s == nil {
 		return p.tr.endedSkip(p.cur.gone), nil
 	}
-	at := s.when(time.Time{}, p.fc)
+	s.touch(rec.At)
+	at := s.when(rec.At, p.fc)
 	switch l.Type {
 	case "turn.started":
 		p.inTurn = true
@@ -124,7 +125,7 @@ func (p *codexExec) record(ctx context.Context, rec Record) (string, error) {
 		if l.Item == nil {
 			return "item.completed without item", nil
 		}
-		return "", p.item(ctx, s, l.Item)
+		return "", p.item(ctx, s, at, l.Item)
 	default:
 		return fmt.Sprintf("unknown event type %q", l.Type), nil
 	}
@@ -184,8 +185,7 @@ func (p *codexExec) action(it *execItem) []*streams.Event {
 	return nil
 }
 
-func (p *codexExec) item(ctx context.Context, s *session, it *execItem) error {
-	at := s.when(time.Time{}, p.fc)
+func (p *codexExec) item(ctx context.Context, s *session, at time.Time, it *execItem) error {
 	if evs := p.action(it); evs != nil || it.Type == "file_change" {
 		if s.waiting(p.callID(it)) {
 			return s.replace(ctx, p.callID(it), at, evs) // its item.started is answered

@@ -1,7 +1,9 @@
 package apps
 
 import (
+	"bufio"
 	"context"
+	"io"
 	"testing"
 	"time"
 
@@ -52,8 +54,10 @@ func TestLivePublishesAsItGoes(t *testing.T) {
 			sink := &memSink{}
 			tr := NewTranslator(Options{Owner: streams.Owner{Org: "o", Member: "m"}, Sink: sink, Live: live})
 			st := tr.Stream(Source{Path: r.name + " output", ModTime: time.Now(), Format: r.format})
+			base := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 			for i, line := range r.lines {
-				if skip, err := st.Record(ctx, Record{N: i + 1, Data: []byte(line)}); err != nil || skip != "" {
+				rec := Record{N: i + 1, Data: []byte(line), At: base.Add(time.Duration(i) * time.Second)}
+				if skip, err := st.Record(ctx, rec); err != nil || skip != "" {
 					t.Fatalf("%s line %d: skip %q, err %v", r.name, i+1, skip, err)
 				}
 				if i == r.answer && live {
@@ -61,6 +65,9 @@ func TestLivePublishesAsItGoes(t *testing.T) {
 						sink.envs[len(sink.envs)-1].Type != streams.TypeSessionChunk {
 						t.Fatalf("%s live: after the answer's line, %d envelopes published, want the start and a chunk",
 							r.name, len(sink.envs))
+					}
+					if at := sink.envs[len(sink.envs)-1].At; !at.Equal(rec.At) {
+						t.Fatalf("%s live: the chunk is at %v, its line was read at %v", r.name, at, rec.At)
 					}
 				}
 			}
@@ -104,5 +111,26 @@ func TestExitStatusOverridesTheOutput(t *testing.T) {
 	end := sink.envs[len(sink.envs)-1]
 	if end.Status != "cancelled" || end.Error != "interrupted" || *end.ExitCode != 130 {
 		t.Fatalf("end: status %q, error %q, exit %d", end.Status, end.Error, *end.ExitCode)
+	}
+}
+
+// NewLineReader yields a line as soon as it is complete, while the writer
+// is still writing: NewRecordReader would wait for more.
+func TestLineReaderDoesNotWaitForMore(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	go pw.Write([]byte(liveRuns[1].lines[0] + "\n"))
+	got := make(chan Record, 1)
+	go func() {
+		rec, _ := NewLineReader(bufio.NewReader(pr)).Next()
+		got <- rec
+	}()
+	select {
+	case rec := <-got:
+		if string(rec.Data) != liveRuns[1].lines[0] {
+			t.Fatalf("read %q", rec.Data)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no record while the writer is open")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 	"unicode/utf8"
 )
 
@@ -20,6 +21,9 @@ type Record struct {
 	N        int // line number (JSON lines) or element number (documents), from 1
 	Data     []byte
 	Repaired bool // invalid UTF-8 replaced with U+FFFD
+	// At is when a live source's record was read (zero for files): the
+	// time of a record that carries none of its own.
+	At time.Time
 }
 
 // RecordReader yields the records of one file, one at a time.
@@ -51,6 +55,11 @@ func NewRecordReader(r *bufio.Reader) RecordReader {
 	}
 	return &lineReader{r: r}
 }
+
+// NewLineReader reads JSON lines, each record as soon as its line is
+// complete: for an app's output read while it runs, where
+// NewRecordReader's look ahead would wait for 64 KiB or the end.
+func NewLineReader(r *bufio.Reader) RecordReader { return &lineReader{r: r} }
 
 // lineReader reads JSON lines with a bounded buffer.
 type lineReader struct {

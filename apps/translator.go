@@ -168,16 +168,18 @@ func (st *Stream) Done(ctx context.Context) error { return st.p.done(ctx) }
 // Exit is how the app's process that wrote the source ended, for live
 // capture: its session's end carries code as its exit code and, when
 // status is not "", that status and errText in place of what the output
-// said (a run cancelled or killed before its result line). Call it after
-// Done and before the session is ended (Translator.Finish); a source that
-// named no session has none to mark.
+// said (a run cancelled, or one that died before its result line); a
+// "failed" leaves a failure the output reported as it said it, its error
+// being the more precise. Call it after Done and before the session is
+// ended (Translator.Finish); a source that named no session has none to
+// mark.
 func (st *Stream) Exit(code int, status, errText string) {
 	s := st.p.current()
 	if s == nil {
 		return
 	}
 	s.exitCode = &code
-	if status != "" {
+	if status != "" && (status != "failed" || s.status != "failed") {
 		s.status, s.err = status, errText
 	}
 }
