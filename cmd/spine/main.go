@@ -6,6 +6,7 @@
 //	spine import [flags] PATH...      import Claude Code and Codex output
 //	spine collect [--claude-dir D] [--codex-dir D] [--machine M] [--once] [--state F]
 //	                                  send this machine's sessions to spine as the apps write them
+//	spine run [--app A] [flags] -- ARGS...   run Claude Code or Codex, recorded live
 //	spine read session|transcript|steps ID [--json] [--follow]
 //	spine cancel ID [--reason R]      cancel a running session
 //	spine rebuild [--verify] [--keep] replay the streams into a fresh database
@@ -43,6 +44,7 @@ func commands() []command {
 		{"publish", "publish envelopes from a JSON-lines file (FILE or - for stdin)", runPublish},
 		{"import", "import Claude Code and Codex output (files or directories)", runImport},
 		{"collect", "send this machine's Claude Code and Codex sessions to spine live, as the apps write them", runCollect},
+		{"run", "run Claude Code or Codex headless and record the session as it runs (run -- ARGS...)", runRun},
 		{"read", "read a session, its transcript or a run's steps", runRead},
 		{"cancel", "cancel a running session (its producer is told; spine ends it after a grace)", runCancel},
 		{"rebuild", "replay the streams into a fresh database; --verify compares with the live projections", runRebuild},
@@ -58,7 +60,8 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:]); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
+		var app appExit
+		if !errors.Is(err, flag.ErrHelp) && !errors.As(err, &app) {
 			fmt.Fprintln(os.Stderr, "spine:", err)
 		}
 		os.Exit(exitCode(err))
@@ -92,6 +95,10 @@ type usageError struct{ msg string }
 func (e usageError) Error() string { return e.msg }
 
 func exitCode(err error) int {
+	var app appExit
+	if errors.As(err, &app) {
+		return int(app) // spine run exits as the app did
+	}
 	var u usageError
 	if errors.As(err, &u) || errors.Is(err, flag.ErrHelp) {
 		return 2

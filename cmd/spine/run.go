@@ -1,0 +1,319 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spinehq/spine/apps"
+	"github.com/spinehq/spine/importer"
+	"github.com/spinehq/spine/streams"
+)
+
+// runRun is `spine run`, the cockpit: it starts the app headless with its
+// machine-readable output, translates each line as it comes (the same
+// translation, and the same ids, as `spine import` of that output), sends
+// the envelopes to spine at once, shows a readable rendering and exits with
+// the app's exit code (docs/run.md).
+func runRun(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	app := fs.String("app", "claude-code", "the app to run: claude-code or codex")
+	bin := fs.String("bin", "", "the app's binary (default claude or codex on PATH)")
+	billing := fs.String("billing", "", "stamp the session subscription or metered (default: what the output says, else unknown)")
+	urlFlag := fs.String("url", "", "spine HTTP API (default $SPINE_URL or http://127.0.0.1:7070)")
+	token := fs.String("token", "", "bearer token (default $SPINE_TOKEN); the session belongs to its member")
+	quiet := fs.Bool("quiet", false, "show nothing of the run on the terminal")
+	asJSON := fs.Bool("json", false, "print each envelope sent to spine as a JSON line instead of the readable rendering")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: spine run [flags] -- ARGS...\n\nRuns Claude Code (claude -p ARGS... --output-format stream-json --verbose) or Codex\n(codex exec --json ARGS...) and records the session in spine as it runs.\nExits with the app's exit code.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *billing != "" && *billing != "subscription" && *billing != "metered" {
+		return usageError{fmt.Sprintf("--billing %q: want subscription or metered", *billing)}
+	}
+	argv, format, err := appArgs(*app, fs.Args())
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	path := *bin
+	if path == "" {
+		name := map[string]string{"claude-code": "claude", "codex": "codex"}[*app]
+		if path, err = exec.LookPath(name); err != nil {
+			return fmt.Errorf("%s is not on PATH: install it or pass --bin", name)
+		}
+	}
+	c, err := newClient(*urlFlag, *token)
+	if err != nil {
+		return err
+	}
+	var show func(*streams.Envelope)
+	switch {
+	case *quiet:
+	case *asJSON:
+		show = func(e *streams.Envelope) {
+			if data, err := e.Marshal(); err == nil {
+				fmt.Fprintf(stdout, "%s\n", data)
+			}
+		}
+	default:
+		show = render(stdout)
+	}
+	code, err := record(ctx, path, argv, format, *billing, importer.NewHTTPSink(c, 1), show)
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return appExit(code)
+	}
+	return nil
+}
+
+// appExit is the app's exit code, spine run's own.
+type appExit int
+
+func (e appExit) Error() string { return fmt.Sprintf("the app exited with status %d", int(e)) }
+
+// appArgs are the app's arguments for a headless run with machine-readable
+// output: the flags that gives are added where the user left them out.
+func appArgs(app string, args []string) ([]string, apps.Format, error) {
+	switch app {
+	case "claude-code":
+		if i := slices.IndexFunc(args, func(a string) bool { return a == "--output-format" || strings.HasPrefix(a, "--output-format=") }); i >= 0 {
+			v, _ := strings.CutPrefix(args[i], "--output-format=")
+			if v == args[i] && i+1 < len(args) {
+				v = args[i+1]
+			}
+			if v != "stream-json" {
+				return nil, "", fmt.Errorf("spine run reads --output-format stream-json, not %q: leave the flag out", v)
+			}
+		} else {
+			args = append(args, "--output-format", "stream-json")
+		}
+		if !slices.Contains(args, "--verbose") {
+			args = append(args, "--verbose") // stream-json in print mode needs it
+		}
+		if !slices.Contains(args, "-p") && !slices.Contains(args, "--print") {
+			args = append([]string{"-p"}, args...)
+		}
+		return args, apps.FormatClaudeStream, nil
+	case "codex":
+		if len(args) == 0 || args[0] != "exec" {
+			args = append([]string{"exec"}, args...)
+		}
+		if !slices.Contains(args, "--json") {
+			args = slices.Insert(args, 1, "--json")
+		}
+		return args, apps.FormatCodexExec, nil
+	}
+	return nil, "", fmt.Errorf("--app %q: want claude-code or codex", app)
+}
+
+// record runs the app and records its output line by line, live. It
+// returns the app's exit code; an error is spine run's own (the app could
+// not start). Spine failing to take an envelope does not stop the app:
+// the rest of its output is still read and shown, and the failure is told
+// on stderr. A signal to spine run (ctx done) is passed to the app, and
+// the session ends cancelled.
+func record(ctx context.Context, bin string, argv []string, format apps.Format, billing string, sink *importer.HTTPSink,
+	show func(*streams.Envelope)) (int, error) {
+	cmd := exec.Command(bin, argv...)
+	cmd.Stdin, cmd.Stderr = os.Stdin, os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return 0, err
+	}
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	var cancelled error
+	stopped, watched := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case <-ctx.Done():
+			cancelled = context.Cause(ctx)
+			_ = cmd.Process.Signal(syscall.SIGINT)
+		case <-stopped:
+		}
+	}()
+	// Envelopes still go to spine after spine run is told to stop: the
+	// cancelled end is the last of them.
+	pctx := context.WithoutCancel(ctx)
+	rs := &runSink{sink: sink, show: show}
+	tr := apps.NewTranslator(apps.Options{Owner: streams.Owner{Org: "dev", Member: "dev"}, Billing: billing,
+		Sink: rs, Live: true})
+	st := tr.Stream(apps.Source{Path: filepath.Base(bin) + " stdout", ModTime: time.Now(), Format: format})
+	rr := apps.NewLineReader(bufio.NewReaderSize(out, 1<<20))
+	for {
+		rec, err := rr.Next()
+		var le *apps.LineError
+		if errors.As(err, &le) {
+			fmt.Fprintf(os.Stderr, "spine run: %s output %v: not recorded\n", format.App(), le)
+			continue
+		}
+		if err != nil {
+			break // io.EOF: the app closed its output
+		}
+		rec.At = time.Now()
+		if skip, err := st.Record(pctx, rec); err != nil {
+			rs.fail(err)
+		} else if skip != "" {
+			fmt.Fprintf(os.Stderr, "spine run: line %d not recorded: %s\n", rec.N, skip)
+		}
+	}
+	_, _ = io.Copy(io.Discard, out)
+	werr := cmd.Wait()
+	close(stopped)
+	<-watched // cancelled is set, or never will be
+	code, status, why := exitOf(cmd, werr, cancelled)
+	if err := st.Done(pctx); err != nil {
+		rs.fail(err)
+	}
+	st.Exit(code, status, why)
+	if err := tr.Finish(pctx); err != nil {
+		rs.fail(err)
+	}
+	stats, err := sink.Flush(pctx)
+	if err != nil {
+		rs.fail(err)
+	}
+	for _, r := range stats.Refused {
+		fmt.Fprintf(os.Stderr, "spine run: spine refused %s: %s: %s\n", r.ID, r.Code, r.Reason)
+	}
+	if rs.err != nil {
+		fmt.Fprintf(os.Stderr, "spine run: the session is not fully recorded: %v\n", rs.err)
+	}
+	return code, nil
+}
+
+// exitOf is the app's exit code and, when it did not exit on its own
+// accord with a code, the status its session ends with: cancelled when
+// spine run passed it a signal, failed when it died or could not be waited
+// for. A signal's code is 128 plus its number, as a shell reports it.
+func exitOf(cmd *exec.Cmd, werr, cancelled error) (code int, status, why string) {
+	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	switch {
+	case cancelled != nil:
+		code = cmd.ProcessState.ExitCode()
+		if ws.Signaled() {
+			code = 128 + int(ws.Signal())
+		}
+		return code, "cancelled", "spine run was stopped: " + cancelled.Error()
+	case ws.Signaled():
+		return 128 + int(ws.Signal()), "failed", fmt.Sprintf("the app was killed by %v", ws.Signal())
+	case werr != nil && cmd.ProcessState.ExitCode() < 0:
+		return 1, "failed", werr.Error()
+	case cmd.ProcessState.ExitCode() != 0:
+		code = cmd.ProcessState.ExitCode()
+		return code, "failed", fmt.Sprintf("the app exited with status %d", code)
+	}
+	return 0, "", ""
+}
+
+// runSink shows each envelope and sends it to spine; once spine fails to
+// take one, the rest are still shown and not sent, so the app is never
+// stopped by spine (the first error is told at the end).
+type runSink struct {
+	sink *importer.HTTPSink
+	show func(*streams.Envelope)
+	err  error
+}
+
+func (r *runSink) fail(err error) {
+	if r.err == nil {
+		r.err = err
+	}
+}
+
+// Recorded asks spine; a session it cannot ask about is taken as new.
+func (r *runSink) Recorded(ctx context.Context, id string) (apps.Recorded, error) {
+	if r.err != nil {
+		return apps.Recorded{}, nil
+	}
+	rec, err := r.sink.Recorded(ctx, id)
+	r.fail(err)
+	return rec, nil
+}
+
+func (r *runSink) Publish(ctx context.Context, e *streams.Envelope) error {
+	if r.show != nil {
+		r.show(e)
+	}
+	if r.err == nil {
+		r.fail(r.sink.Publish(ctx, e))
+	}
+	return nil
+}
+
+// render is the readable rendering of a run: its prose as the app wrote
+// it, each action on a line of its own, and the end's status, usage and
+// cost.
+func render(w io.Writer) func(*streams.Envelope) {
+	return func(e *streams.Envelope) {
+		switch e.Type {
+		case streams.TypeSessionStart:
+			fmt.Fprintf(w, "● %s session %s\n", e.App, e.SessionID)
+		case streams.TypeSessionChunk:
+			if ev := e.Event; ev != nil {
+				fmt.Fprintf(w, "  ⎿ %s\n", describe(ev))
+				return
+			}
+			fmt.Fprint(w, e.Text)
+		case streams.TypeSessionEnd:
+			line := "● " + e.Status
+			if e.Model != "" {
+				line += " · " + e.Model
+			}
+			if u := e.Usage; u != nil {
+				line += fmt.Sprintf(" · tokens in %d (cache read %d, write %d) out %d", u.InputTokens, u.CacheReadTokens,
+					u.CacheWriteTokens, u.OutputTokens)
+			}
+			if e.TotalCost != nil {
+				line += fmt.Sprintf(" · $%.4f reported", *e.TotalCost)
+			}
+			if e.Error != "" {
+				line += " · " + e.Error
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
+}
+
+// describe is one action in a few words.
+func describe(ev *streams.Event) string {
+	switch ev.Action {
+	case "command":
+		s := "$ " + firstLine(ev.Command)
+		if ev.ExitCode != nil && *ev.ExitCode != 0 {
+			s += fmt.Sprintf("  (exit %d)", *ev.ExitCode)
+		}
+		return s
+	case "file_read", "file_write":
+		return strings.TrimPrefix(ev.Action, "file_") + " " + ev.Path
+	case "fetch":
+		return "fetch " + ev.URL
+	case "mcp_call":
+		return "mcp " + ev.Server + "." + ev.Tool
+	}
+	return ev.Action
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " …"
+	}
+	return s
+}

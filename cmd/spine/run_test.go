@@ -1,0 +1,37 @@
+package main
+
+import (
+	"slices"
+	"testing"
+)
+
+// spine run adds the flags that make the app headless with machine-readable
+// output where the user left them out, keeps the user's own, and refuses
+// an output format it cannot read.
+func TestRunAppArgs(t *testing.T) {
+	cases := []struct {
+		app  string
+		in   []string
+		want []string
+	}{
+		{"claude-code", []string{"hi"}, []string{"-p", "hi", "--output-format", "stream-json", "--verbose"}},
+		{"claude-code", []string{"-p", "hi", "--verbose", "--output-format=stream-json"},
+			[]string{"-p", "hi", "--verbose", "--output-format=stream-json"}},
+		{"codex", []string{"hi"}, []string{"exec", "--json", "hi"}},
+		{"codex", []string{"exec", "resume", "T", "more"}, []string{"exec", "--json", "resume", "T", "more"}},
+	}
+	for _, tc := range cases {
+		got, _, err := appArgs(tc.app, tc.in)
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("%s %q: %q, %v; want %q", tc.app, tc.in, got, err, tc.want)
+		}
+	}
+	for _, bad := range [][]string{{"-p", "hi", "--output-format", "text"}, {"-p", "--output-format=json"}} {
+		if _, _, err := appArgs("claude-code", bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if _, _, err := appArgs("cursor", nil); err == nil {
+		t.Error("an unknown app accepted")
+	}
+}
