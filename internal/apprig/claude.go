@@ -182,6 +182,10 @@ func (c *Claude) runEnv() []string {
 	return append(env, c.env...)
 }
 
+// Env is the environment one run gets (see runEnv), for a test that
+// starts the binary itself (spine run).
+func (c *Claude) Env() []string { return c.runEnv() }
+
 // args are the command line of one run.
 func (c *Claude) args(prompt string, o *RunOptions) []string {
 	args := []string{"-p", prompt}

@@ -157,10 +157,7 @@ func (c *Codex) run(tb testing.TB, args ...string) *CodexRun {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, c.Bin, args...)
 	cmd.Dir = c.Dir
-	// TMPDIR: a temporary directory of the run's own, removed with the test
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + c.Home, "CODEX_HOME=" + c.Home, "TMPDIR=" + tb.TempDir(),
-		codexKeyEnv + "=dummy", "LANG=C.UTF-8", "NO_COLOR=1", "RUST_LOG=error"}
-	cmd.Env = append(cmd.Env, c.env...)
+	cmd.Env = c.Env(tb)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if c.KillWhen != "" {
@@ -181,6 +178,15 @@ func (c *Codex) run(tb testing.TB, args ...string) *CodexRun {
 	run.ThreadID = threadID(run.Stdout)
 	run.Rollouts = c.Rollouts(tb)
 	return run
+}
+
+// Env is the environment one run gets, for a test that starts the binary
+// itself (spine run). TMPDIR is a temporary directory of the run's own,
+// removed with the test.
+func (c *Codex) Env(tb testing.TB) []string {
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + c.Home, "CODEX_HOME=" + c.Home, "TMPDIR=" + tb.TempDir(),
+		codexKeyEnv + "=dummy", "LANG=C.UTF-8", "NO_COLOR=1", "RUST_LOG=error"}
+	return append(env, c.env...)
 }
 
 // killWriter collects a run's stdout and kills the run once it holds when.

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spinehq/spine/accounting"
+	"github.com/spinehq/spine/apps"
+	"github.com/spinehq/spine/importer"
+	"github.com/spinehq/spine/internal/apprig"
+	"github.com/spinehq/spine/internal/checksum"
+	"github.com/spinehq/spine/internal/fakemodel"
+	"github.com/spinehq/spine/node"
+	"github.com/spinehq/spine/streams"
+)
+
+// appWrapper is a script spine run starts as the app (--bin): the real
+// binary in dir with exactly env, its stdout also saved to log so the
+// test can import the same output afterwards.
+func appWrapper(t *testing.T, bin, dir string, env []string, log string) string {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "#!/bin/bash\nset -o pipefail\ncd '%s' || exit 1\nenv -i", dir)
+	for _, kv := range env {
+		fmt.Fprintf(&b, " '%s'", kv)
+	}
+	fmt.Fprintf(&b, " '%s' \"$@\" | tee '%s'\n", bin, log)
+	path := filepath.Join(t.TempDir(), "app")
+	if err := os.WriteFile(path, []byte(b.String()), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// servedUsage sums what the fake model served, in the app's buckets.
+func servedUsage(log []fakemodel.Served) streams.Usage {
+	var u streams.Usage
+	for _, r := range log {
+		u.Add(streams.Usage{InputTokens: r.Usage.Input, OutputTokens: r.Usage.Output, CacheReadTokens: r.Usage.CacheRead,
+			CacheWriteTokens: r.Usage.CacheWrite5m + r.Usage.CacheWrite1h, ReasoningTokens: r.Usage.Reasoning})
+	}
+	return u
+}
+
+// routerCall is the session's router-call row: its tokens and cost.
+func routerCall(t *testing.T, n *node.Node, id string) (accounting.Tokens, *float64, string) {
+	t.Helper()
+	var tk accounting.Tokens
+	var cost *float64
+	var status string
+	err := n.Pool.QueryRow(context.Background(), `SELECT input_tokens, output_tokens, cache_read_tokens,
+		cache_write_tokens, reasoning_tokens, total_cost::float8, status FROM router_calls WHERE session_id = $1`, id).
+		Scan(&tk.Input, &tk.Output, &tk.CacheRead, &tk.CacheWrite, &tk.Reasoning, &cost, &status)
+	if err != nil {
+		t.Fatalf("router call of %s: %v", id, err)
+	}
+	tk.Total = tk.Input + tk.Output
+	return tk, cost, status
+}
+
+// firstValue is the first value of key on the output's lines that have one.
+func firstValue(out []byte, key string) any {
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		var l map[string]any
+		if json.Unmarshal(sc.Bytes(), &l) == nil && l[key] != nil {
+			return l[key]
+		}
+	}
+	return nil
+}
+
+// lastValue is the last value of key on the output's lines that have one.
+func lastValue(out []byte, key string) any {
+	var v any
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		var l map[string]any
+		if json.Unmarshal(sc.Bytes(), &l) == nil && l[key] != nil {
+			v = l[key]
+		}
+	}
+	return v
+}
+
+// checkRecorded reads the session through spine and compares it with the
+// fake model's log: the transcript has the model's text, the steps its
+// command, the router-call row the tokens it served and the cost the app
+// reported. Then importing the same output publishes nothing and changes
+// no projection.
+func checkRecorded(t *testing.T, n *node.Node, caughtUp func(), id string, log []fakemodel.Served,
+	texts []string, command string, cost *float64, output string) {
+	t.Helper()
+	if len(log) != 2 || log[0].Turn != 0 || log[1].Turn != 1 {
+		t.Fatalf("the model served %+v, want the two scripted turns", log)
+	}
+	caughtUp()
+	out, err := capture(t, "read", "transcript", id)
+	for _, text := range texts {
+		if err != nil || !strings.Contains(out, text) {
+			t.Fatalf("transcript of %s, want %q: %v\n%s", id, text, err, out)
+		}
+	}
+	if out, err = capture(t, "read", "steps", id, "--json"); err != nil || !strings.Contains(out, command) {
+		t.Fatalf("steps of %s, want the command %q: %v\n%s", id, command, err, out)
+	}
+	u := servedUsage(log)
+	want := *accounting.Normalise(&u)
+	got, gotCost, status := routerCall(t, n, id)
+	if got != want || status != "done" {
+		t.Fatalf("router call %+v, %s; the model served %+v", got, status, want)
+	}
+	if (gotCost == nil) != (cost == nil) || cost != nil && *gotCost != *cost {
+		t.Fatalf("router call cost %v, the app reported %v", gotCost, cost)
+	}
+	before, err := checksum.Compute(context.Background(), n.Pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err = capture(t, "import", "--json", output)
+	var sum importer.Summary
+	if err != nil || json.Unmarshal([]byte(out), &sum) != nil {
+		t.Fatalf("import: %v\n%s", err, out)
+	}
+	if sum.Envelopes != 0 || sum.AlreadyRecorded != 1 {
+		t.Fatalf("importing spine run's output again: %d envelopes, %d already recorded", sum.Envelopes, sum.AlreadyRecorded)
+	}
+	caughtUp()
+	after, err := checksum.Compute(context.Background(), n.Pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := checksum.Diff(before, after); len(d) != 0 {
+		t.Fatalf("the import changed %v", d)
+	}
+}
+
+// spine run of the real Claude Code against the fake model: the session
+// is recorded as it runs and reads back as the model served it; the exit
+// code is the app's.
+func TestRunClaudeCode(t *testing.T) {
+	n, caughtUp := testNode(t)
+	srv := fakemodel.Start(t)
+	srv.Anthropic(
+		fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("looking around"),
+			fakemodel.Tool("Bash", map[string]any{"command": "echo live-run", "description": "say"})},
+			Usage: fakemodel.Usage{Input: 12, Output: 40, CacheRead: 5000, CacheWrite5m: 700}},
+		fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("all done here")},
+			Usage: fakemodel.Usage{Input: 3, Output: 9, CacheRead: 5700, CacheWrite1h: 80}},
+	)
+	c := apprig.NewClaude(t, srv, nil)
+	output := filepath.Join(t.TempDir(), "claude.jsonl")
+	bin := appWrapper(t, c.Bin, c.Dir, c.Env(), output)
+	out, err := capture(t, "run", "--bin", bin, "--", "say something", "--allowedTools", "Bash")
+	if err != nil {
+		t.Fatalf("spine run: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "all done here") || !strings.Contains(out, "$ echo live-run") {
+		t.Fatalf("spine run showed:\n%s", out)
+	}
+	raw, err := os.ReadFile(output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appID, _ := firstValue(raw, "session_id").(string)
+	cost, ok := lastValue(raw, "total_cost_usd").(float64)
+	if appID == "" || !ok {
+		t.Fatalf("the app's output names no session or cost:\n%s", raw)
+	}
+	checkRecorded(t, n, caughtUp, apps.SessionID("claude-code", appID), srv.Log(),
+		[]string{"looking around", "all done here"}, "echo live-run", &cost, output)
+}
+
+// spine run of the real Codex: the same, with no cost (Codex reports none).
+func TestRunCodex(t *testing.T) {
+	n, caughtUp := testNode(t)
+	srv := fakemodel.Start(t)
+	srv.OpenAI(
+		fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("listing"),
+			fakemodel.Tool("exec_command", map[string]any{"cmd": "echo live-run"})},
+			Usage: fakemodel.Usage{Input: 900, CacheRead: 3000, Output: 40, Reasoning: 12}},
+		fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("codex is done")},
+			Usage: fakemodel.Usage{Input: 50, CacheRead: 4400, Output: 5}},
+	)
+	c := apprig.NewCodex(t, srv, nil)
+	output := filepath.Join(t.TempDir(), "codex.jsonl")
+	bin := appWrapper(t, c.Bin, c.Dir, c.Env(t), output)
+	out, err := capture(t, "run", "--app", "codex", "--bin", bin, "--", "--skip-git-repo-check",
+		"--dangerously-bypass-approvals-and-sandbox", "say something")
+	if err != nil {
+		t.Fatalf("spine run: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "codex is done") {
+		t.Fatalf("spine run showed:\n%s", out)
+	}
+	raw, err := os.ReadFile(output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	thread, _ := firstValue(raw, "thread_id").(string)
+	if thread == "" {
+		t.Fatalf("the app's output names no thread:\n%s", raw)
+	}
+	checkRecorded(t, n, caughtUp, apps.SessionID("codex", thread), srv.Log(),
+		[]string{"listing", "codex is done"}, "echo live-run", nil, output)
+}
