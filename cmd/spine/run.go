@@ -78,6 +78,9 @@ func runRun(ctx context.Context, args []string) error {
 	if code != 0 {
 		return appExit(code)
 	}
+	if ctx.Err() != nil {
+		return appExit(130) // stopped, though the app exited 0 on its signal (Claude Code does): not a success
+	}
 	return nil
 }
 
@@ -126,7 +129,8 @@ func appArgs(app string, args []string) ([]string, apps.Format, error) {
 // not start). Spine failing to take an envelope does not stop the app:
 // the rest of its output is still read and shown, and the failure is told
 // on stderr. A signal to spine run (ctx done) is passed to the app, and
-// the session ends cancelled.
+// the session ends cancelled (and runRun exits 130 even when the app
+// exited 0 on it).
 func record(ctx context.Context, bin string, argv []string, format apps.Format, billing string, sink *importer.HTTPSink,
 	show func(*streams.Envelope)) (int, error) {
 	cmd := exec.Command(bin, argv...)
@@ -213,7 +217,7 @@ func exitOf(cmd *exec.Cmd, werr, cancelled error) (code int, status, why string)
 		}
 		return code, "cancelled", "spine run was stopped: " + cancelled.Error()
 	case ws.Signaled():
-		return 128 + int(ws.Signal()), "failed", fmt.Sprintf("the app was killed by %v", ws.Signal())
+		return 128 + int(ws.Signal()), "failed", fmt.Sprintf("the app was killed by signal %d (%v)", ws.Signal(), ws.Signal())
 	case werr != nil && cmd.ProcessState.ExitCode() < 0:
 		return 1, "failed", werr.Error()
 	case cmd.ProcessState.ExitCode() != 0:

@@ -5,11 +5,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/spinehq/spine/accounting"
 	"github.com/spinehq/spine/apps"
@@ -23,15 +26,24 @@ import (
 
 // appWrapper is a script spine run starts as the app (--bin): the real
 // binary in dir with exactly env, its stdout also saved to log so the
-// test can import the same output afterwards.
+// test can import the same output afterwards. With log "" the script
+// becomes the app (exec), so a signal spine run sends reaches the app.
 func appWrapper(t *testing.T, bin, dir string, env []string, log string) string {
 	t.Helper()
 	var b strings.Builder
-	fmt.Fprintf(&b, "#!/bin/bash\nset -o pipefail\ncd '%s' || exit 1\nenv -i", dir)
+	fmt.Fprintf(&b, "#!/bin/bash\nset -o pipefail\ncd '%s' || exit 1\n", dir)
+	if log == "" {
+		b.WriteString("exec ")
+	}
+	b.WriteString("env -i")
 	for _, kv := range env {
 		fmt.Fprintf(&b, " '%s'", kv)
 	}
-	fmt.Fprintf(&b, " '%s' \"$@\" | tee '%s'\n", bin, log)
+	fmt.Fprintf(&b, " '%s' \"$@\"", bin)
+	if log != "" {
+		fmt.Fprintf(&b, " | tee '%s'", log)
+	}
+	b.WriteString("\n")
 	path := filepath.Join(t.TempDir(), "app")
 	if err := os.WriteFile(path, []byte(b.String()), 0o755); err != nil {
 		t.Fatal(err)
@@ -212,4 +224,116 @@ func TestRunCodex(t *testing.T) {
 	}
 	checkRecorded(t, n, caughtUp, apps.SessionID("codex", thread), srv.Log(),
 		[]string{"listing", "codex is done"}, "echo live-run", nil, output)
+}
+
+// watcher is spine run's stdout in a test: it says when what it shows
+// first holds a string.
+type watcher struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	want string
+	seen chan struct{}
+}
+
+func (w *watcher) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if w.seen != nil && strings.Contains(w.buf.String(), w.want) {
+		close(w.seen)
+		w.seen = nil
+	}
+	return len(p), nil
+}
+
+// sessionStatus is a session's status and error as spine read serves them.
+func sessionStatus(t *testing.T, id string) (status, errText string) {
+	t.Helper()
+	out, err := capture(t, "read", "session", id, "--json")
+	var s struct{ Status, Error string }
+	if err != nil || json.Unmarshal([]byte(out), &s) != nil {
+		t.Fatalf("read session %s: %v\n%s", id, err, out)
+	}
+	return s.Status, s.Error
+}
+
+// Stopping spine run mid-run (Ctrl-C, SIGTERM: its context is cancelled)
+// passes the signal to the app, which stops; the session ends cancelled,
+// its router-call row says so, and spine run exits non-zero as the app did.
+func TestRunCancelled(t *testing.T) {
+	n, caughtUp := testNode(t)
+	srv := fakemodel.Start(t)
+	srv.Anthropic(fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("going to sleep"),
+		fakemodel.Tool("Bash", map[string]any{"command": "sleep 30", "description": "wait"})},
+		Usage: fakemodel.Usage{Input: 12, Output: 40, CacheRead: 5000}})
+	c := apprig.NewClaude(t, srv, nil)
+	bin := appWrapper(t, c.Bin, c.Dir, c.Env(), "")
+	w := &watcher{want: "going to sleep", seen: make(chan struct{})}
+	seen := w.seen
+	old := stdout
+	stdout = w
+	defer func() { stdout = old }()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"run", "--bin", bin, "--", "sleep", "--allowedTools", "Bash"}) }()
+	select {
+	case <-seen:
+	case err := <-done:
+		t.Fatalf("spine run ended before the app slept: %v\n%s", err, w.buf.String())
+	case <-time.After(time.Minute):
+		t.Fatalf("the app never said it would sleep:\n%s", w.buf.String())
+	}
+	cancel()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("spine run did not stop within a minute of its signal")
+	}
+	stdout = old
+	var code appExit
+	if !errors.As(err, &code) || code == 0 {
+		t.Fatalf("spine run: %v, want the app's non-zero exit\n%s", err, w.buf.String())
+	}
+	caughtUp()
+	id := ""
+	if sc := bufio.NewScanner(strings.NewReader(w.buf.String())); sc.Scan() {
+		id = strings.TrimPrefix(sc.Text(), "● claude-code session ")
+	}
+	if status, _ := sessionStatus(t, id); status != "cancelled" {
+		t.Fatalf("session %s ended %q, want cancelled\n%s", id, status, w.buf.String())
+	}
+	if _, _, status := routerCall(t, n, id); status != "cancelled" {
+		t.Fatalf("router call status %q, want cancelled", status)
+	}
+}
+
+// The app dying mid-run (Codex killed by a command it ran) ends the
+// session failed, with the signal that killed it as its error.
+func TestRunAppDies(t *testing.T) {
+	_, caughtUp := testNode(t)
+	srv := fakemodel.Start(t)
+	srv.OpenAI(fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("stopping myself"),
+		fakemodel.Tool("exec_command", map[string]any{"cmd": "kill -9 $PPID"})},
+		Usage: fakemodel.Usage{Input: 900, CacheRead: 3000, Output: 40}})
+	c := apprig.NewCodex(t, srv, nil)
+	output := filepath.Join(t.TempDir(), "codex.jsonl")
+	bin := appWrapper(t, c.Bin, c.Dir, c.Env(t), output)
+	out, err := capture(t, "run", "--app", "codex", "--bin", bin, "--", "--skip-git-repo-check",
+		"--dangerously-bypass-approvals-and-sandbox", "stop")
+	var code appExit
+	if !errors.As(err, &code) || code == 0 {
+		t.Fatalf("spine run: %v, want the app's non-zero exit\n%s", err, out)
+	}
+	raw, _ := os.ReadFile(output)
+	thread, _ := firstValue(raw, "thread_id").(string)
+	if thread == "" {
+		t.Fatalf("the app's output names no thread:\n%s", raw)
+	}
+	caughtUp()
+	status, why := sessionStatus(t, apps.SessionID("codex", thread))
+	if status != "failed" || why == "" {
+		t.Fatalf("session ended %q (%q), want failed with the app's error\n%s", status, why, out)
+	}
 }
