@@ -20,6 +20,7 @@ import (
 	"github.com/spinehq/spine/internal/apprig"
 	"github.com/spinehq/spine/internal/checksum"
 	"github.com/spinehq/spine/internal/fakemodel"
+	"github.com/spinehq/spine/internal/spinetest"
 	"github.com/spinehq/spine/node"
 	"github.com/spinehq/spine/streams"
 )
@@ -235,6 +236,13 @@ type watcher struct {
 	seen chan struct{}
 }
 
+// text is what was shown so far.
+func (w *watcher) text() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
 func (w *watcher) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -257,9 +265,11 @@ func sessionStatus(t *testing.T, id string) (status, errText string) {
 	return s.Status, s.Error
 }
 
-// Stopping spine run mid-run (Ctrl-C, SIGTERM: its context is cancelled)
-// passes the signal to the app, which stops; the session ends cancelled,
-// its router-call row says so, and spine run exits non-zero as the app did.
+// While the app runs (a Bash call sleeping), its session is running in
+// spine and its transcript has what the model said so far. Stopping spine
+// run then (Ctrl-C, SIGTERM: its context is cancelled) passes the signal
+// to the app, which stops; the session ends cancelled, its router-call row
+// says so, and spine run exits non-zero.
 func TestRunCancelled(t *testing.T) {
 	n, caughtUp := testNode(t)
 	srv := fakemodel.Start(t)
@@ -280,9 +290,27 @@ func TestRunCancelled(t *testing.T) {
 	select {
 	case <-seen:
 	case err := <-done:
-		t.Fatalf("spine run ended before the app slept: %v\n%s", err, w.buf.String())
+		t.Fatalf("spine run ended before the app slept: %v\n%s", err, w.text())
 	case <-time.After(time.Minute):
-		t.Fatalf("the app never said it would sleep:\n%s", w.buf.String())
+		t.Fatalf("the app never said it would sleep:\n%s", w.text())
+	}
+	// Before the app exits, spine has its start and the text it wrote.
+	id := ""
+	if sc := bufio.NewScanner(strings.NewReader(w.text())); sc.Scan() {
+		id = strings.TrimPrefix(sc.Text(), "● claude-code session ")
+	}
+	for deadline := time.Now().Add(spinetest.WaitTimeout); ; time.Sleep(50 * time.Millisecond) {
+		caughtUp()
+		out, err := capture(t, "read", "transcript", id)
+		if err == nil && strings.Contains(out, "going to sleep") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("transcript of %s while the app runs: %v\n%s", id, err, out)
+		}
+	}
+	if status, _ := sessionStatus(t, id); status != "running" {
+		t.Fatalf("session %s is %q while the app runs", id, status)
 	}
 	cancel()
 	var err error
@@ -294,15 +322,11 @@ func TestRunCancelled(t *testing.T) {
 	stdout = old
 	var code appExit
 	if !errors.As(err, &code) || code == 0 {
-		t.Fatalf("spine run: %v, want the app's non-zero exit\n%s", err, w.buf.String())
+		t.Fatalf("spine run: %v, want the app's non-zero exit\n%s", err, w.text())
 	}
 	caughtUp()
-	id := ""
-	if sc := bufio.NewScanner(strings.NewReader(w.buf.String())); sc.Scan() {
-		id = strings.TrimPrefix(sc.Text(), "● claude-code session ")
-	}
 	if status, _ := sessionStatus(t, id); status != "cancelled" {
-		t.Fatalf("session %s ended %q, want cancelled\n%s", id, status, w.buf.String())
+		t.Fatalf("session %s ended %q, want cancelled\n%s", id, status, w.text())
 	}
 	if _, _, status := routerCall(t, n, id); status != "cancelled" {
 		t.Fatalf("router call status %q, want cancelled", status)
