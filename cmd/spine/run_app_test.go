@@ -62,20 +62,25 @@ func servedUsage(log []fakemodel.Served) streams.Usage {
 	return u
 }
 
-// routerCall is the session's router-call row: its tokens and cost.
-func routerCall(t *testing.T, n *node.Node, id string) (accounting.Tokens, *float64, string) {
+// callRow is a session's router-call row: its tokens, cost, status and billing.
+type callRow struct {
+	tokens          accounting.Tokens
+	cost            *float64
+	status, billing string
+}
+
+func routerCall(t *testing.T, n *node.Node, id string) callRow {
 	t.Helper()
-	var tk accounting.Tokens
-	var cost *float64
-	var status string
+	var r callRow
 	err := n.Pool.QueryRow(context.Background(), `SELECT input_tokens, output_tokens, cache_read_tokens,
-		cache_write_tokens, reasoning_tokens, total_cost::float8, status FROM router_calls WHERE session_id = $1`, id).
-		Scan(&tk.Input, &tk.Output, &tk.CacheRead, &tk.CacheWrite, &tk.Reasoning, &cost, &status)
+		cache_write_tokens, reasoning_tokens, total_cost::float8, status, billing FROM router_calls WHERE session_id = $1`, id).
+		Scan(&r.tokens.Input, &r.tokens.Output, &r.tokens.CacheRead, &r.tokens.CacheWrite, &r.tokens.Reasoning, &r.cost,
+			&r.status, &r.billing)
 	if err != nil {
 		t.Fatalf("router call of %s: %v", id, err)
 	}
-	tk.Total = tk.Input + tk.Output
-	return tk, cost, status
+	r.tokens.Total = r.tokens.Input + r.tokens.Output
+	return r
 }
 
 // firstValue is the first value of key on the output's lines that have one.
@@ -107,11 +112,11 @@ func lastValue(out []byte, key string) any {
 
 // checkRecorded reads the session through spine and compares it with the
 // fake model's log: the transcript has the model's text, the steps its
-// command, the router-call row the tokens it served and the cost the app
-// reported. Then importing the same output publishes nothing and changes
+// command, the router-call row the tokens it served, the cost the app
+// reported and billing. Then importing the same output publishes nothing and changes
 // no projection.
 func checkRecorded(t *testing.T, n *node.Node, caughtUp func(), id string, log []fakemodel.Served,
-	texts []string, command string, cost *float64, output string) {
+	texts []string, command string, cost *float64, billing, output string) {
 	t.Helper()
 	if len(log) != 2 || log[0].Turn != 0 || log[1].Turn != 1 {
 		t.Fatalf("the model served %+v, want the two scripted turns", log)
@@ -128,12 +133,13 @@ func checkRecorded(t *testing.T, n *node.Node, caughtUp func(), id string, log [
 	}
 	u := servedUsage(log)
 	want := *accounting.Normalise(&u)
-	got, gotCost, status := routerCall(t, n, id)
-	if got != want || status != "done" {
-		t.Fatalf("router call %+v, %s; the model served %+v", got, status, want)
+	row := routerCall(t, n, id)
+	if row.tokens != want || row.status != "done" || row.billing != billing {
+		t.Fatalf("router call %+v, %s, billing %s; the model served %+v, billing should be %s", row.tokens, row.status,
+			row.billing, want, billing)
 	}
-	if (gotCost == nil) != (cost == nil) || cost != nil && *gotCost != *cost {
-		t.Fatalf("router call cost %v, the app reported %v", gotCost, cost)
+	if (row.cost == nil) != (cost == nil) || cost != nil && *row.cost != *cost {
+		t.Fatalf("router call cost %v, the app reported %v", row.cost, cost)
 	}
 	before, err := checksum.Compute(context.Background(), n.Pool)
 	if err != nil {
@@ -190,10 +196,11 @@ func TestRunClaudeCode(t *testing.T) {
 		t.Fatalf("the app's output names no session or cost:\n%s", raw)
 	}
 	checkRecorded(t, n, caughtUp, apps.SessionID("claude-code", appID), srv.Log(),
-		[]string{"looking around", "all done here"}, "echo live-run", &cost, output)
+		[]string{"looking around", "all done here"}, "echo live-run", &cost, "metered", output) // apiKeySource: the rig's key
 }
 
-// spine run of the real Codex: the same, with no cost (Codex reports none).
+// spine run of the real Codex: the same, with no cost (Codex reports none)
+// and the billing --billing gives.
 func TestRunCodex(t *testing.T) {
 	n, caughtUp := testNode(t)
 	srv := fakemodel.Start(t)
@@ -207,8 +214,8 @@ func TestRunCodex(t *testing.T) {
 	c := apprig.NewCodex(t, srv, nil)
 	output := filepath.Join(t.TempDir(), "codex.jsonl")
 	bin := appWrapper(t, c.Bin, c.Dir, c.Env(t), output)
-	out, err := capture(t, "run", "--app", "codex", "--bin", bin, "--", "--skip-git-repo-check",
-		"--dangerously-bypass-approvals-and-sandbox", "say something")
+	out, err := capture(t, "run", "--app", "codex", "--billing", "subscription", "--bin", bin, "--",
+		"--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "say something")
 	if err != nil {
 		t.Fatalf("spine run: %v\n%s", err, out)
 	}
@@ -224,7 +231,7 @@ func TestRunCodex(t *testing.T) {
 		t.Fatalf("the app's output names no thread:\n%s", raw)
 	}
 	checkRecorded(t, n, caughtUp, apps.SessionID("codex", thread), srv.Log(),
-		[]string{"listing", "codex is done"}, "echo live-run", nil, output)
+		[]string{"listing", "codex is done"}, "echo live-run", nil, "subscription", output)
 }
 
 // watcher is spine run's stdout in a test: it says when what it shows
@@ -328,8 +335,8 @@ func TestRunCancelled(t *testing.T) {
 	if status, _ := sessionStatus(t, id); status != "cancelled" {
 		t.Fatalf("session %s ended %q, want cancelled\n%s", id, status, w.text())
 	}
-	if _, _, status := routerCall(t, n, id); status != "cancelled" {
-		t.Fatalf("router call status %q, want cancelled", status)
+	if row := routerCall(t, n, id); row.status != "cancelled" {
+		t.Fatalf("router call status %q, want cancelled", row.status)
 	}
 }
 

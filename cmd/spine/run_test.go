@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 )
@@ -33,5 +34,15 @@ func TestRunAppArgs(t *testing.T) {
 	}
 	if _, _, err := appArgs("cursor", nil); err == nil {
 		t.Error("an unknown app accepted")
+	}
+}
+
+// spine run exits as the app did, without a message of its own.
+func TestRunExitsAsTheApp(t *testing.T) {
+	if got := exitCode(appExit(3)); got != 3 {
+		t.Fatalf("exit code %d, want the app's 3", got)
+	}
+	if got := exitCode(fmt.Errorf("wrapped: %w", appExit(137))); got != 137 {
+		t.Fatalf("exit code %d, want the app's 137", got)
 	}
 }
