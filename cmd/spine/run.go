@@ -142,17 +142,7 @@ func record(ctx context.Context, bin string, argv []string, format apps.Format, 
 	if err := cmd.Start(); err != nil {
 		return 0, err
 	}
-	var cancelled error
-	stopped, watched := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(watched)
-		select {
-		case <-ctx.Done():
-			cancelled = context.Cause(ctx)
-			_ = cmd.Process.Signal(syscall.SIGINT)
-		case <-stopped:
-		}
-	}()
+	stop := forward(ctx, cmd)
 	// Envelopes still go to spine after spine run is told to stop: the
 	// cancelled end is the last of them.
 	pctx := context.WithoutCancel(ctx)
@@ -160,29 +150,10 @@ func record(ctx context.Context, bin string, argv []string, format apps.Format, 
 	tr := apps.NewTranslator(apps.Options{Owner: streams.Owner{Org: "dev", Member: "dev"}, Billing: billing,
 		Sink: rs, Live: true})
 	st := tr.Stream(apps.Source{Path: filepath.Base(bin) + " stdout", ModTime: time.Now(), Format: format})
-	rr := apps.NewLineReader(bufio.NewReaderSize(out, 1<<20))
-	for {
-		rec, err := rr.Next()
-		var le *apps.LineError
-		if errors.As(err, &le) {
-			fmt.Fprintf(os.Stderr, "spine run: %s output %v: not recorded\n", format.App(), le)
-			continue
-		}
-		if err != nil {
-			break // io.EOF: the app closed its output
-		}
-		rec.At = time.Now()
-		if skip, err := st.Record(pctx, rec); err != nil {
-			rs.fail(err)
-		} else if skip != "" {
-			fmt.Fprintf(os.Stderr, "spine run: line %d not recorded: %s\n", rec.N, skip)
-		}
-	}
+	translate(pctx, apps.NewLineReader(bufio.NewReaderSize(out, 1<<20)), st, rs)
 	_, _ = io.Copy(io.Discard, out)
 	werr := cmd.Wait()
-	close(stopped)
-	<-watched // cancelled is set, or never will be
-	code, status, why := exitOf(cmd, werr, cancelled)
+	code, status, why := exitOf(cmd, werr, stop())
 	if err := st.Done(pctx); err != nil {
 		rs.fail(err)
 	}
@@ -201,6 +172,50 @@ func record(ctx context.Context, bin string, argv []string, format apps.Format, 
 		fmt.Fprintf(os.Stderr, "spine run: the session is not fully recorded: %v\n", rs.err)
 	}
 	return code, nil
+}
+
+// forward passes a signal to spine run (ctx done) to the app as SIGINT.
+// Call stop once the app has exited: it says why spine run was stopped,
+// nil when it was not.
+func forward(ctx context.Context, cmd *exec.Cmd) (stop func() error) {
+	var cancelled error
+	exited, watched := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case <-ctx.Done():
+			cancelled = context.Cause(ctx)
+			_ = cmd.Process.Signal(syscall.SIGINT)
+		case <-exited:
+		}
+	}()
+	return func() error {
+		close(exited)
+		<-watched // cancelled is set, or never will be
+		return cancelled
+	}
+}
+
+// translate reads the app's output to its end, each line into the
+// translation as it comes; a line not recorded is told on stderr.
+func translate(ctx context.Context, rr apps.RecordReader, st *apps.Stream, rs *runSink) {
+	for {
+		rec, err := rr.Next()
+		var le *apps.LineError
+		if errors.As(err, &le) {
+			fmt.Fprintf(os.Stderr, "spine run: output %v: not recorded\n", le)
+			continue
+		}
+		if err != nil {
+			return // io.EOF: the app closed its output
+		}
+		rec.At = time.Now()
+		if skip, err := st.Record(ctx, rec); err != nil {
+			rs.fail(err)
+		} else if skip != "" {
+			fmt.Fprintf(os.Stderr, "spine run: output line %d not recorded: %s\n", rec.N, skip)
+		}
+	}
 }
 
 // exitOf is the app's exit code and, when it did not exit on its own
