@@ -64,7 +64,9 @@ func runRun(ctx context.Context, args []string) error {
 	case *quiet:
 	case *asJSON:
 		show = func(e *streams.Envelope) {
-			if data, err := e.Marshal(); err == nil {
+			c := *e
+			c.Owner = nil // as sent: spine makes the token's member the owner
+			if data, err := c.Marshal(); err == nil {
 				fmt.Fprintf(stdout, "%s\n", data)
 			}
 		}

@@ -200,7 +200,7 @@ func TestRunClaudeCode(t *testing.T) {
 }
 
 // spine run of the real Codex: the same, with no cost (Codex reports none)
-// and the billing --billing gives.
+// and the billing --billing gives; --json prints the envelopes sent.
 func TestRunCodex(t *testing.T) {
 	n, caughtUp := testNode(t)
 	srv := fakemodel.Start(t)
@@ -214,13 +214,23 @@ func TestRunCodex(t *testing.T) {
 	c := apprig.NewCodex(t, srv, nil)
 	output := filepath.Join(t.TempDir(), "codex.jsonl")
 	bin := appWrapper(t, c.Bin, c.Dir, c.Env(t), output)
-	out, err := capture(t, "run", "--app", "codex", "--billing", "subscription", "--bin", bin, "--",
+	out, err := capture(t, "run", "--app", "codex", "--billing", "subscription", "--json", "--bin", bin, "--",
 		"--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "say something")
 	if err != nil {
 		t.Fatalf("spine run: %v\n%s", err, out)
 	}
-	if !strings.Contains(out, "codex is done") {
-		t.Fatalf("spine run showed:\n%s", out)
+	// --json shows each envelope sent: the start first, the end last.
+	var sent []*streams.Envelope
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var e streams.Envelope
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("spine run --json printed %q: %v", line, err)
+		}
+		sent = append(sent, &e)
+	}
+	if len(sent) < 3 || sent[0].Type != streams.TypeSessionStart || sent[0].Owner != nil || sent[len(sent)-1].Type != streams.TypeSessionEnd ||
+		!strings.Contains(out, "codex is done") {
+		t.Fatalf("spine run --json showed:\n%s", out)
 	}
 	raw, err := os.ReadFile(output)
 	if err != nil {
