@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -63,6 +65,8 @@ type Collector struct {
 	forgot     bool
 	duplicates int // the sink's count
 	refused    int // refusals logged
+	// unreadable are the files that could not be read, logged once.
+	unreadable map[string]bool
 	log        *slog.Logger
 }
 
@@ -114,7 +118,7 @@ func New(opts Options) (*Collector, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := &Collector{opts: opts, st: st, gate: &gate{Sink: opts.Sink, machine: opts.Machine}, tails: map[string]*tail{}, log: log}
+	c := &Collector{opts: opts, st: st, gate: &gate{Sink: opts.Sink, machine: opts.Machine}, tails: map[string]*tail{}, unreadable: map[string]bool{}, log: log}
 	c.tr = apps.NewTranslator(apps.Options{Owner: opts.Owner, Sink: c.gate, Skipped: c.skipped})
 	return c, nil
 }
@@ -218,53 +222,133 @@ func (c *Collector) Run(ctx context.Context) error {
 	}
 }
 
-// replay reads each file the state knows up to its offset with the gate
-// muted: spine has those lines' envelopes already.
+// replay feeds the translation each file the state knows, in the order
+// their lines were first fed (state.Order) and up to where they were fed,
+// so every session's seq numbers, pending tool calls and lines seen are
+// what they were. Up to a file's saved offset the gate is muted: spine has
+// those lines' envelopes. Past it they are sent again, and spine passes
+// over what it recorded.
 func (c *Collector) replay(ctx context.Context) error {
-	srcs, err := c.list()
-	if err != nil {
-		return err
+	if len(c.st.Order) == 0 { // a state from before the order was kept
+		for path, saved := range c.st.Files {
+			c.st.Order = append(c.st.Order, segment{File: path, End: saved.Offset})
+		}
+		slices.SortFunc(c.st.Order, func(a, b segment) int { return strings.Compare(a.File, b.File) })
 	}
-	c.gate.muted = true
-	defer func() { c.gate.muted = false }()
-	for _, src := range srcs {
-		fs := c.st.Files[src.path]
-		if fs == nil {
+	bad := map[string]bool{}
+	for _, seg := range slices.Clone(c.st.Order) {
+		saved := c.st.Files[seg.File]
+		format, ok := c.formatOf(seg.File)
+		if bad[seg.File] || !ok {
+			continue // forgotten, or not collected in this run: kept as it is
+		}
+		t := c.tails[seg.File]
+		if t == nil {
+			var err error
+			t, err = c.open(source{path: seg.File, format: format})
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				c.log.Warn("file cannot be read: reading it again from the start when it can", "file", seg.File, "err", err)
+			}
+			if err != nil || saved == nil || t.id != saved.ID {
+				bad[seg.File] = true // gone or rewritten: read again from the start
+				continue
+			}
+		}
+		if t.size < seg.End {
+			bad[seg.File] = true // cut
 			continue
 		}
-		t, err := c.open(src)
-		if err != nil || t.id != fs.ID || t.size < fs.Offset {
-			c.forget(src.path) // gone, rewritten or cut: read again from the start
-			continue
+		if t.offset < saved.Offset {
+			c.gate.muted = true
+			err := t.read(ctx, min(seg.End, saved.Offset))
+			c.gate.muted = false
+			if err != nil {
+				return err
+			}
 		}
-		if err := t.read(ctx, fs.Offset); err != nil {
+		if err := t.read(ctx, seg.End); err != nil {
 			return err
 		}
+	}
+	for path := range bad {
+		c.forget(path)
 	}
 	return nil
 }
 
+// formatOf is the format of a file under one of the collected roots.
+func (c *Collector) formatOf(path string) (apps.Format, bool) {
+	if c.opts.ClaudeDir != "" && under(path, filepath.Join(c.opts.ClaudeDir, "projects")) {
+		return apps.FormatClaudeTranscript, true
+	}
+	if c.opts.CodexDir != "" && under(path, filepath.Join(c.opts.CodexDir, "sessions")) {
+		return apps.FormatCodexRollout, true
+	}
+	return "", false
+}
+
+// under reports whether path lies inside dir.
+func under(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != "." && !strings.HasPrefix(rel, "..")
+}
+
 // pass reads what every file has gained, sends it, and saves the offsets.
+// Where each file's complete lines end is found first and saved in the
+// state's order before any of them is fed, so that a restart after a
+// failure (spine unreachable, the state not saved) feeds them again in the
+// order they were fed now.
 func (c *Collector) pass(ctx context.Context) error {
 	srcs, err := c.list()
 	if err != nil {
 		return err
 	}
+	type feed struct {
+		t   *tail
+		end int64
+	}
+	var feeds []feed
 	seen := map[string]bool{}
 	for _, src := range srcs {
 		seen[src.path] = true
-		if err := c.file(ctx, src); err != nil {
-			return err
+		t := c.file(src)
+		if t == nil {
+			continue
+		}
+		end, err := t.lastLineEnd()
+		if err != nil {
+			c.cannotRead(src.path, err)
+			continue
+		}
+		if end > t.offset {
+			feeds = append(feeds, feed{t, end})
 		}
 	}
-	for path := range c.tails {
-		if !seen[path] {
+	for _, path := range slices.Collect(maps.Keys(c.st.Files)) {
+		if !seen[path] && c.gone(path) {
 			c.forget(path) // deleted: spine keeps what it has
 		}
 	}
-	for path := range c.st.Files {
-		if !seen[path] {
+	for path := range c.tails {
+		if !seen[path] && c.gone(path) {
 			c.forget(path)
+		}
+	}
+	if len(feeds) > 0 {
+		for _, f := range feeds {
+			c.st.fed(f.t.path, f.end)
+			if c.st.Files[f.t.path] == nil {
+				c.st.Files[f.t.path] = &fileState{ID: f.t.id}
+			}
+		}
+		if err := c.st.save(c.opts.StatePath); err != nil {
+			return err
+		}
+		c.forgot = false
+		for _, f := range feeds {
+			if err := f.t.read(ctx, f.end); err != nil {
+				return err
+			}
 		}
 	}
 	stats, err := c.opts.Sink.Flush(ctx)
@@ -277,6 +361,43 @@ func (c *Collector) pass(ctx context.Context) error {
 	}
 	c.refused = len(stats.Refused)
 	return c.commit()
+}
+
+// gone reports whether a file is known to be deleted: it does not exist,
+// and the nearest directory above it that does, inside the collected
+// roots, can be read. A root that is missing or a directory that cannot
+// be read proves nothing: its files keep their offsets.
+func (c *Collector) gone(path string) bool {
+	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	for _, root := range c.roots() {
+		if !under(path, root) {
+			continue
+		}
+		dir := filepath.Dir(path)
+		for {
+			d, err := os.Open(dir)
+			if err == nil {
+				_, err = d.Readdirnames(1)
+				d.Close()
+				return err == nil || errors.Is(err, io.EOF)
+			}
+			if !errors.Is(err, fs.ErrNotExist) || dir == root {
+				return false
+			}
+			dir = filepath.Dir(dir)
+		}
+	}
+	return false
+}
+
+// cannotRead logs a file that cannot be read, once until it can again.
+func (c *Collector) cannotRead(path string, err error) {
+	if !c.unreadable[path] {
+		c.unreadable[path] = true
+		c.log.Warn("file cannot be read: skipped until it can", "file", path, "err", err)
+	}
 }
 
 // Stats are what a Collector has sent so far.
@@ -296,8 +417,8 @@ func (c *Collector) commit() error {
 	changed := c.forgot
 	c.forgot = false
 	for path, t := range c.tails {
-		fs := c.st.Files[path]
-		if fs == nil || fs.Offset != t.offset || fs.ID != t.id {
+		saved := c.st.Files[path]
+		if saved == nil || saved.Offset != t.offset || saved.ID != t.id {
 			c.st.Files[path] = &fileState{Offset: t.offset, Lines: t.lines, ID: t.id}
 			changed = true
 		}
@@ -308,13 +429,16 @@ func (c *Collector) commit() error {
 	return c.st.save(c.opts.StatePath)
 }
 
-// file reads what one file gained since the last pass.
-func (c *Collector) file(ctx context.Context, src source) error {
+// file is one listed file's tail, its size and identity just taken; nil
+// when it cannot be read now (logged) or vanished since the listing.
+func (c *Collector) file(src source) *tail {
 	t := c.tails[src.path]
 	if t != nil {
 		if err := t.restat(); err != nil {
-			c.forget(src.path)
-			return nil
+			if !errors.Is(err, fs.ErrNotExist) {
+				c.cannotRead(src.path, err)
+			}
+			return nil // vanished: forgotten once known gone
 		}
 		if t.rewritten() {
 			c.log.Info("file rewritten: reading it again", "file", src.path)
@@ -325,10 +449,14 @@ func (c *Collector) file(ctx context.Context, src source) error {
 	if t == nil {
 		var err error
 		if t, err = c.open(src); err != nil {
-			return nil // vanished between the listing and now
+			if !errors.Is(err, fs.ErrNotExist) {
+				c.cannotRead(src.path, err)
+			}
+			return nil
 		}
 	}
-	return t.read(ctx, t.size)
+	delete(c.unreadable, src.path)
+	return t
 }
 
 // open starts a file's tail and its translation stream.
@@ -343,9 +471,13 @@ func (c *Collector) open(src source) (*tail, error) {
 	return t, nil
 }
 
-// forget drops a file's tail and offset.
+// forget drops a file's tail, offset and place in the order.
 func (c *Collector) forget(path string) {
 	delete(c.tails, path)
+	if slices.ContainsFunc(c.st.Order, func(s segment) bool { return s.File == path }) {
+		c.st.drop(path)
+		c.forgot = true
+	}
 	if _, ok := c.st.Files[path]; ok {
 		delete(c.st.Files, path)
 		c.forgot = true

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,11 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/spinehq/spine/importer"
 	"github.com/spinehq/spine/internal/config"
 	"github.com/spinehq/spine/internal/pgtest"
 	"github.com/spinehq/spine/internal/spinetest"
 	"github.com/spinehq/spine/node"
+	"github.com/spinehq/spine/streams"
 )
 
 // api is spine's HTTP API over a real connection, as importer.HTTPSink
@@ -60,6 +64,12 @@ func (a api) Do(ctx context.Context, method, path string, body []byte, out any) 
 
 func testAPI(t *testing.T) api {
 	t.Helper()
+	a, _ := testAPINode(t)
+	return a
+}
+
+func testAPINode(t *testing.T) (api, *node.Node) {
+	t.Helper()
 	_, url := pgtest.New(t)
 	n, err := node.Start(context.Background(), config.Config{DatabaseURL: url, NATSListen: "off", HTTPAddr: "127.0.0.1:0",
 		DataDir: t.TempDir(), TokenSecret: strings.Repeat("ab", 32)}, spinetest.Logger(t), nil)
@@ -68,7 +78,7 @@ func testAPI(t *testing.T) api {
 	}
 	t.Cleanup(n.Stop)
 	tok, _ := n.DevToken()
-	return api{base: "http://" + n.HTTPAddr(), token: tok}
+	return api{base: "http://" + n.HTTPAddr(), token: tok}, n
 }
 
 // A collector made anew for every step of a growing transcript (a restart
@@ -149,5 +159,159 @@ func TestRunPollsWithoutNotifications(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// flushFails is a sink whose Flush fails after spine accepted the pass:
+// as when the state save fails afterwards, the collector must take it that
+// nothing after its saved offsets was recorded.
+type flushFails struct{ importer.Sink }
+
+func (f flushFails) Flush(ctx context.Context) (importer.SinkStats, error) {
+	st, err := f.Sink.Flush(ctx)
+	if err != nil {
+		return st, err
+	}
+	return st, errors.New("state not saved")
+}
+
+// caughtUp waits until spine's session reads as far as its log holds, as
+// a restart a few seconds later finds it.
+func caughtUp(t *testing.T, a api, n *node.Node, session string) {
+	t.Helper()
+	var last int64
+	chunks(t, n, session, func(e streams.Envelope) { last = max(last, e.Seq) })
+	deadline := time.Now().Add(spinetest.WaitTimeout)
+	for {
+		var s struct {
+			LastSeq int64 `json:"lastSeq"`
+		}
+		if a.Do(context.Background(), http.MethodGet, "/v1/sessions/"+session, nil, &s) == nil && s.LastSeq >= last {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("spine's session never read up to seq %d", last)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// chunkTexts counts the chunks spine's session log holds, by text, with
+// the start's prompt.
+func chunkTexts(t *testing.T, n *node.Node, session string) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	chunks(t, n, session, func(e streams.Envelope) {
+		switch e.Type {
+		case streams.TypeSessionChunk:
+			out[e.Text]++
+		case streams.TypeSessionStart:
+			out[e.Prompt]++ // the first prompt is the start's
+		}
+	})
+	return out
+}
+
+// chunks calls f with each envelope of a session in spine's log.
+func chunks(t *testing.T, n *node.Node, session string, f func(streams.Envelope)) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := n.JS.Stream(ctx, streams.StreamSessions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range info.State.Msgs {
+		m, err := cons.Next(jetstream.FetchMaxWait(spinetest.WaitTimeout))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e streams.Envelope
+		if err := json.Unmarshal(m.Data(), &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.SessionID == session {
+			f(e)
+		}
+	}
+}
+
+// One session in two files (its transcript and a subagent's), both
+// growing across restarts, with a pass that spine accepted but whose
+// offsets were never saved: after the restart every line is stored once.
+// Chunk ids and the resume point follow the order lines were fed, so a
+// restart that fed the files in another order lost some lines and stored
+// others twice.
+func TestRestartKeepsTheOrderFilesWereFed(t *testing.T) {
+	a, n := testAPINode(t)
+	home := t.TempDir()
+	const session = "5b0c1f7e-2d4a-4c8e-9f6b-3a1d2e4f5a6b"
+	main := filepath.Join(home, "projects", "-w", session+".jsonl")
+	sub := filepath.Join(home, "projects", "-w", session, "subagents", "agent-a1.jsonl")
+	for _, p := range []string{main, sub} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var want []string
+	line := func(path, text string, sidechain bool, i int) {
+		want = append(want, text)
+		l, _ := json.Marshal(map[string]any{"type": "user", "sessionId": session, "isSidechain": sidechain,
+			"uuid": fmt.Sprintf("00000000-0000-4000-8000-%012d", len(want)), "cwd": "/w",
+			"timestamp": fmt.Sprintf("2026-01-01T00:00:%02dZ", len(want)),
+			"message":   map[string]any{"role": "user", "content": text}})
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.Write(append(l, '\n')); err != nil {
+			t.Fatal(err)
+		}
+	}
+	state := filepath.Join(t.TempDir(), "state.json")
+	run := func(sink importer.Sink) (Stats, error) {
+		c, err := New(Options{ClaudeDir: home, StatePath: state, Machine: "m1", Sink: sink})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.Once(context.Background())
+		return c.Stats(), err
+	}
+	line(main, "main 1", false, 1)
+	line(sub, "sub 1", true, 1)
+	if _, err := run(importer.NewHTTPSink(a, 500)); err != nil {
+		t.Fatal(err)
+	}
+	line(main, "main 2", false, 2)
+	line(sub, "sub 2", true, 2)
+	if _, err := run(flushFails{importer.NewHTTPSink(a, 500)}); err == nil {
+		t.Fatal("the failing pass did not fail")
+	}
+	caughtUp(t, a, n, session)
+	line(main, "main 3", false, 3)
+	line(sub, "sub 3", true, 3)
+	st, err := run(importer.NewHTTPSink(a, 500))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Duplicates != 0 {
+		t.Errorf("%d of %d envelopes sent after the restart were duplicates", st.Duplicates, st.Sent)
+	}
+	got := map[string]int{}
+	for text, count := range chunkTexts(t, n, session) {
+		got[strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(text), ">"))] += count
+	}
+	for _, text := range want {
+		if got[text] != 1 {
+			t.Errorf("line %q stored %d times, want once (stored: %v)", text, got[text], got)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // fileState is how far one file has been read and sent: every line before
@@ -21,10 +22,42 @@ type fileState struct {
 	ID string `json:"id,omitempty"`
 }
 
-// state is the collector's durable memory: per file, how far it got.
+// state is the collector's durable memory: per file, how far it got, and
+// the order in which the files' lines were fed to the translation.
 type state struct {
 	Version int                   `json:"version"`
 	Files   map[string]*fileState `json:"files"`
+	// Order is every range of lines fed, in the order fed: one session can
+	// span files (a transcript and its subagents'), and its chunks' seq
+	// numbers, so their ids and the point spine resumes after, follow the
+	// order its lines were read. A restart feeds the files again in this
+	// order. It is saved before the lines are sent, so it may run past
+	// Files' offsets: what lies past them is sent again (spine passes over
+	// what it has). Empty in a state written before it existed: the files
+	// are then fed in name order.
+	Order []segment `json:"order,omitempty"`
+}
+
+// segment is one range of a file's lines fed in one go: from where the
+// previous segment of the file ended up to End.
+type segment struct {
+	File string `json:"file"`
+	End  int64  `json:"end"`
+}
+
+// fed appends a segment to the order, merged into the last one when it is
+// the same file's.
+func (st *state) fed(file string, end int64) {
+	if n := len(st.Order); n > 0 && st.Order[n-1].File == file {
+		st.Order[n-1].End = end
+		return
+	}
+	st.Order = append(st.Order, segment{File: file, End: end})
+}
+
+// drop removes a file's segments from the order.
+func (st *state) drop(file string) {
+	st.Order = slices.DeleteFunc(st.Order, func(s segment) bool { return s.File == file })
 }
 
 const stateVersion = 1

@@ -137,3 +137,30 @@ func readLine(br *bufio.Reader) (rawLine, error) {
 		}
 	}
 }
+
+// lastLineEnd is the offset just past the last newline between offset and
+// the size restat or open found: where reading the complete lines the
+// file gained stops (a last line without its newline waits).
+func (t *tail) lastLineEnd() (int64, error) {
+	if t.size <= t.offset {
+		return t.offset, nil
+	}
+	f, err := os.Open(t.path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	for end := t.size; end > t.offset; {
+		start := max(t.offset, end-int64(len(buf)))
+		n, err := f.ReadAt(buf[:end-start], start)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return start + int64(i) + 1, nil
+		}
+		end = start
+	}
+	return t.offset, nil
+}
