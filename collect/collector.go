@@ -235,19 +235,23 @@ func (c *Collector) replay(ctx context.Context) error {
 		}
 		slices.SortFunc(c.st.Order, func(a, b segment) int { return strings.Compare(a.File, b.File) })
 	}
-	bad := map[string]bool{}
+	bad, skip := map[string]bool{}, map[string]bool{}
 	for _, seg := range slices.Clone(c.st.Order) {
 		saved := c.st.Files[seg.File]
 		format, ok := c.formatOf(seg.File)
-		if bad[seg.File] || !ok {
+		if bad[seg.File] || skip[seg.File] || !ok {
 			continue // forgotten, or not collected in this run: kept as it is
 		}
 		t := c.tails[seg.File]
 		if t == nil {
 			var err error
 			t, err = c.open(source{path: seg.File, format: format})
-			if err != nil && !errors.Is(err, fs.ErrNotExist) {
-				c.log.Warn("file cannot be read: reading it again from the start when it can", "file", seg.File, "err", err)
+			if err != nil && !c.gone(seg.File) {
+				// Not known deleted (a root missing, a directory unreadable):
+				// its offset stays for a later start.
+				c.cannotRead(seg.File, err)
+				skip[seg.File] = true
+				continue
 			}
 			if err != nil || saved == nil || t.id != saved.ID {
 				bad[seg.File] = true // gone or rewritten: read again from the start

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -313,5 +314,87 @@ func TestRestartKeepsTheOrderFilesWereFed(t *testing.T) {
 		if got[text] != 1 {
 			t.Errorf("line %q stored %d times, want once (stored: %v)", text, got[text], got)
 		}
+	}
+}
+
+// A root that is missing for a pass (a home unmounted, say) proves no file
+// under it deleted: their saved offsets stay. A file deleted from a
+// readable directory is forgotten.
+func TestScanErrorKeepsOffsets(t *testing.T) {
+	a := testAPI(t)
+	home := t.TempDir()
+	data, err := os.ReadFile(filepath.Join("..", "..", "shared", "fixtures", "claude-transcripts", "tomjnsn-agentlogs__claudecode_crud.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(home, "projects", "-w", "8122657c-fe54-4dc9-89a3-20049e8a84f7.jsonl")
+	other := filepath.Join(home, "projects", "-w", "other.jsonl")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, other} {
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	statePath := filepath.Join(t.TempDir(), "state.json")
+	once := func() *state {
+		t.Helper()
+		c, err := New(Options{ClaudeDir: home, StatePath: statePath, Machine: "m1", Sink: importer.NewHTTPSink(a, 500)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Once(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		st, err := loadState(statePath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	once()
+	projects := filepath.Join(home, "projects")
+	if err := os.Rename(projects, projects+".away"); err != nil {
+		t.Fatal(err)
+	}
+	if st := once(); st.Files[path] == nil || st.Files[path].Offset != int64(len(data)) {
+		t.Fatalf("with the root missing, the saved offset became %+v, want %d kept", st.Files[path], len(data))
+	}
+	if err := os.Rename(projects+".away", projects); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(other); err != nil {
+		t.Fatal(err)
+	}
+	st := once()
+	if st.Files[path] == nil || st.Files[other] != nil {
+		t.Fatalf("after a file was deleted: kept %v, forgotten %v; want the first kept and the deleted one forgotten",
+			st.Files[path] != nil, st.Files[other] == nil)
+	}
+}
+
+// A file that cannot be opened is logged, not passed over in silence.
+func TestUnreadableFileLogged(t *testing.T) {
+	a := testAPI(t)
+	home := t.TempDir()
+	loop := filepath.Join(home, "projects", "-w", "loop.jsonl")
+	if err := os.MkdirAll(filepath.Dir(loop), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(loop, loop); err != nil { // opening it fails: too many links
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	c, err := New(Options{ClaudeDir: home, StatePath: filepath.Join(t.TempDir(), "state.json"), Machine: "m1",
+		Sink: importer.NewHTTPSink(a, 500), Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Once(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "cannot be read") || !strings.Contains(logs.String(), "loop.jsonl") {
+		t.Fatalf("nothing logged about the unreadable file; the log:\n%s", logs.String())
 	}
 }

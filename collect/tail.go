@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"unicode/utf8"
@@ -51,12 +52,16 @@ func (t *tail) read(ctx context.Context, limit int64) error {
 		return nil
 	}
 	f, err := os.Open(t.path)
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil // gone: the next pass forgets it
+	}
+	if err != nil {
+		t.log.Warn("file cannot be read: trying again on the next pass", "file", t.path, "err", err)
+		return nil
 	}
 	defer f.Close()
 	if _, err := f.Seek(t.offset, io.SeekStart); err != nil {
-		return nil
+		return fmt.Errorf("read %s: %w", t.path, err)
 	}
 	br := bufio.NewReaderSize(io.LimitReader(f, limit-t.offset), 1<<20)
 	for {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -63,6 +64,11 @@ func runCollect(ctx context.Context, args []string) error {
 		err = col.Run(ctx)
 		if err == nil || ctx.Err() != nil {
 			return nil
+		}
+		var se interface{ HTTPStatus() int }
+		if errors.As(err, &se) && (se.HTTPStatus() == http.StatusUnauthorized || se.HTTPStatus() == http.StatusForbidden) {
+			// Starting again would be refused the same way, forever.
+			return fmt.Errorf("spine refused the token (check --token or $SPINE_TOKEN): %w", err)
 		}
 		log.Warn("collect failed: starting again", "err", err, "in", collectRetry)
 		select {

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/spinehq/spine/importer"
+	"github.com/spinehq/spine/internal/spinetest"
 	"github.com/spinehq/spine/node"
 	"github.com/spinehq/spine/streams"
 )
@@ -192,5 +194,23 @@ func TestCollectRewrittenAndDeletedFiles(t *testing.T) {
 	}
 	if _, err := capture(t, "read", "session", "8122657c-fe54-4dc9-89a3-20049e8a84f7"); err != nil {
 		t.Fatalf("the deleted file's session: %v", err)
+	}
+}
+
+// A token spine refuses stops `spine collect` with a message saying so:
+// starting again would be refused the same way, forever.
+func TestCollectStopsOnARefusedToken(t *testing.T) {
+	testNode(t)
+	home := t.TempDir()
+	collectFiles(t, home, 0.5)
+	ctx, cancel := context.WithTimeout(context.Background(), spinetest.WaitTimeout)
+	defer cancel()
+	err := run(ctx, []string{"collect", "--claude-dir", filepath.Join(home, ".claude"), "--codex-dir", filepath.Join(home, ".codex"),
+		"--state", filepath.Join(t.TempDir(), "state.json"), "--token", "not-a-token"})
+	if err == nil || !strings.Contains(err.Error(), "refused the token") {
+		t.Fatalf("collect with a refused token: %v, want it to stop saying the token was refused", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("collect ran until the test's deadline")
 	}
 }
