@@ -408,7 +408,8 @@ func (c *Collector) cannotRead(path string, err error) {
 type Stats struct {
 	Sent int // envelopes passed to the sink
 	// Duplicates are envelopes spine already had: a file rewritten or
-	// read again from the start; never a line sent before a restart.
+	// read again from the start, or lines past a saved offset sent again
+	// after a failure, which spine had stored but not yet read back.
 	Duplicates int
 }
 

@@ -13,14 +13,18 @@
 //
 // How far each file was sent is kept in a small JSON state file, saved
 // atomically once spine accepted the envelopes of the lines before each
-// offset. On start-up the files are translated again up to their offsets
-// with nothing sent (the translation's numbering and pending tool calls
-// are rebuilt exactly), then collection goes on from there: after a
-// restart or a crash nothing is sent twice and nothing is missed. A file
-// found shorter than its offset, or another file under its name, is read
-// again from the start (its envelopes have the same ids: spine drops them
-// as duplicates, and lines already recorded are passed over); a deleted
-// file's offset is forgotten and spine keeps its session.
+// offset, with the order in which ranges of the files' lines were fed (one
+// session spans a transcript and its subagents', and its chunks' seq
+// numbers follow that order), saved before they are fed. On start-up the
+// ranges are translated again in that order, with nothing sent up to each
+// file's offset and the rest sent again (spine passes over what it has):
+// the translation's numbering and pending tool calls are rebuilt exactly,
+// then collection goes on from there, so after a restart or a crash each
+// line is stored once. A file found shorter than its offset, or another
+// file under its name, is read again from the start (its envelopes have the
+// same ids: spine drops them as duplicates, and lines already recorded are
+// passed over); a file known deleted has its offset forgotten and spine
+// keeps its session. docs/collect.md says what is not handled yet.
 //
 // Collected sessions are kind attach, with the app's session id as their
 // appSessionRef and the machine as their workerId. They stay open:
