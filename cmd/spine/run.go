@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -135,26 +136,61 @@ func appArgs(app string, args []string) ([]string, apps.Format, error) {
 // exited 0 on it).
 func record(ctx context.Context, bin string, argv []string, format apps.Format, billing string, sink *importer.HTTPSink,
 	show func(*streams.Envelope)) (int, error) {
-	cmd := exec.Command(bin, argv...)
-	cmd.Stdin, cmd.Stderr = os.Stdin, os.Stderr
-	out, err := cmd.StdoutPipe()
+	// A closed terminal pipe (spine run | head) fails the rendering's
+	// writes (EPIPE) instead of killing spine run and, with it, the
+	// recording; the app starts with SIGPIPE as it was (handled signals
+	// are reset on exec, ignored ones would not be).
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	out, w, err := os.Pipe()
 	if err != nil {
 		return 0, err
 	}
-	if err := cmd.Start(); err != nil {
+	defer out.Close()
+	cmd := exec.Command(bin, argv...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, w, os.Stderr
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
 		return 0, err
 	}
-	stop := forward(ctx, cmd)
+	// Wait runs beside the reading: a child the app left behind holding
+	// its stdout does not keep spine run waiting (drainGrace).
+	exited := make(chan struct{})
+	var werr error
+	go func() {
+		werr = cmd.Wait()
+		close(exited)
+		_ = out.SetReadDeadline(time.Now().Add(drainGrace))
+	}()
+	stop := forward(ctx, cmd.Process, sigs, exited)
 	// Envelopes still go to spine after spine run is told to stop: the
-	// cancelled end is the last of them.
-	pctx := context.WithoutCancel(ctx)
+	// cancelled end is the last of them, sent within flushGrace of the
+	// app's exit.
+	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-pctx.Done():
+			return
+		}
+		select {
+		case <-exited:
+			time.Sleep(drainGrace + flushGrace)
+		case <-pctx.Done():
+			return
+		}
+		cancel()
+	}()
 	rs := &runSink{sink: sink, show: show}
 	tr := apps.NewTranslator(apps.Options{Owner: streams.Owner{Org: "dev", Member: "dev"}, Billing: billing,
 		Sink: rs, Live: true})
 	st := tr.Stream(apps.Source{Path: filepath.Base(bin) + " stdout", ModTime: time.Now(), Format: format})
 	translate(pctx, apps.NewLineReader(bufio.NewReaderSize(out, 1<<20)), st, rs)
-	_, _ = io.Copy(io.Discard, out)
-	werr := cmd.Wait()
+	<-exited
 	code, status, why := exitOf(cmd, werr, stop())
 	if err := st.Done(pctx); err != nil {
 		rs.fail(err)
@@ -176,23 +212,52 @@ func record(ctx context.Context, bin string, argv []string, format apps.Format, 
 	return code, nil
 }
 
-// forward passes a signal to spine run (ctx done) to the app as SIGINT.
-// Call stop once the app has exited: it says why spine run was stopped,
-// nil when it was not.
-func forward(ctx context.Context, cmd *exec.Cmd) (stop func() error) {
+// How long spine run gives the app to stop after passing it a signal
+// before it kills it, how long it goes on reading the app's output after
+// the app exited (a child left behind may hold it open), and how long it
+// goes on sending to spine after that once it was told to stop.
+var (
+	killGrace  = 10 * time.Second
+	drainGrace = 2 * time.Second
+	flushGrace = 10 * time.Second
+)
+
+// forward passes the first signal to spine run to the app as it came
+// (SIGINT, SIGTERM, SIGHUP; ctx done without one, as in a test: SIGINT).
+// A second signal, or the app still running killGrace later, kills it
+// (SIGKILL). Call stop once the app has exited (exited closed): it says
+// why spine run was stopped, nil when it was not.
+func forward(ctx context.Context, p *os.Process, sigs <-chan os.Signal, exited <-chan struct{}) (stop func() error) {
 	var cancelled error
-	exited, watched := make(chan struct{}), make(chan struct{})
+	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
+		var first os.Signal
 		select {
+		case first = <-sigs:
+			cancelled = fmt.Errorf("%v", first)
 		case <-ctx.Done():
 			cancelled = context.Cause(ctx)
-			_ = cmd.Process.Signal(syscall.SIGINT)
+			first = syscall.SIGINT
+			select { // the signal that cancelled ctx, when one did
+			case s := <-sigs:
+				first = s
+			case <-time.After(50 * time.Millisecond):
+			}
 		case <-exited:
+			return
 		}
+		_ = p.Signal(first)
+		select {
+		case <-sigs:
+		case <-time.After(killGrace):
+		case <-exited:
+			return
+		}
+		fmt.Fprintln(os.Stderr, "spine run: killing the app")
+		_ = p.Kill()
 	}()
 	return func() error {
-		close(exited)
 		<-watched // cancelled is set, or never will be
 		return cancelled
 	}

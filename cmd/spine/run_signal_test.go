@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spinehq/spine/apps"
+)
+
+var spineBin struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// builtSpine is the spine binary, built once for the tests that signal
+// spine run as a process of its own.
+func builtSpine(t *testing.T) string {
+	t.Helper()
+	spineBin.once.Do(func() {
+		dir, err := os.MkdirTemp("", "spine-bin")
+		if err != nil {
+			spineBin.err = err
+			return
+		}
+		spineBin.path = filepath.Join(dir, "spine")
+		out, err := exec.Command("go", "build", "-o", spineBin.path, ".").CombinedOutput()
+		if err != nil {
+			spineBin.err = errors.New(string(out))
+		}
+	})
+	if spineBin.err != nil {
+		t.Fatalf("go build: %v", spineBin.err)
+	}
+	return spineBin.path
+}
+
+// script is an executable bash script holding body.
+func script(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "app")
+	if err := os.WriteFile(path, []byte("#!/bin/bash\n"+body+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// waitFile waits until the file at path holds want.
+func waitFile(t *testing.T, path, want string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if b, _ := os.ReadFile(path); strings.Contains(string(b), want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(path)
+			t.Fatalf("%s never held %q:\n%s", path, want, b)
+		}
+	}
+}
+
+// exitStatus waits for a started spine run and returns its wait status.
+func exitStatus(t *testing.T, cmd *exec.Cmd) syscall.WaitStatus {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatal("spine run did not exit")
+	}
+	return cmd.ProcessState.Sys().(syscall.WaitStatus)
+}
+
+// An app that ignores the signals it is passed: spine run passes SIGTERM
+// as SIGTERM, and a second SIGTERM kills the app, so spine run exits
+// (137, killed) instead of hanging. Before, the app got SIGINT once and
+// spine run waited for it forever.
+func TestRunSignalEscalates(t *testing.T) {
+	_, _ = testNode(t)
+	log := filepath.Join(t.TempDir(), "log")
+	app := script(t, "trap 'echo TERM >> "+log+"' TERM\ntrap 'echo INT >> "+log+"' INT\necho ready >> "+log+
+		"\nwhile :; do sleep 0.05; done")
+	cmd := exec.Command(builtSpine(t), "run", "--quiet", "--bin", app, "--", "hi")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, log, "ready")
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	waitFile(t, log, "TERM")
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	ws := exitStatus(t, cmd)
+	if ws.ExitStatus() != 128+int(syscall.SIGKILL) {
+		t.Fatalf("spine run exited %v, want 137 (the app killed)\n%s", ws, stderr.String())
+	}
+	if b, _ := os.ReadFile(log); strings.Contains(string(b), "INT") {
+		t.Fatalf("the app got SIGINT for a SIGTERM:\n%s", b)
+	}
+}
+
+// spine run | head: the reader of spine run's stdout goes away. spine run
+// goes on (the app runs to its end, the session is recorded) and exits as
+// the app did, instead of dying of SIGPIPE.
+func TestRunStdoutClosed(t *testing.T) {
+	_, caughtUp := testNode(t)
+	app := script(t, "cat ../../../shared/fixtures/claude-stream-json/entireio-cli__stream_session_fast.jsonl\n"+
+		"sleep 0.3\ncat ../../../shared/fixtures/claude-stream-json/entireio-cli__stream_session_fast.jsonl")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	cmd := exec.Command(builtSpine(t), "run", "--bin", app, "--", "hi")
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = w, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	ws := exitStatus(t, cmd)
+	if ws.Signaled() || ws.ExitStatus() != 0 {
+		t.Fatalf("spine run exited %v, want 0 as the app\n%s", ws, stderr.String())
+	}
+	caughtUp()
+	if status, _ := sessionStatus(t, apps.SessionID("claude-code", "fa570000-aaaa-aaaa-aaaa-aaaaaaaaaaaa")); status == "running" || status == "" {
+		t.Fatalf("session %q, want ended\n%s", status, stderr.String())
+	}
+}
+
+// A child the app leaves behind holding its stdout (a background sleep)
+// does not keep spine run waiting after the app exits.
+func TestRunLeftoverChild(t *testing.T) {
+	_, _ = testNode(t)
+	app := script(t, "sleep 300 &\nexit 3")
+	cmd := exec.Command(builtSpine(t), "run", "--quiet", "--bin", app, "--", "hi")
+	// stderr a file, not a pipe the test would wait for the sleep on
+	stderr, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if ws := exitStatus(t, cmd); ws.ExitStatus() != 3 {
+		t.Fatalf("spine run exited %v, want the app's 3", ws)
+	}
+}
