@@ -144,3 +144,12 @@ func (h *HTTPSink) flush(ctx context.Context) error {
 	h.pending, h.size = h.pending[:0], 0
 	return nil
 }
+
+// Drop discards the envelopes a failed post left in the batch and says
+// how many there were: a caller that gives up on them (spine run) counts
+// them lost instead of sending them with the next.
+func (h *HTTPSink) Drop() int {
+	n := len(h.pending)
+	h.pending, h.size = h.pending[:0], 0
+	return n
+}

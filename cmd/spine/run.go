@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -34,6 +35,7 @@ func runRun(ctx context.Context, args []string) error {
 	urlFlag := fs.String("url", "", "spine HTTP API (default $SPINE_URL or http://127.0.0.1:7070)")
 	token := fs.String("token", "", "bearer token (default $SPINE_TOKEN); the session belongs to its member")
 	quiet := fs.Bool("quiet", false, "show nothing of the run on the terminal")
+	save := fs.String("save", "", "also write the app's output, as read, to `FILE` (spine import FILE records it later)")
 	asJSON := fs.Bool("json", false, "print each envelope sent to spine as a JSON line instead of the readable rendering")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: spine run [flags] -- ARGS...\n\nRuns Claude Code (claude -p ARGS... --output-format stream-json --verbose) or Codex\n(codex exec --json ARGS...) and records the session in spine as it runs.\nExits with the app's exit code.")
@@ -74,8 +76,11 @@ func runRun(ctx context.Context, args []string) error {
 	default:
 		show = render(stdout)
 	}
-	code, err := record(ctx, path, argv, format, *billing, importer.NewHTTPSink(c, 1), show)
-	if err != nil {
+	code, err := record(ctx, path, argv, format, *billing, importer.NewHTTPSink(c, 1), show, *save)
+	if errors.Is(err, errNotRecorded) && code == 0 {
+		return appExit(notRecordedCode)
+	}
+	if err != nil && !errors.Is(err, errNotRecorded) {
 		return err
 	}
 	if code != 0 {
@@ -135,7 +140,7 @@ func appArgs(app string, args []string) ([]string, apps.Format, error) {
 // the session ends cancelled (and runRun exits 130 even when the app
 // exited 0 on it).
 func record(ctx context.Context, bin string, argv []string, format apps.Format, billing string, sink *importer.HTTPSink,
-	show func(*streams.Envelope)) (int, error) {
+	show func(*streams.Envelope), save string) (int, error) {
 	// A closed terminal pipe (spine run | head) fails the rendering's
 	// writes (EPIPE) instead of killing spine run and, with it, the
 	// recording; the app starts with SIGPIPE as it was (handled signals
@@ -149,6 +154,16 @@ func record(ctx context.Context, bin string, argv []string, format apps.Format, 
 		return 0, err
 	}
 	defer out.Close()
+	var raw io.Reader = out
+	if save != "" {
+		f, err := os.Create(save)
+		if err != nil {
+			w.Close()
+			return 0, err
+		}
+		defer f.Close()
+		raw = io.TeeReader(out, f) // the output as read, for a later spine import
+	}
 	cmd := exec.Command(bin, argv...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, w, os.Stderr
 	err = cmd.Start()
@@ -186,10 +201,11 @@ func record(ctx context.Context, bin string, argv []string, format apps.Format, 
 		cancel()
 	}()
 	rs := &runSink{sink: sink, show: show}
+	rs.start(pctx)
 	tr := apps.NewTranslator(apps.Options{Owner: streams.Owner{Org: "dev", Member: "dev"}, Billing: billing,
 		Sink: rs, Live: true})
 	st := tr.Stream(apps.Source{Path: filepath.Base(bin) + " stdout", ModTime: time.Now(), Format: format})
-	translate(pctx, apps.NewLineReader(bufio.NewReaderSize(out, 1<<20)), st, rs)
+	translate(pctx, apps.NewLineReader(bufio.NewReaderSize(raw, 1<<20)), st, rs)
 	<-exited
 	code, status, why := exitOf(cmd, werr, stop())
 	if err := st.Done(pctx); err != nil {
@@ -199,18 +215,31 @@ func record(ctx context.Context, bin string, argv []string, format apps.Format, 
 	if err := tr.Finish(pctx); err != nil {
 		rs.fail(err)
 	}
+	rs.close()
 	stats, err := sink.Flush(pctx)
 	if err != nil {
+		rs.lost += sink.Drop()
 		rs.fail(err)
 	}
 	for _, r := range stats.Refused {
 		fmt.Fprintf(os.Stderr, "spine run: spine refused %s: %s: %s\n", r.ID, r.Code, r.Reason)
 	}
-	if rs.err != nil {
-		fmt.Fprintf(os.Stderr, "spine run: the session is not fully recorded: %v\n", rs.err)
+	if rs.err != nil || rs.lost > 0 || len(stats.Refused) > 0 {
+		fmt.Fprintf(os.Stderr, "spine run: the session is not fully recorded: %d envelopes not taken, %d refused: %v\n",
+			rs.lost, len(stats.Refused), rs.err)
+		if save != "" {
+			fmt.Fprintf(os.Stderr, "spine run: the output is in %s: spine import %s records it\n", save, save)
+		}
+		return code, errNotRecorded
 	}
 	return code, nil
 }
+
+// errNotRecorded is a run spine did not fully take; spine run exits
+// notRecordedCode for it when the app itself exited 0 (docs/run.md).
+var errNotRecorded = errors.New("the session is not fully recorded")
+
+const notRecordedCode = 75
 
 // How long spine run gives the app to stop after passing it a signal
 // before it kills it, how long it goes on reading the app's output after
@@ -309,16 +338,79 @@ func exitOf(cmd *exec.Cmd, werr, cancelled error) (code int, status, why string)
 	return 0, "", ""
 }
 
-// runSink shows each envelope and sends it to spine; once spine fails to
-// take one, the rest are still shown and not sent, so the app is never
-// stopped by spine (the first error is told at the end).
+// runSink shows each envelope and queues it for spine; a goroutine of
+// its own sends the queue, so a slow spine does not slow the reading of
+// the app's output while the queue has room (queueSize envelopes). A
+// transient failure (no answer, a 5xx) is retried with backoff, up to
+// sendTries; an envelope spine still did not take is lost and counted,
+// and the rest are still sent (after one loss, each gets one try until
+// spine takes one again). The first error is told at the end.
 type runSink struct {
-	sink *importer.HTTPSink
-	show func(*streams.Envelope)
-	err  error
+	sink  *importer.HTTPSink
+	show  func(*streams.Envelope)
+	mu    sync.Mutex // the sink, err and lost
+	err   error
+	lost  int
+	queue chan *streams.Envelope
+	sent  chan struct{}
+}
+
+// How many envelopes wait for spine before the reading waits, and how
+// often one is tried.
+const (
+	queueSize = 10000
+	sendTries = 6
+)
+
+// start starts sending the queue to spine with ctx.
+func (r *runSink) start(ctx context.Context) {
+	r.queue, r.sent = make(chan *streams.Envelope, queueSize), make(chan struct{})
+	go func() {
+		defer close(r.sent)
+		failing := false
+		for e := range r.queue {
+			err := r.send(ctx, e, failing)
+			failing = err != nil
+			r.fail(err)
+		}
+	}()
+}
+
+// send publishes e, retrying a transient failure (unless once) with
+// backoff; what spine did not take in the end is dropped and counted lost.
+func (r *runSink) send(ctx context.Context, e *streams.Envelope, once bool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	err := r.sink.Publish(ctx, e)
+	for wait, try := 200*time.Millisecond, 1; err != nil; wait, try = wait*2, try+1 {
+		var se interface{ HTTPStatus() int }
+		if permanent := errors.As(err, &se) && se.HTTPStatus() < 500; permanent || once || try == sendTries || ctx.Err() != nil {
+			r.lost += r.sink.Drop()
+			return err
+		}
+		r.mu.Unlock()
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+		}
+		r.mu.Lock()
+		_, err = r.sink.Flush(ctx) // the envelope is still in the batch
+	}
+	return nil
+}
+
+// close waits for the queue to be sent.
+func (r *runSink) close() {
+	close(r.queue)
+	<-r.sent
 }
 
 func (r *runSink) fail(err error) {
+	if err == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.err == nil {
 		r.err = err
 	}
@@ -326,10 +418,9 @@ func (r *runSink) fail(err error) {
 
 // Recorded asks spine; a session it cannot ask about is taken as new.
 func (r *runSink) Recorded(ctx context.Context, id string) (apps.Recorded, error) {
-	if r.err != nil {
-		return apps.Recorded{}, nil
-	}
+	r.mu.Lock()
 	rec, err := r.sink.Recorded(ctx, id)
+	r.mu.Unlock()
 	r.fail(err)
 	return rec, nil
 }
@@ -338,8 +429,13 @@ func (r *runSink) Publish(ctx context.Context, e *streams.Envelope) error {
 	if r.show != nil {
 		r.show(e)
 	}
-	if r.err == nil {
-		r.fail(r.sink.Publish(ctx, e))
+	select {
+	case r.queue <- e:
+	case <-ctx.Done():
+		r.mu.Lock()
+		r.lost++
+		r.mu.Unlock()
+		r.fail(ctx.Err())
 	}
 	return nil
 }

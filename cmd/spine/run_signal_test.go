@@ -3,6 +3,10 @@ package main
 import (
 	"bytes"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +17,7 @@ import (
 	"time"
 
 	"github.com/spinehq/spine/apps"
+	"github.com/spinehq/spine/internal/config"
 )
 
 var spineBin struct {
@@ -156,5 +161,77 @@ func TestRunLeftoverChild(t *testing.T) {
 	}
 	if ws := exitStatus(t, cmd); ws.ExitStatus() != 3 {
 		t.Fatalf("spine run exited %v, want the app's 3", ws)
+	}
+}
+
+// flaky is a proxy to spine that answers the first fail posts to
+// /v1/ingest 503 (fail -1: every one).
+func flaky(t *testing.T, fail int) string {
+	t.Helper()
+	target, _ := url.Parse(os.Getenv(config.EnvURL))
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		refuse := r.URL.Path == "/v1/ingest" && fail != 0
+		if refuse && fail > 0 {
+			fail--
+		}
+		mu.Unlock()
+		if refuse {
+			http.Error(w, "try later", http.StatusServiceUnavailable)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+const fastFixture = "../../../shared/fixtures/claude-stream-json/entireio-cli__stream_session_fast.jsonl"
+
+// Spine failing twice (503) costs nothing: the envelopes are sent again
+// and the whole session is recorded, where before the first failure
+// dropped the rest of the session.
+func TestRunRetriesTransient(t *testing.T) {
+	_, caughtUp := testNode(t)
+	app := script(t, "cat "+fastFixture)
+	out, err := capture(t, "run", "--quiet", "--url", flaky(t, 2), "--bin", app, "--", "hi")
+	if err != nil {
+		t.Fatalf("spine run: %v\n%s", err, out)
+	}
+	caughtUp()
+	id := apps.SessionID("claude-code", "fa570000-aaaa-aaaa-aaaa-aaaaaaaaaaaa")
+	if status, _ := sessionStatus(t, id); status == "running" || status == "" {
+		t.Fatalf("session %q, want ended", status)
+	}
+	if tr, err := capture(t, "read", "transcript", id); err != nil || !strings.Contains(tr, "standard") {
+		t.Fatalf("transcript: %v\n%s", err, tr)
+	}
+}
+
+// Spine never taking the run: spine run exits 75 though the app exited
+// 0, and the output it saved (--save) records the session with spine
+// import.
+func TestRunNotRecorded(t *testing.T) {
+	_, caughtUp := testNode(t)
+	app := script(t, "cat "+fastFixture)
+	save := filepath.Join(t.TempDir(), "out.jsonl")
+	_, err := capture(t, "run", "--quiet", "--save", save, "--url", flaky(t, -1), "--bin", app, "--", "hi")
+	var code appExit
+	if !errors.As(err, &code) || code != notRecordedCode {
+		t.Fatalf("spine run: %v, want exit %d", err, notRecordedCode)
+	}
+	saved, _ := os.ReadFile(save)
+	want, _ := os.ReadFile(fastFixture)
+	if !bytes.Equal(saved, want) {
+		t.Fatalf("--save holds %d bytes, want the app's %d", len(saved), len(want))
+	}
+	if out, err := capture(t, "import", save); err != nil {
+		t.Fatalf("import: %v\n%s", err, out)
+	}
+	caughtUp()
+	if tr, err := capture(t, "read", "transcript", apps.SessionID("claude-code", "fa570000-aaaa-aaaa-aaaa-aaaaaaaaaaaa")); err != nil || !strings.Contains(tr, "standard") {
+		t.Fatalf("transcript: %v\n%s", err, tr)
 	}
 }
