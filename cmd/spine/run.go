@@ -338,7 +338,7 @@ func exitOf(cmd *exec.Cmd, werr, cancelled error) (code int, status, why string)
 	return 0, "", ""
 }
 
-// runSink shows each envelope and queues it for spine; a goroutine of
+// runSink shows each envelope, redacted, and queues it for spine; a goroutine of
 // its own sends the queue, so a slow spine does not slow the reading of
 // the app's output while the queue has room (queueSize envelopes). A
 // transient failure (no answer, a 5xx) is retried with backoff, up to
@@ -427,7 +427,7 @@ func (r *runSink) Recorded(ctx context.Context, id string) (apps.Recorded, error
 
 func (r *runSink) Publish(ctx context.Context, e *streams.Envelope) error {
 	if r.show != nil {
-		r.show(e)
+		r.show(e.Redacted()) // the terminal shows no more than spine keeps
 	}
 	select {
 	case r.queue <- e:

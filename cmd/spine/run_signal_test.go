@@ -235,3 +235,21 @@ func TestRunNotRecorded(t *testing.T) {
 		t.Fatalf("transcript: %v\n%s", err, tr)
 	}
 }
+
+// A secret in the prompt is not shown: the rendering and --json show the
+// envelopes redacted, as spine keeps them.
+func TestRunShowsRedacted(t *testing.T) {
+	_, _ = testNode(t)
+	secret := "sk-ant-api03-" + strings.Repeat("A", 40)
+	app := script(t, "head -1 "+fastFixture+"\n"+`echo '{"type":"user","message":{"role":"user","content":"use `+secret+
+		`"},"session_id":"fa570000-aaaa-aaaa-aaaa-aaaaaaaaaaaa"}'`+"\ntail -n +3 "+fastFixture)
+	for _, mode := range []string{"--json", "--billing=metered"} {
+		out, err := capture(t, "run", mode, "--bin", app, "--", "hi")
+		if err != nil {
+			t.Fatalf("spine run %s: %v\n%s", mode, err, out)
+		}
+		if strings.Contains(out, secret) {
+			t.Fatalf("spine run %s shows the secret:\n%s", mode, out)
+		}
+	}
+}
