@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -148,7 +149,15 @@ func TestRunStdoutClosed(t *testing.T) {
 // does not keep spine run waiting after the app exits.
 func TestRunLeftoverChild(t *testing.T) {
 	_, _ = testNode(t)
-	app := script(t, "sleep 300 &\nexit 3")
+	pid := filepath.Join(t.TempDir(), "pid")
+	app := script(t, "sleep 300 &\necho $! > "+pid+"\nexit 3")
+	t.Cleanup(func() { // the sleep left behind
+		if b, err := os.ReadFile(pid); err == nil {
+			if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				_ = syscall.Kill(n, syscall.SIGKILL)
+			}
+		}
+	})
 	cmd := exec.Command(builtSpine(t), "run", "--quiet", "--bin", app, "--", "hi")
 	// stderr a file, not a pipe the test would wait for the sleep on
 	stderr, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
