@@ -36,7 +36,7 @@ func runRun(ctx context.Context, args []string) error {
 	token := fs.String("token", "", "bearer token (default $SPINE_TOKEN); the session belongs to its member")
 	quiet := fs.Bool("quiet", false, "show nothing of the run on the terminal")
 	save := fs.String("save", "", "also write the app's output, as read, to `FILE` (spine import FILE records it later)")
-	asJSON := fs.Bool("json", false, "print each envelope sent to spine as a JSON line instead of the readable rendering")
+	asJSON := fs.Bool("json", false, "print each envelope of the run, as sent to spine, as a JSON line instead of the readable rendering")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: spine run [flags] -- ARGS...\n\nRuns Claude Code (claude -p ARGS... --output-format stream-json --verbose) or Codex\n(codex exec --json ARGS...) and records the session in spine as it runs.\nExits with the app's exit code.")
 		fs.PrintDefaults()
@@ -200,12 +200,17 @@ func record(ctx context.Context, bin string, argv []string, format apps.Format, 
 		}
 		cancel()
 	}()
-	rs := &runSink{sink: sink, show: show}
+	rs := &runSink{sink: sink}
 	rs.start(pctx)
-	tr := apps.NewTranslator(apps.Options{Owner: streams.Owner{Org: "dev", Member: "dev"}, Billing: billing,
-		Sink: rs, Live: true})
-	st := tr.Stream(apps.Source{Path: filepath.Base(bin) + " stdout", ModTime: time.Now(), Format: format})
-	translate(pctx, apps.NewLineReader(bufio.NewReaderSize(raw, 1<<20)), st, rs)
+	owner, src := streams.Owner{Org: "dev", Member: "dev"}, apps.Source{Path: filepath.Base(bin) + " stdout", ModTime: time.Now(), Format: format}
+	tr := apps.NewTranslator(apps.Options{Owner: owner, Billing: billing, Sink: rs, Live: true})
+	st := tr.Stream(src)
+	// The rendering is a translation of its own that takes every session
+	// as new, so a session spine already has (recorded before, resumed)
+	// still shows on the terminal.
+	sh := apps.NewTranslator(apps.Options{Owner: owner, Billing: billing, Sink: showSink{show}, Live: true})
+	shst := sh.Stream(src)
+	translate(pctx, apps.NewLineReader(bufio.NewReaderSize(raw, 1<<20)), st, shst, rs)
 	<-exited
 	code, status, why := exitOf(cmd, werr, stop())
 	if err := st.Done(pctx); err != nil {
@@ -215,6 +220,9 @@ func record(ctx context.Context, bin string, argv []string, format apps.Format, 
 	if err := tr.Finish(pctx); err != nil {
 		rs.fail(err)
 	}
+	_ = shst.Done(pctx)
+	shst.Exit(code, status, why)
+	_ = sh.Finish(pctx)
 	rs.close()
 	stats, err := sink.Flush(pctx)
 	if err != nil {
@@ -293,8 +301,8 @@ func forward(ctx context.Context, p *os.Process, sigs <-chan os.Signal, exited <
 }
 
 // translate reads the app's output to its end, each line into the
-// translation as it comes; a line not recorded is told on stderr.
-func translate(ctx context.Context, rr apps.RecordReader, st *apps.Stream, rs *runSink) {
+// translation as it comes (and into the rendering's, shown); a line not recorded is told on stderr.
+func translate(ctx context.Context, rr apps.RecordReader, st, shown *apps.Stream, rs *runSink) {
 	for {
 		rec, err := rr.Next()
 		var le *apps.LineError
@@ -306,6 +314,7 @@ func translate(ctx context.Context, rr apps.RecordReader, st *apps.Stream, rs *r
 			return // io.EOF: the app closed its output
 		}
 		rec.At = time.Now()
+		_, _ = shown.Record(ctx, rec)
 		if skip, err := st.Record(ctx, rec); err != nil {
 			rs.fail(err)
 		} else if skip != "" {
@@ -338,7 +347,7 @@ func exitOf(cmd *exec.Cmd, werr, cancelled error) (code int, status, why string)
 	return 0, "", ""
 }
 
-// runSink shows each envelope, redacted, and queues it for spine; a goroutine of
+// runSink queues each envelope for spine; a goroutine of
 // its own sends the queue, so a slow spine does not slow the reading of
 // the app's output while the queue has room (queueSize envelopes). A
 // transient failure (no answer, a 5xx) is retried with backoff, up to
@@ -347,7 +356,6 @@ func exitOf(cmd *exec.Cmd, werr, cancelled error) (code int, status, why string)
 // spine takes one again). The first error is told at the end.
 type runSink struct {
 	sink  *importer.HTTPSink
-	show  func(*streams.Envelope)
 	mu    sync.Mutex // the sink, err and lost
 	err   error
 	lost  int
@@ -426,9 +434,6 @@ func (r *runSink) Recorded(ctx context.Context, id string) (apps.Recorded, error
 }
 
 func (r *runSink) Publish(ctx context.Context, e *streams.Envelope) error {
-	if r.show != nil {
-		r.show(e.Redacted()) // the terminal shows no more than spine keeps
-	}
 	select {
 	case r.queue <- e:
 	case <-ctx.Done():
@@ -436,6 +441,19 @@ func (r *runSink) Publish(ctx context.Context, e *streams.Envelope) error {
 		r.lost++
 		r.mu.Unlock()
 		r.fail(ctx.Err())
+	}
+	return nil
+}
+
+// showSink shows each envelope of the rendering's translation, redacted
+// (the terminal shows no more than spine keeps); show nil shows nothing.
+type showSink struct{ show func(*streams.Envelope) }
+
+func (showSink) Recorded(context.Context, string) (apps.Recorded, error) { return apps.Recorded{}, nil }
+
+func (s showSink) Publish(_ context.Context, e *streams.Envelope) error {
+	if s.show != nil {
+		s.show(e.Redacted())
 	}
 	return nil
 }

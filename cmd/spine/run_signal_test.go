@@ -262,3 +262,17 @@ func TestRunShowsRedacted(t *testing.T) {
 		}
 	}
 }
+
+// A session spine already has (imported before) still shows on the
+// terminal: the rendering follows the translation, not what is sent.
+func TestRunShowsRecorded(t *testing.T) {
+	_, caughtUp := testNode(t)
+	if out, err := capture(t, "import", fastFixture); err != nil {
+		t.Fatalf("import: %v\n%s", err, out)
+	}
+	caughtUp()
+	out, err := capture(t, "run", "--bin", script(t, "cat "+fastFixture), "--", "hi")
+	if err != nil || !strings.Contains(out, "standard turn") || !strings.Contains(out, "● done") {
+		t.Fatalf("spine run: %v, want the run shown\n%s", err, out)
+	}
+}
