@@ -13,7 +13,7 @@ import (
 	"github.com/spinehq/spine/internal/spinetest"
 )
 
-func TestMain(m *testing.M) { spinetest.Main(m) }
+func TestMain(m *testing.M) { spinetest.Main(m, removeBuiltSpine) }
 
 // capture runs a spine command and returns what it printed.
 func capture(t *testing.T, args ...string) (string, error) {

@@ -49,6 +49,13 @@ func builtSpine(t *testing.T) string {
 	return spineBin.path
 }
 
+// removeBuiltSpine removes what builtSpine built, after the tests.
+func removeBuiltSpine() {
+	if spineBin.path != "" {
+		_ = os.RemoveAll(filepath.Dir(spineBin.path))
+	}
+}
+
 // script is an executable bash script holding body.
 func script(t *testing.T, body string) string {
 	t.Helper()
