@@ -202,7 +202,12 @@ func (f *fixture) post(path, token string, body []byte) answer {
 	f.t.Helper()
 	req, _ := http.NewRequest("POST", f.base+path, bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
+	// An answer given before the body is read (429 busy, quota_exceeded)
+	// comes with the connection closed; a client still writing the body
+	// would see a reset instead of the answer, so the body waits for the
+	// server's 100 Continue, as careful clients of large bodies do.
+	req.Header.Set("Expect", "100-continue")
+	resp, err := expectClient.Do(req)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -210,6 +215,9 @@ func (f *fixture) post(path, token string, body []byte) answer {
 	data, _ := io.ReadAll(resp.Body)
 	return answer{resp, data}
 }
+
+// expectClient sends a body only once the server asks for it (see post).
+var expectClient = &http.Client{Transport: &http.Transport{ExpectContinueTimeout: time.Minute}}
 
 // inflight reads spine_http_inflight_bytes from the node's registry.
 func (f *fixture) inflight() float64 {
