@@ -82,17 +82,29 @@ func testAPINode(t *testing.T) (api, *node.Node) {
 	return api{base: "http://" + n.HTTPAddr(), token: tok}, n
 }
 
+// crudTranscript is a real Claude Code transcript from the fixtures.
+func crudTranscript(t *testing.T) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "shared", "fixtures", "claude-transcripts", "tomjnsn-agentlogs__claudecode_crud.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// crudPath is where Claude Code keeps crudTranscript's session under home.
+func crudPath(home string) string {
+	return filepath.Join(home, "projects", "-w", "8122657c-fe54-4dc9-89a3-20049e8a84f7.jsonl")
+}
+
 // A collector made anew for every step of a growing transcript (a restart
 // each time) sends every envelope once: the sink hears of no duplicate,
 // so nothing before a saved offset was sent again.
 func TestRestartsSendNothingTwice(t *testing.T) {
 	a := testAPI(t)
 	home := t.TempDir()
-	data, err := os.ReadFile(filepath.Join("..", "..", "shared", "fixtures", "claude-transcripts", "tomjnsn-agentlogs__claudecode_crud.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(home, "projects", "-w", "8122657c-fe54-4dc9-89a3-20049e8a84f7.jsonl")
+	data := crudTranscript(t)
+	path := crudPath(home)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -125,10 +137,7 @@ func TestRestartsSendNothingTwice(t *testing.T) {
 func TestRunPollsWithoutNotifications(t *testing.T) {
 	a := testAPI(t)
 	home := t.TempDir()
-	data, err := os.ReadFile(filepath.Join("..", "..", "shared", "fixtures", "claude-transcripts", "tomjnsn-agentlogs__claudecode_crud.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := crudTranscript(t)
 	c, err := New(Options{ClaudeDir: home, StatePath: filepath.Join(t.TempDir(), "state.json"), Machine: "m1",
 		Sink: importer.NewHTTPSink(a, 500), NoNotify: true, Poll: 20 * time.Millisecond})
 	if err != nil {
@@ -137,7 +146,7 @@ func TestRunPollsWithoutNotifications(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
-	path := filepath.Join(home, "projects", "-w", "8122657c-fe54-4dc9-89a3-20049e8a84f7.jsonl")
+	path := crudPath(home)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -323,11 +332,8 @@ func TestRestartKeepsTheOrderFilesWereFed(t *testing.T) {
 func TestScanErrorKeepsOffsets(t *testing.T) {
 	a := testAPI(t)
 	home := t.TempDir()
-	data, err := os.ReadFile(filepath.Join("..", "..", "shared", "fixtures", "claude-transcripts", "tomjnsn-agentlogs__claudecode_crud.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(home, "projects", "-w", "8122657c-fe54-4dc9-89a3-20049e8a84f7.jsonl")
+	data := crudTranscript(t)
+	path := crudPath(home)
 	other := filepath.Join(home, "projects", "-w", "other.jsonl")
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)

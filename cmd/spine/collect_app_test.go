@@ -14,6 +14,7 @@ import (
 	"github.com/spinehq/spine/internal/apprig"
 	"github.com/spinehq/spine/internal/fakemodel"
 	"github.com/spinehq/spine/internal/spinetest"
+	"github.com/spinehq/spine/node"
 )
 
 // collector is `spine collect` running in the test until stop.
@@ -108,14 +109,23 @@ func TestCollectRealClaudeSession(t *testing.T) {
 	col.stop(t)
 	caughtUp()
 
-	dry := importJSON(t, append([]string{"--dry-run"}, res.Transcripts...)...)
-	if dry.Sessions != 1 || dry.Responses != 3 {
+	collectedAllButTheEnd(t, n, caughtUp, 3, res.Transcripts)
+}
+
+// collectedAllButTheEnd checks what a collector left in spine against the
+// translation of the same files (one session of responses responses):
+// every envelope but the end, each once; and a spine import of the files
+// then publishes the end alone.
+func collectedAllButTheEnd(t *testing.T, n *node.Node, caughtUp func(), responses int, files []string) {
+	t.Helper()
+	dry := importJSON(t, append([]string{"--dry-run"}, files...)...)
+	if dry.Sessions != 1 || dry.Responses != responses {
 		t.Fatalf("dry run: %+v", dry)
 	}
 	if got, want := stored(t, n), uint64(dry.Envelopes-1); got != want {
 		t.Fatalf("collected %d envelopes, want every one of the translation's but the end: %d", got, want)
 	}
-	imp := importJSON(t, res.Transcripts...)
+	imp := importJSON(t, files...)
 	caughtUp()
 	if imp.Envelopes != 1 || stored(t, n) != uint64(dry.Envelopes) {
 		t.Fatalf("import after collect published %d envelopes (want the end alone)", imp.Envelopes)
@@ -192,18 +202,7 @@ func TestCollectRealCodexThread(t *testing.T) {
 	col.stop(t)
 	caughtUp()
 
-	dry := importJSON(t, append([]string{"--dry-run"}, second.Rollouts...)...)
-	if dry.Sessions != 1 || dry.Responses != 2 {
-		t.Fatalf("dry run: %+v", dry)
-	}
-	if got, want := stored(t, n), uint64(dry.Envelopes-1); got != want {
-		t.Fatalf("collected %d envelopes, want every one of the translation's but the end: %d", got, want)
-	}
-	imp := importJSON(t, second.Rollouts...)
-	caughtUp()
-	if imp.Envelopes != 1 || stored(t, n) != uint64(dry.Envelopes) {
-		t.Fatalf("import after collect published %d envelopes (want the end alone)", imp.Envelopes)
-	}
+	collectedAllButTheEnd(t, n, caughtUp, 2, second.Rollouts)
 }
 
 // A real Claude Code session with a subagent, collected live: the
@@ -238,16 +237,5 @@ func TestCollectRealClaudeSubagent(t *testing.T) {
 	col.stop(t)
 	caughtUp()
 
-	dry := importJSON(t, append([]string{"--dry-run"}, res.Transcripts...)...)
-	if dry.Sessions != 1 || dry.Responses != 4 {
-		t.Fatalf("dry run: %+v", dry)
-	}
-	if got, want := stored(t, n), uint64(dry.Envelopes-1); got != want {
-		t.Fatalf("collected %d envelopes, want every one of the translation's but the end: %d", got, want)
-	}
-	imp := importJSON(t, res.Transcripts...)
-	caughtUp()
-	if imp.Envelopes != 1 || stored(t, n) != uint64(dry.Envelopes) {
-		t.Fatalf("import after collect published %d envelopes (want the end alone)", imp.Envelopes)
-	}
+	collectedAllButTheEnd(t, n, caughtUp, 4, res.Transcripts)
 }
