@@ -62,11 +62,11 @@ func runRun(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	var show func(*streams.Envelope)
+	spec := runSpec{Bin: path, Argv: argv, Format: format, Billing: *billing, API: c, Save: *save, Signals: true}
 	switch {
 	case *quiet:
 	case *asJSON:
-		show = func(e *streams.Envelope) {
+		spec.Show = func(e *streams.Envelope) {
 			c := *e
 			c.Owner = nil // as sent: spine makes the token's member the owner
 			if data, err := c.Marshal(); err == nil {
@@ -74,19 +74,19 @@ func runRun(ctx context.Context, args []string) error {
 			}
 		}
 	default:
-		show = render(stdout)
+		spec.Show = render(stdout)
 	}
-	code, err := record(ctx, path, argv, format, *billing, importer.NewHTTPSink(c, 1), show, *save)
-	if errors.Is(err, errNotRecorded) && code == 0 {
-		return appExit(notRecordedCode)
-	}
-	if err != nil && !errors.Is(err, errNotRecorded) {
+	res, err := runApp(ctx, spec)
+	if err != nil {
 		return err
 	}
-	if code != 0 {
-		return appExit(code)
+	if !res.Recorded && res.Code == 0 {
+		return appExit(notRecordedCode)
 	}
-	if ctx.Err() != nil {
+	if res.Code != 0 {
+		return appExit(res.Code)
+	}
+	if res.Status == "cancelled" {
 		return appExit(130) // stopped, though the app exited 0 on its signal (Claude Code does): not a success
 	}
 	return nil
@@ -132,44 +132,116 @@ func appArgs(app string, args []string) ([]string, apps.Format, error) {
 	return nil, "", fmt.Errorf("--app %q: want claude-code or codex", app)
 }
 
-// record runs the app and records its output line by line, live. It
-// returns the app's exit code; an error is spine run's own (the app could
-// not start). Spine failing to take an envelope does not stop the app:
-// the rest of its output is still read and shown, and the failure is told
-// on stderr. A signal to spine run (ctx done) is passed to the app, and
-// the session ends cancelled (and runRun exits 130 even when the app
-// exited 0 on it).
-func record(ctx context.Context, bin string, argv []string, format apps.Format, billing string, sink *importer.HTTPSink,
-	show func(*streams.Envelope), save string) (int, error) {
+// runSpec is one run of an app for runApp: what to start, how to record
+// it and what to show of it.
+type runSpec struct {
+	// Bin is the app's binary, Argv its arguments as appArgs made them
+	// (headless, machine-readable output) and Format that output's format.
+	Bin    string
+	Argv   []string
+	Format apps.Format
+	// Billing stamps the session: subscription, metered, or "" for what
+	// the output says (else unknown).
+	Billing string
+	// API is spine's HTTP API the envelopes go to (a *client): the token's
+	// member owns the session.
+	API importer.API
+	// Show is handed each envelope of the run, redacted, as the
+	// translation makes it (a session spine already has still shows); nil
+	// shows nothing.
+	Show func(*streams.Envelope)
+	// Save, when set, is a file the app's output is written to as read,
+	// for a later spine import.
+	Save string
+	// Stamp, when set, is called on each envelope before it is sent (and
+	// shown): the runner sets the start's taskId. It must not change the
+	// envelope's id, type, session or seq.
+	Stamp func(*streams.Envelope)
+	// Signals: SIGINT, SIGTERM and SIGHUP to this process are passed to
+	// the app (a second one kills it), as spine run does. Without it the
+	// caller's own signal handling stands and only ctx stops the app.
+	Signals bool
+}
+
+// runResult is how a run ended.
+type runResult struct {
+	// Code is the app's exit code (128+N when signal N killed it).
+	Code int
+	// Status is the session's end: done, failed or cancelled.
+	Status string
+	// SessionID is spine's session id, AppSessionID the app's own (what
+	// claude --resume and codex exec resume take); "" when the output named
+	// no session.
+	SessionID, AppSessionID string
+	// Model, Usage and Cost are as the app's output reported them (Cost nil
+	// when it reported none).
+	Model string
+	Usage streams.Usage
+	Cost  *float64
+	// Text is the assistant's prose since its last action or the
+	// prompt, as shown (redacted): its answer, on a run that ends
+	// answering.
+	Text string
+	// Recorded is false when spine did not take all of the session (Lost
+	// envelopes never taken, Refused ones refused); spine run then exits
+	// 75 when the app exited 0.
+	Recorded bool
+	Lost     int
+	Refused  int
+}
+
+// runApp runs one app session and records it in spine live: it is spine
+// run's machinery, and spine runner runs each task through it. It starts
+// spec.Bin with spec.Argv, translates each line of its stdout as it comes
+// (the same translation, and the same ids, as spine import of that
+// output), sends the envelopes at once, shows them (spec.Show) and waits
+// for the app. The app's stderr is this process's and its stdin too.
+//
+// ctx stops the app: when ctx is done the app gets SIGINT (or, with
+// spec.Signals, the signal this process got), is killed killGrace later,
+// and the session ends cancelled with context.Cause(ctx) as why; a caller
+// stopping the app for its own reason (the runner: a cancel requested, a
+// lost lease) cancels ctx with that cause. Envelopes still go to spine
+// for flushGrace after the app's exit once ctx is done: runApp always
+// returns.
+//
+// Spine failing to take an envelope does not stop the app: the rest of
+// its output is still read and shown, the failure is told on stderr and
+// the result is not Recorded. An error is runApp's own: the app could not
+// start, or Save could not be created.
+func runApp(ctx context.Context, spec runSpec) (runResult, error) {
 	// A closed terminal pipe (spine run | head) fails the rendering's
 	// writes (EPIPE) instead of killing spine run and, with it, the
 	// recording; the app starts with SIGPIPE as it was (handled signals
 	// are reset on exec, ignored ones would not be).
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
+	var sigs chan os.Signal // nil without spec.Signals: never ready
+	if spec.Signals {
+		sigs = make(chan os.Signal, 4)
+		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+		defer signal.Stop(sigs)
+	}
 	out, w, err := os.Pipe()
 	if err != nil {
-		return 0, err
+		return runResult{}, err
 	}
 	defer out.Close()
 	var raw io.Reader = out
-	if save != "" {
-		f, err := os.Create(save)
+	if spec.Save != "" {
+		f, err := os.Create(spec.Save)
 		if err != nil {
 			w.Close()
-			return 0, err
+			return runResult{}, err
 		}
 		defer f.Close()
 		raw = io.TeeReader(out, f) // the output as read, for a later spine import
 	}
-	cmd := exec.Command(bin, argv...)
+	cmd := exec.Command(spec.Bin, spec.Argv...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, w, os.Stderr
 	err = cmd.Start()
 	w.Close()
 	if err != nil {
-		return 0, err
+		return runResult{}, err
 	}
 	// Wait runs beside the reading: a child the app left behind holding
 	// its stdout does not keep spine run waiting (drainGrace).
@@ -200,15 +272,18 @@ func record(ctx context.Context, bin string, argv []string, format apps.Format, 
 		}
 		cancel()
 	}()
-	rs := &runSink{sink: sink}
+	sink := importer.NewHTTPSink(spec.API, 1)
+	rs := &runSink{sink: sink, stamp: spec.Stamp}
 	rs.start(pctx)
-	owner, src := streams.Owner{Org: "dev", Member: "dev"}, apps.Source{Path: filepath.Base(bin) + " stdout", ModTime: time.Now(), Format: format}
-	tr := apps.NewTranslator(apps.Options{Owner: owner, Billing: billing, Sink: rs, Live: true})
+	var res runResult
+	owner, src := streams.Owner{Org: "dev", Member: "dev"}, apps.Source{Path: filepath.Base(spec.Bin) + " stdout", ModTime: time.Now(), Format: spec.Format}
+	tr := apps.NewTranslator(apps.Options{Owner: owner, Billing: spec.Billing, Sink: rs, Live: true})
 	st := tr.Stream(src)
 	// The rendering is a translation of its own that takes every session
 	// as new, so a session spine already has (recorded before, resumed)
-	// still shows on the terminal.
-	sh := apps.NewTranslator(apps.Options{Owner: owner, Billing: billing, Sink: showSink{show}, Live: true})
+	// still shows on the terminal; the result is read from it too.
+	shown := &showSink{show: spec.Show, stamp: spec.Stamp, res: &res}
+	sh := apps.NewTranslator(apps.Options{Owner: owner, Billing: spec.Billing, Sink: shown, Live: true, Ended: shown.ended})
 	shst := sh.Stream(src)
 	translate(pctx, apps.NewLineReader(bufio.NewReaderSize(raw, 1<<20)), st, shst, rs)
 	<-exited
@@ -229,24 +304,27 @@ func record(ctx context.Context, bin string, argv []string, format apps.Format, 
 		rs.lost += sink.Drop()
 		rs.fail(err)
 	}
+	res.Code = code
+	if res.Status == "" { // the output named no session: nothing ended
+		res.Status = map[bool]string{true: "done", false: status}[status == ""]
+	}
 	for _, r := range stats.Refused {
 		fmt.Fprintf(os.Stderr, "spine run: spine refused %s: %s: %s\n", r.ID, r.Code, r.Reason)
 	}
-	if rs.err != nil || rs.lost > 0 || len(stats.Refused) > 0 {
+	res.Lost, res.Refused = rs.lost, len(stats.Refused)
+	res.Recorded = rs.err == nil && rs.lost == 0 && len(stats.Refused) == 0
+	if !res.Recorded {
 		fmt.Fprintf(os.Stderr, "spine run: the session is not fully recorded: %d envelopes not taken, %d refused: %v\n",
 			rs.lost, len(stats.Refused), rs.err)
-		if save != "" {
-			fmt.Fprintf(os.Stderr, "spine run: the output is in %s: spine import %s records it\n", save, save)
+		if spec.Save != "" {
+			fmt.Fprintf(os.Stderr, "spine run: the output is in %s: spine import %s records it\n", spec.Save, spec.Save)
 		}
-		return code, errNotRecorded
 	}
-	return code, nil
+	return res, nil
 }
 
-// errNotRecorded is a run spine did not fully take; spine run exits
-// notRecordedCode for it when the app itself exited 0 (docs/run.md).
-var errNotRecorded = errors.New("the session is not fully recorded")
-
+// notRecordedCode is spine run's exit for a run spine did not fully take
+// when the app itself exited 0 (docs/run.md).
 const notRecordedCode = 75
 
 // How long spine run gives the app to stop after passing it a signal
@@ -356,6 +434,7 @@ func exitOf(cmd *exec.Cmd, werr, cancelled error) (code int, status, why string)
 // spine takes one again). The first error is told at the end.
 type runSink struct {
 	sink  *importer.HTTPSink
+	stamp func(*streams.Envelope)
 	mu    sync.Mutex // the sink, err and lost
 	err   error
 	lost  int
@@ -434,6 +513,9 @@ func (r *runSink) Recorded(ctx context.Context, id string) (apps.Recorded, error
 }
 
 func (r *runSink) Publish(ctx context.Context, e *streams.Envelope) error {
+	if r.stamp != nil {
+		r.stamp(e)
+	}
 	select {
 	case r.queue <- e:
 	case <-ctx.Done():
@@ -446,16 +528,47 @@ func (r *runSink) Publish(ctx context.Context, e *streams.Envelope) error {
 }
 
 // showSink shows each envelope of the rendering's translation, redacted
-// (the terminal shows no more than spine keeps); show nil shows nothing.
-type showSink struct{ show func(*streams.Envelope) }
+// (the terminal shows no more than spine keeps), and keeps the run's
+// result from it; show nil shows nothing.
+type showSink struct {
+	show  func(*streams.Envelope)
+	stamp func(*streams.Envelope)
+	res   *runResult
+	prose bool // the last chunk was the assistant's prose
+}
 
-func (showSink) Recorded(context.Context, string) (apps.Recorded, error) { return apps.Recorded{}, nil }
+func (*showSink) Recorded(context.Context, string) (apps.Recorded, error) {
+	return apps.Recorded{}, nil
+}
 
-func (s showSink) Publish(_ context.Context, e *streams.Envelope) error {
+func (s *showSink) Publish(_ context.Context, e *streams.Envelope) error {
+	if s.stamp != nil {
+		s.stamp(e)
+	}
+	r := e.Redacted()
+	if r.Type == streams.TypeSessionChunk {
+		// The user's prompt is prose too ("\n> …"): only the app's own
+		// counts as the assistant's text.
+		mine := r.Event == nil && r.Stream == "stdout" && !strings.HasPrefix(r.Text, "\n> ")
+		if mine && !s.prose {
+			s.res.Text = ""
+		}
+		if mine {
+			s.res.Text += r.Text
+		}
+		s.prose = mine
+	}
 	if s.show != nil {
-		s.show(e.Redacted())
+		s.show(r)
 	}
 	return nil
+}
+
+// ended keeps the session's end in the result (the last session of the
+// output, when it named several).
+func (s *showSink) ended(e *apps.Ended) {
+	s.res.SessionID, s.res.AppSessionID, s.res.Status = e.SessionID, e.AppSessionID, e.Status
+	s.res.Model, s.res.Usage, s.res.Cost = e.Model, e.Tokens, e.Cost
 }
 
 // render is the readable rendering of a run: its prose as the app wrote

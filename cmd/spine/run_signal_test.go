@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/spinehq/spine/apps"
 	"github.com/spinehq/spine/internal/config"
+	"github.com/spinehq/spine/streams"
 )
 
 var spineBin struct {
@@ -281,5 +283,34 @@ func TestRunShowsRecorded(t *testing.T) {
 	out, err := capture(t, "run", "--bin", script(t, "cat "+fastFixture), "--", "hi")
 	if err != nil || !strings.Contains(out, "standard turn") || !strings.Contains(out, "● done") {
 		t.Fatalf("spine run: %v, want the run shown\n%s", err, out)
+	}
+}
+
+// runApp, as spine runner calls it: the start carries what Stamp sets
+// (a taskId), and the result names the app's own session, its status,
+// usage, model and the assistant's text since its last action.
+func TestRunAppResult(t *testing.T) {
+	_, caughtUp := testNode(t)
+	c, err := newClient("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv, format, _ := appArgs("claude-code", []string{"hi"})
+	res, err := runApp(context.Background(), runSpec{Bin: script(t, "cat "+fastFixture), Argv: argv, Format: format, API: c,
+		Stamp: func(e *streams.Envelope) {
+			if e.Type == streams.TypeSessionStart {
+				e.TaskID = "task-1"
+			}
+		}})
+	id := apps.SessionID("claude-code", "fa570000-aaaa-aaaa-aaaa-aaaaaaaaaaaa")
+	if err != nil || !res.Recorded || res.Code != 0 || res.Status != "done" || res.SessionID != id ||
+		res.AppSessionID != "fa570000-aaaa-aaaa-aaaa-aaaaaaaaaaaa" || !strings.HasSuffix(strings.TrimSpace(res.Text), "second model fast turn") ||
+		res.Usage.OutputTokens == 0 || res.Model == "" {
+		t.Fatalf("runApp: %+v, %v", res, err)
+	}
+	caughtUp()
+	out, err := capture(t, "read", "session", id, "--json")
+	if err != nil || !strings.Contains(out, `"taskId":"task-1"`) {
+		t.Fatalf("session: %v\n%s", err, out)
 	}
 }
