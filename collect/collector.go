@@ -68,6 +68,7 @@ type Collector struct {
 	// unreadable are the files that could not be read, logged once.
 	unreadable map[string]bool
 	log        *slog.Logger
+	lock       *os.File // held on the state file from New to the end of the run
 }
 
 // New checks the options and loads the state.
@@ -110,17 +111,31 @@ func New(opts Options) (*Collector, error) {
 	if !streams.ValidID(opts.Machine) {
 		return nil, fmt.Errorf("%w: machine %q is not a valid worker id", ErrBadOption, opts.Machine)
 	}
+	lock, err := lockState(opts.StatePath)
+	if err != nil {
+		return nil, err
+	}
 	st, err := loadState(opts.StatePath)
 	if err != nil {
+		lock.Close()
 		return nil, err
 	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := &Collector{opts: opts, st: st, gate: &gate{Sink: opts.Sink, machine: opts.Machine}, tails: map[string]*tail{}, unreadable: map[string]bool{}, log: log}
+	c := &Collector{opts: opts, st: st, gate: &gate{Sink: opts.Sink, machine: opts.Machine}, tails: map[string]*tail{}, unreadable: map[string]bool{}, log: log, lock: lock}
 	c.tr = apps.NewTranslator(apps.Options{Owner: opts.Owner, Sink: c.gate, Skipped: c.skipped})
 	return c, nil
+}
+
+// Close lets go of the state file, for another collector; Run and Once
+// do it as they return. A Collector is not used after it.
+func (c *Collector) Close() {
+	if c.lock != nil {
+		c.lock.Close()
+		c.lock = nil
+	}
 }
 
 func (c *Collector) skipped(file string, line int, reason string) {
@@ -187,6 +202,7 @@ func (c *Collector) roots() []string {
 // Once reads every complete line present and returns: the sessions stay
 // open on spine (a later Run or Once goes on with them).
 func (c *Collector) Once(ctx context.Context) error {
+	defer c.Close()
 	if err := c.replay(ctx); err != nil {
 		return err
 	}
@@ -198,6 +214,7 @@ func (c *Collector) Once(ctx context.Context) error {
 // that stopped it (a sink failing): a new Collector then reads again what
 // spine did not accept, from the saved offsets.
 func (c *Collector) Run(ctx context.Context) error {
+	defer c.Close()
 	w := newWatcher(c.log, !c.opts.NoNotify)
 	defer w.close()
 	if err := c.replay(ctx); err != nil {

@@ -404,3 +404,27 @@ func TestUnreadableFileLogged(t *testing.T) {
 		t.Fatalf("nothing logged about the unreadable file; the log:\n%s", logs.String())
 	}
 }
+
+// Two collectors on one state file would overwrite each other's offsets:
+// the second refuses to start, with an error naming the file, until the
+// first lets go of it.
+func TestStateFileLocked(t *testing.T) {
+	home, state := t.TempDir(), filepath.Join(t.TempDir(), "state.json")
+	opts := Options{ClaudeDir: home, StatePath: state, Machine: "m1", Sink: importer.DiscardSink{}}
+	first, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(opts)
+	if !errors.Is(err, ErrStateLocked) || !strings.Contains(err.Error(), state) {
+		t.Fatalf("second collector on one state file: %v, want ErrStateLocked naming %s", err, state)
+	}
+	if err := first.Once(context.Background()); err != nil { // lets go as it returns
+		t.Fatal(err)
+	}
+	again, err := New(opts)
+	if err != nil {
+		t.Fatalf("after the first one ended: %v", err)
+	}
+	again.Close()
+}
