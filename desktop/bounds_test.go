@@ -134,6 +134,8 @@ func TestRunnerAndRemoteSessionFieldBounds(t *testing.T) {
 			map[string]any{"target": "desktop", "instructions": "x", "title": over(streams.MaxNameLen)}},
 		{"create title that redaction lengthens", "POST", "/v1/remote-sessions", alice, map[string]any{"target": "desktop",
 			"instructions": "x", "title": strings.Repeat("t", streams.MaxNameLen-len(" password=abc1")) + " password=abc1"}},
+		{"create workspace", "POST", "/v1/remote-sessions", alice,
+			map[string]any{"target": "desktop", "instructions": "x", "workspace": over(streams.MaxPathLen)}},
 		{"create instructions", "POST", "/v1/remote-sessions", alice,
 			map[string]any{"target": "desktop", "instructions": over(streams.MaxInstructionsLen)}},
 		{"send prompt", "POST", "/v1/remote-sessions/" + sess.ID + "/messages", alice,

@@ -218,3 +218,27 @@ func (t *Task) receipt(fence uint64, runnerID string) *Receipt {
 func (s *Service) announceTask(t *Task, at time.Time) {
 	s.announce(Announcement{Kind: kindSession, SessionID: t.RemoteSessionID, TaskID: t.ID, Org: t.org, Member: t.member, At: at})
 }
+
+// NotHeldError: a runner speaks for a task of its member that it does not
+// hold now (another runner's, ended, or its lease ran out).
+type NotHeldError struct{ State string }
+
+func (e *NotHeldError) Error() string {
+	return "task_not_held: the task is " + e.State + " and not held by this runner"
+}
+
+// Holds reports whether the runner holds taskID now: it claimed it, the
+// task is claimed or running, and its lease has not run out. A task that
+// is not its member's (or none) is ErrUnknownTask, one answer; a task of
+// its member it does not hold is a *NotHeldError. The session ingest asks
+// this before it takes a session.start a runner sends for a task.
+func (s *Service) Holds(ctx context.Context, id RunnerIdentity, taskID string) error {
+	t, err := s.task(ctx, id.Owner, taskID)
+	if err != nil {
+		return err
+	}
+	if !Active(t.State) || t.ClaimedBy != id.RunnerID || t.LeaseExpiresAt == nil || !t.LeaseExpiresAt.After(s.now()) {
+		return &NotHeldError{State: t.State}
+	}
+	return nil
+}

@@ -205,14 +205,15 @@ func TestNoRunnerFailsFast(t *testing.T) {
 	e := newEnv(t)
 	alice := e.member("acme", "alice")
 	code, body := e.do("POST", "/v1/remote-sessions", alice, map[string]any{"target": "desktop", "instructions": "x"})
-	if code != 409 || !strings.Contains(string(body), `"code":"needs_desktop_runner"`) || !strings.Contains(string(body), "sign in") {
+	if code != 409 || !strings.Contains(string(body), `"code":"needs_desktop_runner"`) || !strings.Contains(string(body), "run `spine runner login` and `spine runner` on your machine") ||
+		strings.Contains(string(body), "sign in") {
 		t.Fatalf("create with no runner ever = %d %s", code, body)
 	}
 	e.runner(alice, "studio", "studio-mac")
 	e.clock.Advance(11 * time.Minute) // out of the 10-minute presence window
 	code, body = e.do("POST", "/v1/remote-sessions", alice, map[string]any{"target": "desktop", "instructions": "x"})
 	errBody := decode[struct{ Error map[string]string }](t, body)
-	if code != 409 || errBody.Error["action"] == "" || !strings.HasPrefix(errBody.Error["action"], "open the desktop app and sign in on studio-mac") ||
+	if code != 409 || errBody.Error["action"] == "" || !strings.HasPrefix(errBody.Error["action"], "start `spine runner` on studio-mac (last seen ") ||
 		errBody.Error["machine"] != "studio-mac" {
 		t.Fatalf("create with an absent runner = %d %s", code, body)
 	}

@@ -37,7 +37,7 @@ var (
 // member is present and no deliverBy was given: the human step to take.
 type NeedsRunnerError struct {
 	Machine string // the member's most recently seen machine, or ""
-	Action  string // "open the desktop app and sign in on <machine>"
+	Action  string // "start `spine runner` on <machine>", or what else to do
 }
 
 func (e *NeedsRunnerError) Error() string { return "needs_desktop_runner: " + e.Action }

@@ -66,6 +66,9 @@ var messageBounds = []messageBound{
 	{"task.instructions", streams.MaxInstructionsLen, func(v string) *desktop.Message {
 		return queued(func(t *desktop.TaskSpec) { t.Instructions = v })(v)
 	}},
+	{"task.workspace", streams.MaxPathLen, func(v string) *desktop.Message {
+		return queued(func(t *desktop.TaskSpec) { t.Workspace = v })(v)
+	}},
 	{"task.localSessionId", streams.MaxNameLen, func(v string) *desktop.Message {
 		return queued(func(t *desktop.TaskSpec) { t.LocalSessionID = v })(v)
 	}},
@@ -88,12 +91,13 @@ var messageBounds = []messageBound{
 // ruledMessageFields are held by a rule other than a length: ids
 // (streams.ValidID) and closed value sets.
 var ruledMessageFields = []string{"type", "id", "org", "member", "taskId", "runnerId", "task.kind", "task.target",
-	"task.remoteSessionId", "task.runnerId", "events.type", "complete.status", "complete.receiptId"}
+	"task.remoteSessionId", "task.runnerId", "task.app", "events.type", "complete.status", "complete.receiptId"}
 
 // createRequestBounds are remoteSession.create's string fields; their
 // bounds are proven over HTTP by TestRunnerAndRemoteSessionFieldBounds
-// (title, instructions) and by the id rule (runnerId) and closed set (target).
-var createRequestBounds = []string{"target", "title", "instructions", "runnerId"}
+// (title, instructions, workspace) and by the id rule (runnerId) and closed
+// sets (target, app).
+var createRequestBounds = []string{"target", "title", "instructions", "runnerId", "app", "workspace"}
 
 // Every string and []string field of a runner or task message and of a
 // remote-session request has a bound or a rule: a field added without one

@@ -73,7 +73,9 @@ type TaskSpec struct {
 	NewSession      bool       `json:"newSession,omitempty"` // the first task of its remote session
 	Title           string     `json:"title,omitempty"`
 	Instructions    string     `json:"instructions"`
-	RunnerID        string     `json:"runnerId,omitempty"` // the machine it is for; "" = any of the member's
+	App             string     `json:"app,omitempty"`       // "", claude-code or codex
+	Workspace       string     `json:"workspace,omitempty"` // a directory on the runner's machine, or ""
+	RunnerID        string     `json:"runnerId,omitempty"`  // the machine it is for; "" = any of the member's
 	LocalSessionID  string     `json:"localSessionId,omitempty"`
 	DeliverBy       *time.Time `json:"deliverBy,omitempty"`
 }
@@ -103,8 +105,8 @@ type RunnerEvent struct {
 
 // Completion ends a claimed task.
 type Completion struct {
-	Status    string `json:"status"` // done or cancelled
-	Error     string `json:"error,omitempty"`
+	Status    string `json:"status"`          // done, cancelled, refused or failed
+	Error     string `json:"error,omitempty"` // why, as "code: message"; required with refused
 	ReceiptID string `json:"receiptId"`
 }
 

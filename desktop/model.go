@@ -20,6 +20,8 @@ const (
 	StateInterrupted = "interrupted"
 	StateExpired     = "expired"
 	StateCancelled   = "cancelled"
+	StateRefused     = "refused" // the runner would not do it: it asks more than its owner's config allows
+	StateFailed      = "failed"  // the runner's app died or could not start
 )
 
 // Protocol figures (docs/design.md#desktop-tasks).
@@ -36,8 +38,18 @@ func Active(s string) bool { return s == StateClaimed || s == StateRunning }
 
 // Ended reports whether s is final.
 func Ended(s string) bool {
-	return s == StateDone || s == StateInterrupted || s == StateExpired || s == StateCancelled
+	switch s {
+	case StateDone, StateInterrupted, StateExpired, StateCancelled, StateRefused, StateFailed:
+		return true
+	}
+	return false
 }
+
+// Apps a task may declare (the runner checks them against its config).
+const (
+	AppClaudeCode = "claude-code"
+	AppCodex      = "codex"
+)
 
 // Task is a desktop task as the projection holds it.
 type Task struct {
@@ -47,6 +59,8 @@ type Task struct {
 	RunnerID        string     `json:"runnerId,omitempty"`
 	Title           string     `json:"title,omitempty"`
 	Instructions    string     `json:"instructions"`
+	App             string     `json:"app,omitempty"`       // claude-code or codex, when the caller asked for one
+	Workspace       string     `json:"workspace,omitempty"` // a directory on the runner's machine, when asked
 	LocalSessionID  string     `json:"localSessionId,omitempty"`
 	State           string     `json:"state"`
 	DeliverBy       *time.Time `json:"deliverBy,omitempty"`

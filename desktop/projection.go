@@ -196,14 +196,14 @@ func ptr[T any](v T) *T { return &v }
 
 const taskColumns = `id, org, member, kind, remote_session_id, runner_id, title, instructions, local_session_id,
 	state, deliver_by, fence, claimed_by, lease_expires_at, cancel_requested, last_event_seq, last_seq, error,
-	receipt_id, created_at, updated_at, ended_at`
+	receipt_id, created_at, updated_at, ended_at, app, workspace`
 
 func scanTask(row pgx.Row) (*Task, error) {
 	var t Task
 	var fence, last int64
 	err := row.Scan(&t.ID, &t.org, &t.member, &t.Kind, &t.RemoteSessionID, &t.RunnerID, &t.Title, &t.Instructions,
 		&t.LocalSessionID, &t.State, &t.DeliverBy, &fence, &t.ClaimedBy, &t.LeaseExpiresAt, &t.CancelRequested,
-		&t.LastEventSeq, &last, &t.Error, &t.ReceiptID, &t.CreatedAt, &t.UpdatedAt, &t.EndedAt)
+		&t.LastEventSeq, &last, &t.Error, &t.ReceiptID, &t.CreatedAt, &t.UpdatedAt, &t.EndedAt, &t.App, &t.Workspace)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrUnknownTask
 	}
@@ -241,10 +241,10 @@ func saveTask(ctx context.Context, tx pgx.Tx, t *Task, m *Message, seq uint64, c
 func applyQueued(ctx context.Context, tx pgx.Tx, m *Message, seq uint64) (*streams.Rejection, error) {
 	spec := m.Task
 	tag, err := tx.Exec(ctx, `INSERT INTO desktop_tasks (id, org, member, kind, remote_session_id, runner_id, title,
-		instructions, local_session_id, state, deliver_by, last_seq, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'queued', $10, $11, $12, $12) ON CONFLICT DO NOTHING`,
+		instructions, local_session_id, state, deliver_by, last_seq, created_at, updated_at, app, workspace)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'queued', $10, $11, $12, $12, $13, $14) ON CONFLICT DO NOTHING`,
 		m.TaskID, m.Org, m.Member, spec.Kind, spec.RemoteSessionID, spec.RunnerID, spec.Title, spec.Instructions,
-		spec.LocalSessionID, spec.DeliverBy, int64(seq), m.At)
+		spec.LocalSessionID, spec.DeliverBy, int64(seq), m.At, spec.App, spec.Workspace)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package desktop
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strings"
@@ -16,6 +17,12 @@ type CreateRequest struct {
 	Instructions string     `json:"instructions"`
 	RunnerID     string     `json:"runnerId,omitempty"`  // pins a machine (from remoteSession.list)
 	DeliverBy    *time.Time `json:"deliverBy,omitempty"` // opts into store-and-forward until then
+	// App and Workspace are what the task declares it needs: the runner
+	// refuses it (state refused, with the reason) when its owner's config
+	// does not allow that app or directory. Both optional; a follow-up
+	// inherits them.
+	App       string `json:"app,omitempty"`       // claude-code or codex
+	Workspace string `json:"workspace,omitempty"` // a directory path on the runner's machine
 }
 
 // Create starts a remote session on one of owner's desktops: the most
@@ -33,7 +40,8 @@ func (s *Service) Create(ctx context.Context, owner streams.Owner, req CreateReq
 		return nil, err
 	}
 	spec := &TaskSpec{Kind: KindRemoteSession, Target: TargetDesktop, RemoteSessionID: newID("rs-"), NewSession: true,
-		Title: strings.TrimSpace(req.Title), Instructions: req.Instructions, RunnerID: runnerID, DeliverBy: req.DeliverBy}
+		Title: strings.TrimSpace(req.Title), Instructions: req.Instructions, App: req.App, Workspace: req.Workspace,
+		RunnerID: runnerID, DeliverBy: req.DeliverBy}
 	if _, err := s.queue(ctx, owner, spec, now); err != nil {
 		return nil, err
 	}
@@ -50,6 +58,8 @@ func (req *CreateRequest) check(now time.Time) error {
 		return invalid("runnerId is not a valid id")
 	case req.DeliverBy != nil && !req.DeliverBy.After(now):
 		return invalid("deliverBy must be in the future")
+	case !validApp(req.App):
+		return invalid(`app must be "claude-code" or "codex" (or absent: the runner's own choice)`)
 	}
 	if req.DeliverBy != nil {
 		if err := streams.CheckTime("deliverBy", *req.DeliverBy); err != nil {
@@ -59,7 +69,8 @@ func (req *CreateRequest) check(now time.Time) error {
 	if err := streams.CheckLen("instructions", req.Instructions, streams.MaxInstructionsLen); err != nil {
 		return err
 	}
-	return streams.CheckLen("title", req.Title, streams.MaxNameLen)
+	return cmp.Or(streams.CheckLen("title", req.Title, streams.MaxNameLen),
+		streams.CheckLen("workspace", req.Workspace, streams.MaxPathLen))
 }
 
 // chooseRunner picks the machine a new session goes to. "" means any of the
@@ -69,7 +80,7 @@ func (s *Service) chooseRunner(ctx context.Context, owner streams.Owner, pinned 
 	if err != nil {
 		return "", err
 	}
-	var last *Runner // most recently seen, present or not: named in the human step
+	var last, incapable *Runner // most recently seen, and present without remote_session: named in the human step
 	for i := range runners {
 		r := &runners[i]
 		if pinned != "" && r.ID != pinned {
@@ -81,6 +92,9 @@ func (s *Service) chooseRunner(ctx context.Context, owner streams.Owner, pinned 
 		if r.Present && r.Takes(KindRemoteSession, TargetDesktop) {
 			return r.ID, nil
 		}
+		if r.Present && incapable == nil {
+			incapable = r
+		}
 	}
 	if pinned != "" && last == nil {
 		return "", ErrUnknownRunner
@@ -88,15 +102,29 @@ func (s *Service) chooseRunner(ctx context.Context, owner streams.Owner, pinned 
 	if canWait {
 		return pinned, nil
 	}
+	if incapable != nil {
+		return "", cannotTake(incapable)
+	}
 	return "", needsRunner(last)
 }
 
+// needsRunner is the human step when no runner is present: start the one
+// the member had, or set one up.
 func needsRunner(last *Runner) error {
 	if last == nil {
-		return &NeedsRunnerError{Action: "open the spine desktop app on your computer and sign in: no desktop runner has registered for you yet"}
+		return &NeedsRunnerError{Action: "run `spine runner login` and `spine runner` on your machine: " +
+			"no desktop runner has registered for you yet"}
 	}
 	return &NeedsRunnerError{Machine: last.Machine,
-		Action: "open the desktop app and sign in on " + last.Machine + " (last seen " + last.LastSeen.UTC().Format(time.RFC3339) + ")"}
+		Action: "start `spine runner` on " + last.Machine + " (last seen " + last.LastSeen.UTC().Format(time.RFC3339) + ")"}
+}
+
+// cannotTake is the human step when the member's runner is present but did
+// not declare the remote_session capability, so it would never claim.
+func cannotTake(r *Runner) error {
+	return &NeedsRunnerError{Machine: r.Machine, Action: "the runner on " + r.Machine + " is running but did not declare the " +
+		KindRemoteSession + " capability, so it takes no remote sessions: restart it as `spine runner` (which declares " +
+		KindRemoteSession + ")"}
 }
 
 // queue publishes a queued task and announces it to the member's runners.
@@ -142,7 +170,8 @@ func (s *Service) Send(ctx context.Context, owner streams.Owner, sessionID, prom
 		return nil, err
 	}
 	spec := &TaskSpec{Kind: KindRemoteSession, Target: TargetDesktop, RemoteSessionID: sess.ID, Title: sess.Title,
-		Instructions: prompt, RunnerID: sess.RunnerID, LocalSessionID: sess.LocalSessionID, DeliverBy: deliverBy}
+		Instructions: prompt, App: latest.App, Workspace: latest.Workspace, RunnerID: sess.RunnerID,
+		LocalSessionID: sess.LocalSessionID, DeliverBy: deliverBy}
 	taskID, err := s.queue(ctx, owner, spec, s.now())
 	if err != nil {
 		return nil, err
@@ -166,6 +195,9 @@ func (s *Service) sendDeadline(ctx context.Context, owner streams.Owner, sess *S
 	}
 	if !r.Present {
 		return nil, needsRunner(r)
+	}
+	if !r.Takes(KindRemoteSession, TargetDesktop) {
+		return nil, cannotTake(r)
 	}
 	return nil, nil
 }

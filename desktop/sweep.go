@@ -58,7 +58,7 @@ func (s *Service) sweepGone(ctx context.Context, now time.Time, res *SweepResult
 	}
 	for _, t := range gone {
 		reason := fmt.Sprintf("runner_gone: its machine (runner %s) was not seen for %s, so nothing will claim it; "+
-			"open the desktop app there and send again, or pass deliverBy to wait", t.RunnerID, PresenceWindow)
+			"start `spine runner` there and send again, or pass deliverBy to wait", t.RunnerID, PresenceWindow)
 		m := &Message{Type: TypeExpired, At: now, TaskID: t.ID, Reason: reason}
 		s.sweepOne(ctx, t, m, &res.RunnerGone, &res.Conflicts)
 	}

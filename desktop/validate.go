@@ -3,6 +3,7 @@ package desktop
 import (
 	"cmp"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/spinehq/spine/streams"
@@ -84,6 +85,8 @@ func validateSpec(t *TaskSpec) error {
 		return streams.Reject(streams.ReasonInvalidID, "runnerId")
 	case t.Instructions == "":
 		return streams.Reject(streams.ReasonMissingField, "instructions are required")
+	case !validApp(t.App):
+		return streams.Reject(streams.ReasonInvalidField, "app %q (want claude-code or codex)", t.App)
 	}
 	if t.DeliverBy != nil {
 		if err := streams.CheckTime("deliverBy", *t.DeliverBy); err != nil {
@@ -93,8 +96,12 @@ func validateSpec(t *TaskSpec) error {
 	// cmp.Or: the first field over its bound.
 	return cmp.Or(streams.CheckLen("instructions", t.Instructions, streams.MaxInstructionsLen),
 		streams.CheckLen("title", t.Title, streams.MaxNameLen),
+		streams.CheckLen("workspace", t.Workspace, streams.MaxPathLen),
 		streams.CheckLen("localSessionId", t.LocalSessionID, streams.MaxNameLen))
 }
+
+// validApp: a task names no app, or one spine runs.
+func validApp(app string) bool { return app == "" || app == AppClaudeCode || app == AppCodex }
 
 // ValidateEvents checks a batch of runner events.
 func ValidateEvents(evs []RunnerEvent) error {
@@ -138,10 +145,15 @@ func validateEvent(i int, e *RunnerEvent) error {
 	return nil
 }
 
+// completionStates are the states a runner may end a held task in.
+var completionStates = map[string]bool{StateDone: true, StateCancelled: true, StateRefused: true, StateFailed: true}
+
 func validateCompletion(c *Completion) error {
 	switch {
-	case c.Status != StateDone && c.Status != StateCancelled:
-		return streams.Reject(streams.ReasonInvalidField, "status %q (want done or cancelled)", c.Status)
+	case !completionStates[c.Status]:
+		return streams.Reject(streams.ReasonInvalidField, "status %q (want done, cancelled, refused or failed)", c.Status)
+	case c.Status == StateRefused && strings.TrimSpace(c.Error) == "":
+		return streams.Reject(streams.ReasonMissingField, "error is required with status refused: the reason the caller reads")
 	case !streams.ValidID(c.ReceiptID):
 		return streams.Reject(streams.ReasonInvalidID, "receiptId")
 	}

@@ -41,7 +41,7 @@ func str(desc string) map[string]any { return map[string]any{"type": "string", "
 func (g *Gateway) capabilities() []Capability {
 	caps := []Capability{{
 		Name: "remoteSession.create",
-		Summary: "Start a session on the member's own desktop (target \"desktop\"): the desktop app runs the instructions as a visible local session. " +
+		Summary: "Start a session on the member's own desktop (target \"desktop\"): its spine runner runs the instructions as a visible local session (Claude Code or Codex). " +
 			"Defaults to the most recently seen machine; runnerId pins one (see remoteSession.list). With no desktop online it answers the human step, unless deliverBy queues it until then.",
 		Arguments: object(map[string]any{
 			"target":       map[string]any{"type": "string", "enum": []string{"desktop"}},
@@ -49,6 +49,8 @@ func (g *Gateway) capabilities() []Capability {
 			"instructions": str("what the desktop session should do (the first prompt)"),
 			"runnerId":     str("pin one machine, from remoteSession.list"),
 			"deliverBy":    map[string]any{"type": "string", "format": "date-time", "description": "queue until this time if no desktop is online; expires after"},
+			"app":          map[string]any{"type": "string", "enum": []string{desktop.AppClaudeCode, desktop.AppCodex}, "description": "the app the task needs; a runner whose owner does not allow it refuses the task"},
+			"workspace":    str("the directory on the desktop the task works in; a runner whose owner does not allow it refuses the task"),
 		}, "target", "instructions"),
 		run: runCreate,
 	}, {

@@ -228,7 +228,7 @@ func TestMCPErrors(t *testing.T) {
 	}
 	res = e.execute(cs, "remoteSession.create", map[string]any{"target": "desktop", "instructions": "x"})
 	body := structured[map[string]map[string]string](t, res)["error"]
-	if !res.IsError || body["code"] != "needs_desktop_runner" || !strings.Contains(body["action"], "sign in") {
+	if !res.IsError || body["code"] != "needs_desktop_runner" || !strings.Contains(body["action"], "`spine runner login`") {
 		t.Fatalf("create with no runner = %s", text(res))
 	}
 	queued := structured[struct{ Session desktop.Session }](t, e.execute(cs, "remoteSession.create",

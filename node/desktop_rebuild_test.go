@@ -113,6 +113,16 @@ func desktopTraffic(t *testing.T, n *node.Node) {
 	must(err)
 	_, err = svc.Complete(ctx, studio, rc.Task.ID, rc.Fence, desktop.Completion{Status: desktop.StateCancelled})
 	must(err)
+	// Refused (it asks for a workspace the runner does not allow) and failed.
+	refused := create(desktop.CreateRequest{Instructions: "rm -rf", RunnerID: "studio", App: desktop.AppCodex, Workspace: "/etc"})
+	fc := claim(studio, refused.LatestTaskID)
+	_, err = svc.Complete(ctx, studio, fc.Task.ID, fc.Fence, desktop.Completion{Status: desktop.StateRefused,
+		Error: "workspace_not_allowed: /etc"})
+	must(err)
+	failed := create(desktop.CreateRequest{Instructions: "crash", RunnerID: "studio"})
+	fc = claim(studio, failed.LatestTaskID)
+	_, err = svc.Complete(ctx, studio, fc.Task.ID, fc.Fence, desktop.Completion{Status: desktop.StateFailed, Error: "app_failed: exit 1"})
+	must(err)
 	// Expired past deliverBy; expired because its machine left.
 	late := create(desktop.CreateRequest{Instructions: "whenever", RunnerID: "studio", DeliverBy: ptr(time.Now().Add(time.Minute))})
 	gone := create(desktop.CreateRequest{Instructions: "right now", RunnerID: "laptop"})

@@ -39,6 +39,7 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 	}
 	countEnvelopes(r.Context(), len(items))
 	opts := &streams.PublishOpts{Caller: owner(r)}
+	runner, isRunner := runnerCaller(r)
 	resp := streams.IngestResponse{Results: make([]streams.IngestResult, len(items))}
 	envs := make([]*streams.Envelope, len(items))
 	for i, raw := range items {
@@ -47,6 +48,11 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 		e, rej := s.admit(raw, opts)
 		if e != nil {
 			res.ID = e.ID
+		}
+		if rej == nil && isRunner {
+			if rej = s.admitRunner(r.Context(), e, runner); rej != nil {
+				s.m.ingested.WithLabelValues(e.Type, "rejected").Inc()
+			}
 		}
 		if rej != nil {
 			res.Status, res.Error = rej.status, &streams.ErrorDetail{Code: rej.code, Message: rej.msg}

@@ -76,10 +76,12 @@ func (s *Server) routes() {
 	if s.cfg.Gatherer != nil {
 		s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{}))
 	}
-	s.mux.Handle("POST /v1/ingest", s.authed(s.withQuota(s.ingest)))
+	// A runner token records its task's app session here, as its member
+	// (docs/desktop.md); every other member route refuses it.
+	s.mux.Handle("POST /v1/ingest", s.authedOrRunner(s.withQuota(s.ingest)))
 	s.mux.Handle("GET /v1/sessions", s.authed(s.listSessions))
-	s.mux.Handle("GET /v1/sessions/{id}", s.authed(s.getSession))
-	s.mux.Handle("GET /v1/sessions/{id}/transcript", s.authed(s.getTranscript))
+	s.mux.Handle("GET /v1/sessions/{id}", s.authedOrRunner(s.getSession))
+	s.mux.Handle("GET /v1/sessions/{id}/transcript", s.authedOrRunner(s.getTranscript))
 	s.mux.Handle("POST /v1/sessions/{id}/cancel", s.authed(s.cancelSession))
 	s.mux.Handle("GET /v1/runs/{id}/steps", s.authed(s.getSteps))
 	s.libraryRoutes()

@@ -31,6 +31,9 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
 // session that does not exist (another member's included) or a 500.
 func (s *Server) callerSession(w http.ResponseWriter, r *http.Request, id string) (*recorder.Session, bool) {
 	sess, err := recorder.GetSession(r.Context(), s.cfg.Pool, owner(r), id)
+	if err == nil && !runnerMaySee(r, sess.WorkerID, sess.TaskID) {
+		err = recorder.ErrNotFound
+	}
 	if errors.Is(err, recorder.ErrNotFound) {
 		notFound(w, "session")
 		return nil, false
@@ -86,6 +89,11 @@ func (s *Server) getTranscript(w http.ResponseWriter, r *http.Request) {
 	if !streams.ValidID(id) {
 		notFound(w, "session")
 		return
+	}
+	if _, isRunner := runnerCaller(r); isRunner {
+		if _, ok := s.callerSession(w, r, id); !ok {
+			return
+		}
 	}
 	page, err := recorder.ReadTranscript(r.Context(), s.cfg.Pool, owner(r), id, int64(since), limit)
 	if errors.Is(err, recorder.ErrNotFound) {

@@ -1,0 +1,164 @@
+package node_test
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/spinehq/spine/accounting"
+	"github.com/spinehq/spine/desktop"
+	"github.com/spinehq/spine/internal/spinetest"
+	"github.com/spinehq/spine/recorder"
+	"github.com/spinehq/spine/streams"
+)
+
+// httpRunner is a desktop runner over HTTP against a node: its token, its
+// id, and the claims it won.
+type httpRunner struct {
+	f      *fixture
+	id     string
+	token  string
+	member string // the member token that minted it
+}
+
+func (f *fixture) desktopRunner(member, runnerID string) *httpRunner {
+	f.t.Helper()
+	tok := decode[desktop.RunnerToken](f.t, f.mustDo(201, "POST", "/v1/desktop-runner/tokens", member, map[string]string{"runnerId": runnerID}))
+	f.mustDo(200, "POST", "/v1/desktop-runner/register", tok.Token, desktop.Inventory{Machine: runnerID + "-host",
+		Apps: []string{"claude-code"}, Capabilities: []string{desktop.KindRemoteSession}, ProtocolVersion: 1})
+	return &httpRunner{f: f, id: runnerID, token: tok.Token, member: member}
+}
+
+func (r *httpRunner) claim(taskID string) desktop.Claim {
+	r.f.t.Helper()
+	return decode[desktop.Claim](r.f.t, r.f.mustDo(200, "POST", "/v1/desktop-runner/tasks/"+taskID+"/claim", r.token, nil))
+}
+
+func (r *httpRunner) complete(c desktop.Claim, status, reason string) {
+	r.f.t.Helper()
+	r.f.mustDo(200, "POST", "/v1/desktop-runner/tasks/"+c.Task.ID+"/complete", r.token,
+		map[string]any{"fence": c.Fence, "status": status, "error": reason})
+}
+
+// runnerStart is a session.start the runner sends for a task: owner left
+// to the token, workerId claimed as something else.
+func runnerStart(session, taskID string) *streams.Envelope {
+	e := spinetest.Start(session)
+	e.Owner, e.TaskID, e.WorkerID = nil, taskID, "not-my-machine"
+	return e
+}
+
+func usageEnd(session string) *streams.Envelope {
+	e := spinetest.End(session, "done", "claude-sonnet-4-5", "")
+	cost := 0.25
+	e.Usage, e.TotalCost, e.Billing = &streams.Usage{InputTokens: 100, OutputTokens: 20}, &cost, "metered"
+	return e
+}
+
+// A runner token records the app session of a task it holds through the
+// session ingest, as its member and with its own id as workerId; it reads
+// back only what it recorded; the session's router-call row puts the work
+// in the cost report.
+func TestRunnerRecordsItsTasksSession(t *testing.T) {
+	f := newFixture(t)
+	alice := f.token("acme", "alice")
+	r := f.desktopRunner(alice, "alice-laptop")
+	sess := decode[desktop.Session](t, f.mustDo(201, "POST", "/v1/remote-sessions", alice,
+		map[string]any{"target": "desktop", "instructions": "fix the tests"}))
+	c := r.claim(sess.LatestTaskID)
+
+	res := f.ingest(r.token, runnerStart("rs1", c.Task.ID), spinetest.Text("rs1", 1, "on it\n"),
+		spinetest.Command("rs1", 2, "make test"), usageEnd("rs1")).Results
+	for _, x := range res {
+		if x.Status != 202 {
+			t.Fatalf("runner ingest = %+v", res)
+		}
+	}
+	f.waitCaughtUp()
+	got := decode[recorder.Session](t, f.mustDo(200, "GET", "/v1/sessions/rs1", r.token, nil))
+	if got.Org != "acme" || got.Member != "alice" || got.WorkerID != "alice-laptop" || got.TaskID != c.Task.ID || !got.Ended() {
+		t.Fatalf("recorded session = %+v", got)
+	}
+	if mine := decode[recorder.Session](t, f.mustDo(200, "GET", "/v1/sessions/rs1", alice, nil)); mine.WorkerID != "alice-laptop" {
+		t.Fatalf("the member reads %+v", mine)
+	}
+	if tr := f.mustDo(200, "GET", "/v1/sessions/rs1/transcript", r.token, nil); !bytes.Contains(tr, []byte("on it")) {
+		t.Fatalf("transcript = %s", tr)
+	}
+	if calls := f.routerCalls("rs1"); len(calls) != 1 || calls[0].Billing != "metered" || calls[0].Cost == nil || *calls[0].Cost != 0.25 {
+		t.Fatalf("router calls of the runner's session = %+v", calls)
+	}
+	sum := decode[accounting.Summary](t, f.mustDo(200, "GET", "/v1/cost/summary?from=2026-11-01&to=2026-11-30&groupBy=session", alice, nil))
+	if len(sum.Rows) != 1 || sum.Rows[0].Key != "rs1" || sum.Rows[0].Metered.Calls != 1 || sum.Rows[0].Metered.Dollars.String() != "0.25" {
+		t.Fatalf("cost summary = %+v", sum)
+	}
+
+	// What the runner did not record is a session that does not exist.
+	f.ingest(alice, spinetest.Start("mine"))
+	f.waitCaughtUp()
+	_, missing := f.do("GET", "/v1/sessions/nope", r.token, nil)
+	for _, path := range []string{"/v1/sessions/mine", "/v1/sessions/mine/transcript"} {
+		code, body := f.do("GET", path, r.token, nil)
+		if code != 404 || !bytes.Equal(body, missing) {
+			t.Fatalf("runner reading %s = %d %s, missing = %s", path, code, body, missing)
+		}
+	}
+}
+
+// A runner's session.start must name a task the runner holds now: another
+// member's task and a missing one are one 404 unknown_task; its member's
+// task it does not hold is 409 task_not_held; no taskId is 400. A runner
+// sends session envelopes only; every other member route and /mcp refuse
+// its token.
+func TestRunnerIngestIsHeldToItsTasks(t *testing.T) {
+	f := newFixture(t)
+	alice, bob := f.token("acme", "alice"), f.token("acme", "bob")
+	r := f.desktopRunner(alice, "alice-laptop")
+	f.desktopRunner(bob, "bob-laptop")
+	create := func(tok string) desktop.Session {
+		return decode[desktop.Session](t, f.mustDo(201, "POST", "/v1/remote-sessions", tok,
+			map[string]any{"target": "desktop", "instructions": "x"}))
+	}
+	bobs, queued, done := create(bob), create(alice), create(alice)
+	c := r.claim(done.LatestTaskID)
+	r.complete(c, "done", "")
+
+	noTask := runnerStart("s-none", "")
+	disc := spinetest.Disconnect("alice-laptop", "gone")
+	res := f.ingest(r.token, runnerStart("s-bob", bobs.LatestTaskID), runnerStart("s-missing", "dt-doesnotexist"),
+		runnerStart("s-queued", queued.LatestTaskID), runnerStart("s-done", done.LatestTaskID), noTask, disc).Results
+	want := []struct {
+		status int
+		code   string
+	}{{404, "unknown_task"}, {404, "unknown_task"}, {409, "task_not_held"}, {409, "task_not_held"},
+		{400, streams.ReasonMissingField}, {403, "forbidden"}}
+	for i, w := range want {
+		if res[i].Status != w.status || res[i].Error == nil || res[i].Error.Code != w.code {
+			t.Errorf("envelope %d = %+v, want %d %s", i, res[i], w.status, w.code)
+		}
+	}
+	if *res[0].Error != *res[1].Error {
+		t.Errorf("another member's task %+v differs from a missing one %+v", res[0].Error, res[1].Error)
+	}
+	f.waitCaughtUp()
+	for _, id := range []string{"s-bob", "s-missing", "s-queued", "s-done", "s-none"} {
+		if code, _ := f.do("GET", "/v1/sessions/"+id, alice, nil); code != 404 {
+			t.Errorf("refused start %s was recorded", id)
+		}
+	}
+
+	for _, route := range [][2]string{{"GET", "/v1/sessions"}, {"GET", "/v1/remote-sessions"},
+		{"GET", "/v1/remote-sessions/" + queued.ID}, {"POST", "/v1/remote-sessions"}, {"POST", "/v1/sessions/s1/cancel"},
+		{"GET", "/v1/runs/r1/steps"}, {"GET", "/v1/cost/summary"}, {"GET", "/v1/deadletters"},
+		{"GET", "/v1/desktop-runner/tokens"}, {"POST", "/mcp"}} {
+		code, body := f.do(route[0], route[1], r.token, []byte(`{}`))
+		if code != 401 {
+			t.Errorf("runner token on %s %s = %d %s", route[0], route[1], code, body)
+		}
+	}
+	// A revoked runner token records nothing.
+	toks := decode[struct{ Tokens []desktop.RunnerToken }](t, f.mustDo(200, "GET", "/v1/desktop-runner/tokens", alice, nil)).Tokens
+	f.mustDo(204, "DELETE", "/v1/desktop-runner/tokens/"+toks[0].TokenID, alice, nil)
+	if code, body := f.do("POST", "/v1/ingest", r.token, envelopes(t, runnerStart("s-late", queued.LatestTaskID))); code != 401 {
+		t.Fatalf("revoked runner token on ingest = %d %s", code, body)
+	}
+}

@@ -1,0 +1,96 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/spinehq/spine/auth"
+	"github.com/spinehq/spine/desktop"
+	"github.com/spinehq/spine/streams"
+)
+
+// CodeTaskNotHeld refuses a runner's session.start for a task of its member
+// that it does not hold now (docs/desktop.md#recording-the-tasks-session).
+const CodeTaskNotHeld = "task_not_held"
+
+type runnerKey struct{}
+
+// runnerCaller is the runner whose token the request carries, on the
+// routes that take one as well as a member token.
+func runnerCaller(r *http.Request) (desktop.RunnerIdentity, bool) {
+	id, ok := r.Context().Value(runnerKey{}).(desktop.RunnerIdentity)
+	return id, ok
+}
+
+// authedOrRunner takes a member token, or a live runner token acting as its
+// member: the routes a runner records its task's app session through
+// (POST /v1/ingest, GET /v1/sessions/{id} and its transcript). Every other
+// member route stays authed, where a runner token is a 401.
+func (s *Server) authedOrRunner(h http.HandlerFunc) http.Handler {
+	member := s.authed(h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, ok := auth.BearerToken(r)
+		if !ok || s.cfg.Desktop == nil {
+			member.ServeHTTP(w, r)
+			return
+		}
+		if _, err := s.cfg.Signer.Verify(tok, auth.AudienceMember, time.Now()); !errors.Is(err, auth.ErrAudience) {
+			member.ServeHTTP(w, r) // a member token, or one no audience would take
+			return
+		}
+		id, err := s.cfg.Desktop.VerifyRunner(r.Context(), tok)
+		if err != nil {
+			if !errors.Is(err, desktop.ErrTokenRevoked) && !isAuthError(err) {
+				s.internal(w, "verify runner token", err)
+				return
+			}
+			w.Header().Set("WWW-Authenticate", `Bearer realm="spine", error="invalid_token"`)
+			writeError(w, http.StatusUnauthorized, CodeUnauthorized, "invalid token: "+err.Error())
+			return
+		}
+		claims := auth.Claims{Org: id.Org, Member: id.Member, Audience: desktop.AudienceRunner, ID: id.TokenID, ExpiresAt: id.ExpiresAt}
+		ctx := context.WithValue(context.WithValue(r.Context(), ctxKey{}, claims), runnerKey{}, id)
+		h(w, r.WithContext(ctx))
+	})
+}
+
+// admitRunner holds an envelope a runner token sends to what a runner may
+// record: session envelopes only, and a session.start only for a task the
+// runner holds now, whose workerId becomes the runner's id (never the
+// sender's word).
+func (s *Server) admitRunner(ctx context.Context, e *streams.Envelope, id desktop.RunnerIdentity) *refusal {
+	switch e.Type {
+	case streams.TypeSessionChunk, streams.TypeSessionControl, streams.TypeSessionEnd:
+		return nil
+	case streams.TypeSessionStart:
+	default:
+		return &refusal{http.StatusForbidden, CodeForbidden,
+			"a runner token records only session envelopes (session.start, session.chunk, session.control, session.end)"}
+	}
+	if e.TaskID == "" {
+		return &refusal{http.StatusBadRequest, streams.ReasonMissingField,
+			"taskId is required: a runner token records a session only for a task it holds"}
+	}
+	var notHeld *desktop.NotHeldError
+	switch err := s.cfg.Desktop.Holds(ctx, id, e.TaskID); {
+	case errors.Is(err, desktop.ErrUnknownTask):
+		return &refusal{http.StatusNotFound, CodeUnknownTask, "task not found"}
+	case errors.As(err, &notHeld):
+		return &refusal{http.StatusConflict, CodeTaskNotHeld, "task " + e.TaskID + " is " + notHeld.State +
+			" and not held by this runner: record a session only for a task this runner claimed and still holds"}
+	case err != nil:
+		s.log.Error("check runner's task failed", "err", err)
+		return &refusal{http.StatusServiceUnavailable, CodeUnavailable, "could not check the task; retry"}
+	}
+	e.WorkerID = id.RunnerID
+	return nil
+}
+
+// runnerMaySee: a runner token reads only the sessions that runner recorded
+// for a task; any other is the one answer of a session that does not exist.
+func runnerMaySee(r *http.Request, workerID, taskID string) bool {
+	id, ok := runnerCaller(r)
+	return !ok || (workerID == id.RunnerID && taskID != "")
+}
