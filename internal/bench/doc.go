@@ -28,6 +28,15 @@
 // a soak: a sustained offered rate with resident memory sampled over time
 // (Result.Soak).
 //
+// RunLag measures live capture end to end: the real `spine collect` and
+// `spine run` (the spine binary, as a person runs them) read lines the
+// benchmark writes, copies of the real apps' output in the fixtures, at a
+// fixed rate; each line is timed from its write to the recorder's commit
+// of every envelope its translation makes (predicted by translating the
+// same lines with the same apps.Translator, so the ids match) and to its
+// text read back through the HTTP transcript read. The raw baseline in
+// the same run is the ingest latency phase at the same rate.
+//
 //	res, err := bench.Run(ctx, bench.Config{Sessions: 20, Chunks: 500})
 //	if err != nil { ... }
 //	fmt.Println(res.Spine.ChunksPerSecond, res.Raw.ChunksPerSecond, res.Ratio)
