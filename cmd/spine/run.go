@@ -161,6 +161,9 @@ type runSpec struct {
 	// the app (a second one kills it), as spine run does. Without it the
 	// caller's own signal handling stands and only ctx stops the app.
 	Signals bool
+	// Dir is the app's working directory; "" is this process's (the
+	// runner runs a task in the workspace its config allows).
+	Dir string
 }
 
 // runResult is how a run ended.
@@ -237,7 +240,7 @@ func runApp(ctx context.Context, spec runSpec) (runResult, error) {
 		raw = io.TeeReader(out, f) // the output as read, for a later spine import
 	}
 	cmd := exec.Command(spec.Bin, spec.Argv...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, w, os.Stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.Dir = os.Stdin, w, os.Stderr, spec.Dir
 	err = cmd.Start()
 	w.Close()
 	if err != nil {
@@ -266,7 +269,11 @@ func runApp(ctx context.Context, spec runSpec) (runResult, error) {
 		}
 		select {
 		case <-exited:
-			time.Sleep(drainGrace + flushGrace)
+		case <-pctx.Done():
+			return
+		}
+		select { // runApp returning ends the wait (the runner goes on)
+		case <-time.After(drainGrace + flushGrace):
 		case <-pctx.Done():
 			return
 		}
