@@ -1,0 +1,281 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spinehq/spine/desktop"
+)
+
+// runRunner is `spine runner`, the desktop runner: it takes this member's
+// remote-session tasks from spine and runs each through spine run's
+// machinery (the app recorded live, the session linked to its task), as
+// far as the runner config allows (docs/runner.md). `spine runner login`
+// signs the machine in first.
+func runRunner(ctx context.Context, args []string) error {
+	if len(args) > 0 && args[0] == "login" {
+		return runnerLogin(ctx, args[1:])
+	}
+	fs := flag.NewFlagSet("runner", flag.ContinueOnError)
+	cfgPath := fs.String("config", "", "the runner config: the apps, workspaces and permissions allowed (default runner-config.json in the config dir)")
+	confirm := fs.Bool("confirm", false, "ask y/N on the terminal before each task")
+	once := fs.Bool("once", false, "take the tasks queued now, then exit")
+	asJSON := fs.Bool("json", false, "print each envelope of each task's run, and the runner's own steps, as JSON lines")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: spine runner [flags]\n       spine runner login [--url URL] [--token MEMBER_TOKEN] [--machine NAME]\n\n"+
+			"Runs this member's remote-session tasks on this machine with Claude Code or Codex, as the runner config allows.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	r, err := newRunner(*cfgPath, *confirm, *asJSON)
+	if err != nil {
+		return err
+	}
+	if err := r.register(ctx); err != nil {
+		return err
+	}
+	if *once {
+		return r.drain(ctx)
+	}
+	return r.serve(ctx)
+}
+
+// runner is one spine runner process: its credentials, consent and the
+// client holding its runner token.
+type runner struct {
+	creds   *runnerCreds
+	consent *consent
+	c       *client
+	confirm bool
+	out     *runnerOut
+	// answers are the owner's lines typed on the terminal (--confirm).
+	answers *bufio.Reader
+}
+
+func newRunner(cfgPath string, confirm, asJSON bool) (*runner, error) {
+	path, err := runnerCredsPath()
+	if err != nil {
+		return nil, err
+	}
+	creds, err := loadRunnerCreds(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("this machine is not signed in: %w", errLoginAgain)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := creds.usable(time.Now()); err != nil {
+		return nil, err
+	}
+	explicit := cfgPath != ""
+	if !explicit {
+		dir, err := spineConfigDir()
+		if err != nil {
+			return nil, err
+		}
+		cfgPath = filepath.Join(dir, "runner-config.json")
+	}
+	cons, err := loadConsent(cfgPath, explicit)
+	if err != nil {
+		return nil, err
+	}
+	c, err := newClient(creds.URL, creds.Token)
+	if err != nil {
+		return nil, err
+	}
+	return &runner{creds: creds, consent: cons, c: c, confirm: confirm, out: &runnerOut{json: asJSON},
+		answers: bufio.NewReader(runnerAnswers)}, nil
+}
+
+// runnerAnswers is where --confirm reads the owner's answers (tests set it).
+var runnerAnswers io.Reader = os.Stdin
+
+// call is one runner request; a 401 says to sign in again.
+func (r *runner) call(ctx context.Context, method, path string, body, out any) error {
+	var data []byte
+	if body != nil {
+		var err error
+		if data, err = json.Marshal(body); err != nil {
+			return err
+		}
+	}
+	err := r.c.do(ctx, method, path, data, out)
+	var ae *apiError
+	if errors.As(err, &ae) && ae.Status == http.StatusUnauthorized {
+		return fmt.Errorf("spine refused the runner token (%s): %w", ae.Message, errLoginAgain)
+	}
+	return err
+}
+
+// register declares the machine, the apps the config allows and the work
+// kind it takes.
+func (r *runner) register(ctx context.Context) error {
+	inv := desktop.Inventory{Machine: r.creds.Machine, Apps: r.consent.appNames(),
+		Capabilities: []string{desktop.KindRemoteSession}, ProtocolVersion: desktop.ProtocolVersion,
+		ExecutionTargets: []string{desktop.TargetDesktop}}
+	if err := r.call(ctx, http.MethodPost, "/v1/desktop-runner/register", inv, &json.RawMessage{}); err != nil {
+		return fmt.Errorf("register: %w", err)
+	}
+	r.out.say("runner", fmt.Sprintf("runner %s (%s) ready at %s for %s", r.creds.RunnerID, r.creds.Machine, r.creds.URL,
+		strings.Join(inv.Apps, ", ")), nil)
+	return nil
+}
+
+// drain runs every task queued for this runner now, one after another,
+// until none is left.
+func (r *runner) drain(ctx context.Context) error {
+	tried := map[string]bool{}
+	for ctx.Err() == nil {
+		var work struct {
+			Tasks []runnerTask `json:"tasks"`
+		}
+		if err := r.call(ctx, http.MethodGet, "/v1/desktop-runner/work", nil, &work); err != nil {
+			return fmt.Errorf("list work: %w", err)
+		}
+		n := 0
+		for _, t := range work.Tasks {
+			if tried[t.ID] {
+				continue
+			}
+			tried[t.ID] = true
+			n++
+			if err := r.take(ctx, t.ID); err != nil {
+				return err
+			}
+		}
+		if n == 0 {
+			return nil
+		}
+	}
+	return nil
+}
+
+// How often the runner lists its work without the event stream, and with
+// it (a safety net for an announcement lost in a reconnect).
+var (
+	pollEvery      = 2 * time.Second
+	pollEveryTuned = time.Minute
+)
+
+// serve takes work until ctx is done: the event stream wakes it the
+// moment work is queued; while the stream is down it polls.
+func (r *runner) serve(ctx context.Context) error {
+	wake := make(chan struct{}, 1)
+	up := make(chan bool, 1)
+	fatal := make(chan error, 1)
+	go func() { fatal <- r.listen(ctx, wake, up) }()
+	every := pollEvery
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-fatal:
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		case ok := <-up:
+			every = map[bool]time.Duration{true: pollEveryTuned, false: pollEvery}[ok]
+			continue
+		case <-wake:
+		case <-timer.C:
+		}
+		if err := r.drain(ctx); err != nil {
+			if errors.Is(err, errLoginAgain) || ctx.Err() != nil {
+				return err
+			}
+			r.out.say("runner", "spine runner: "+err.Error(), nil)
+		}
+		timer.Reset(every)
+	}
+}
+
+// listen keeps the event stream open, waking the work loop on each event
+// and telling it whether the stream is up. It returns only for a token
+// spine no longer takes (or ctx done).
+func (r *runner) listen(ctx context.Context, wake chan<- struct{}, up chan<- bool) error {
+	stream := &http.Client{Transport: r.c.http.Transport} // no timeout: the stream is long
+	backoff := time.Second
+	for ctx.Err() == nil {
+		err := r.stream(ctx, stream, wake, up)
+		if errors.Is(err, errLoginAgain) {
+			return err
+		}
+		select {
+		case up <- false:
+		default:
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		r.out.say("runner", fmt.Sprintf("spine runner: event stream: %v; polling every %s, reconnecting in %s", err, pollEvery, backoff), nil)
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, time.Minute)
+	}
+	return nil
+}
+
+// stream reads one connection of the event stream to its end.
+func (r *runner) stream(ctx context.Context, hc *http.Client, wake chan<- struct{}, up chan<- bool) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.c.base+"/v1/desktop-runner/events", nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+r.c.token)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusUnauthorized {
+		return fmt.Errorf("spine refused the runner token: %w", errLoginAgain)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %s", resp.Status)
+	}
+	select {
+	case up <- true:
+	default:
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	var event string
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event:"):
+			event = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
+		case line == "" && event != "":
+			if event == "unauthorized" {
+				return fmt.Errorf("spine ended the event stream: the runner token is no longer valid: %w", errLoginAgain)
+			}
+			select { // ready, work_available: the work list says what
+			case wake <- struct{}{}:
+			default:
+			}
+			event = ""
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	return errors.New("spine closed it")
+}

@@ -1,0 +1,490 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spinehq/spine/apps"
+	"github.com/spinehq/spine/internal/apprig"
+	"github.com/spinehq/spine/internal/config"
+	"github.com/spinehq/spine/internal/fakemodel"
+	"github.com/spinehq/spine/node"
+)
+
+// syncBuffer is the runner's stdout while it runs beside the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// runnerRig is a spine node, a member's client, a signed-in runner
+// machine (its config dir a temporary one) and a Claude Code home against
+// a fake model that the runner's tasks run in.
+type runnerRig struct {
+	t        *testing.T
+	n        *node.Node
+	caughtUp func()
+	srv      *fakemodel.Server
+	claude   *apprig.Claude
+	member   *client
+	token    string // the member's
+	out      *syncBuffer
+	// app is a script that runs the real Claude Code with the rig's
+	// environment only, in the directory it is started in.
+	app string
+}
+
+func newRunnerRig(t *testing.T) *runnerRig {
+	t.Helper()
+	n, caughtUp := testNode(t)
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	srv := fakemodel.Start(t)
+	c := apprig.NewClaude(t, srv, nil)
+	member, err := newClient("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &runnerRig{t: t, n: n, caughtUp: caughtUp, srv: srv, claude: c, member: member, token: os.Getenv(config.EnvToken),
+		out: &syncBuffer{}, app: envScript(t, c.Bin, c.Env())}
+	if out, err := capture(t, "runner", "login", "--machine", "laptop"); err != nil {
+		t.Fatalf("runner login: %v\n%s", err, out)
+	}
+	old := heartbeatEvery
+	heartbeatEvery = 200 * time.Millisecond
+	t.Cleanup(func() { heartbeatEvery = old })
+	return r
+}
+
+// envScript runs bin with exactly env, in the directory it is started in.
+func envScript(t *testing.T, bin string, env []string) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("#!/bin/bash\nexec env -i")
+	for _, kv := range env {
+		fmt.Fprintf(&b, " '%s'", kv)
+	}
+	fmt.Fprintf(&b, " '%s' \"$@\"\n", bin)
+	path := filepath.Join(t.TempDir(), "claude")
+	if err := os.WriteFile(path, []byte(b.String()), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// config writes a runner config: Claude Code (the rig's) allowed Bash, in
+// the rig's working directory, with more settings set changes.
+func (r *runnerRig) config(set func(map[string]any)) string {
+	r.t.Helper()
+	cfg := map[string]any{"apps": map[string]any{"claude-code": map[string]any{"bin": r.app, "allowedTools": []string{"Bash"}}},
+		"workspaces": []string{r.claude.Dir}}
+	if set != nil {
+		set(cfg)
+	}
+	data, _ := json.Marshal(cfg)
+	path := filepath.Join(r.t.TempDir(), "runner-config.json")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		r.t.Fatal(err)
+	}
+	return path
+}
+
+// start runs spine runner with args beside the test until it ends; the
+// runner is stopped (and waited for) when the test ends.
+func (r *runnerRig) start(args ...string) {
+	r.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	old := stdout
+	stdout = r.out
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, append([]string{"runner"}, args...)) }()
+	r.t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				r.t.Errorf("spine runner: %v\n%s", err, r.out)
+			}
+		case <-time.After(time.Minute):
+			r.t.Errorf("spine runner did not stop\n%s", r.out)
+		}
+		stdout = old
+	})
+	r.waitOut("ready at")
+}
+
+// waitOut waits until the runner has printed want.
+func (r *runnerRig) waitOut(want string) {
+	r.t.Helper()
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(r.out.String(), want); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("the runner never printed %q:\n%s", want, r.out)
+		}
+	}
+}
+
+// remoteRead is GET /v1/remote-sessions/{id}.
+type remoteRead struct {
+	Session struct {
+		ID             string `json:"sessionId"`
+		State          string `json:"state"`
+		LocalSessionID string `json:"localSessionId"`
+		LatestTaskID   string `json:"latestTaskId"`
+		Error          string `json:"error"`
+	} `json:"session"`
+	Entries []struct {
+		Pos    int64  `json:"pos"`
+		TaskID string `json:"taskId"`
+		Kind   string `json:"kind"`
+		Text   string `json:"text"`
+	} `json:"entries"`
+	Next  int64 `json:"next"`
+	More  bool  `json:"more"`
+	Ended bool  `json:"ended"`
+}
+
+func (rr *remoteRead) text() string {
+	var b strings.Builder
+	for _, e := range rr.Entries {
+		fmt.Fprintf(&b, "[%s] %s\n", e.Kind, e.Text)
+	}
+	return b.String()
+}
+
+func (r *runnerRig) create(body map[string]any) string {
+	r.t.Helper()
+	body["target"] = "desktop"
+	data, _ := json.Marshal(body)
+	var s struct {
+		ID string `json:"sessionId"`
+	}
+	if err := r.member.do(context.Background(), http.MethodPost, "/v1/remote-sessions", data, &s); err != nil {
+		r.t.Fatalf("create remote session: %v", err)
+	}
+	return s.ID
+}
+
+func (r *runnerRig) read(id string, since int64) remoteRead {
+	r.t.Helper()
+	var rr remoteRead
+	path := fmt.Sprintf("/v1/remote-sessions/%s?since=%d", url.PathEscape(id), since)
+	if err := r.member.do(context.Background(), http.MethodGet, path, nil, &rr); err != nil {
+		r.t.Fatalf("read remote session %s: %v", id, err)
+	}
+	return rr
+}
+
+// waitState waits until the remote session's latest task is in state.
+func (r *runnerRig) waitState(id, state string) remoteRead {
+	r.t.Helper()
+	var rr remoteRead
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		rr = r.read(id, 0)
+		if rr.Session.State == state {
+			return rr
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("remote session %s is %s (%s), want %s\n%s\nrunner:\n%s", id, rr.Session.State, rr.Session.Error, state,
+				rr.text(), r.out)
+		}
+	}
+}
+
+// recorded is the recorded session of spine's own, GET /v1/sessions/{id}.
+type recorded struct {
+	ID            string `json:"id"`
+	Status        string `json:"status"`
+	TaskID        string `json:"taskId"`
+	AppSessionRef string `json:"appSessionRef"`
+	WorkerID      string `json:"workerId"`
+}
+
+func (r *runnerRig) recorded(id string) recorded {
+	r.t.Helper()
+	r.caughtUp()
+	var s recorded
+	if err := r.member.do(context.Background(), http.MethodGet, "/v1/sessions/"+url.PathEscape(id), nil, &s); err != nil {
+		r.t.Fatalf("recorded session %s: %v", id, err)
+	}
+	return s
+}
+
+// mainTurn answers the runner's Claude Code only (its requests carry no
+// MCP tool of spine's).
+func mainTurn(t fakemodel.Turn) fakemodel.Turn {
+	t.Match = func(b []byte) bool { return !bytes.Contains(b, []byte("mcp__spine")) }
+	return t
+}
+
+// A task created over HTTP: the runner claims it and runs the real Claude
+// Code in the allowed workspace; the answer, the local session id and the
+// usage read back through remoteSession.read, the recorded session is
+// linked to the task and has its router-call row; then a follow-up
+// resumes the same local session (the fake model is sent the earlier
+// conversation), and the cursor reads only what came after.
+func TestRunnerRunsTaskAndFollowUp(t *testing.T) {
+	r := newRunnerRig(t)
+	r.srv.Anthropic(
+		fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("looking"),
+			fakemodel.Tool("Bash", map[string]any{"command": "pwd", "description": "where"})},
+			Usage: fakemodel.Usage{Input: 10, Output: 20, CacheRead: 3000}},
+		fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("the answer is 42")},
+			Usage: fakemodel.Usage{Input: 4, Output: 7, CacheRead: 3100}},
+		fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("still 42, resumed")},
+			Usage: fakemodel.Usage{Input: 5, Output: 6, CacheRead: 3200}},
+	)
+	r.start("--config", r.config(nil))
+	id := r.create(map[string]any{"instructions": "what is the answer?"})
+	rr := r.waitState(id, "done")
+	if !strings.Contains(rr.text(), "the answer is 42") || rr.Session.LocalSessionID == "" {
+		t.Fatalf("remote session read: local session %q\n%s", rr.Session.LocalSessionID, rr.text())
+	}
+	if !strings.Contains(r.out.String(), "the answer is 42") || !strings.Contains(r.out.String(), "$ pwd") {
+		t.Fatalf("the runner's terminal showed:\n%s", r.out)
+	}
+	local, task := rr.Session.LocalSessionID, rr.Session.LatestTaskID
+	rec := r.recorded(apps.SessionID("claude-code", local))
+	if rec.TaskID != task || rec.Status != "done" || rec.AppSessionRef != local {
+		t.Fatalf("recorded session %+v, want task %s, done, app session %s", rec, task, local)
+	}
+	if strings.Contains(r.out.String(), "not fully recorded") {
+		t.Fatalf("the runner did not record the whole session:\n%s", r.out)
+	}
+	row := routerCall(t, r.n, rec.ID)
+	if row.status != "done" || row.tokens.Output != 27 {
+		t.Fatalf("router call %+v, want done with the 27 output tokens served", row)
+	}
+
+	cursor := rr.Next
+	if again := r.read(id, cursor); len(again.Entries) != 0 {
+		t.Fatalf("read after the cursor before anything new: %s", again.text())
+	}
+	var sent struct {
+		MessageID string `json:"messageId"`
+	}
+	body, _ := json.Marshal(map[string]string{"prompt": "and again?"})
+	if err := r.member.do(context.Background(), http.MethodPost, "/v1/remote-sessions/"+id+"/messages", body, &sent); err != nil {
+		t.Fatal(err)
+	}
+	r.waitTask(id, task, "done")
+	rr = r.read(id, cursor)
+	if !strings.Contains(rr.text(), "still 42, resumed") || strings.Contains(rr.text(), "the answer is 42") {
+		t.Fatalf("read after the cursor:\n%s", rr.text())
+	}
+	if rr.Session.LocalSessionID != local {
+		t.Fatalf("the follow-up ran in local session %s, want %s", rr.Session.LocalSessionID, local)
+	}
+	log := r.srv.Scripted()
+	if len(log) != 3 || !bytes.Contains(log[2].Request, []byte("the answer is 42")) ||
+		!bytes.Contains(log[2].Request, []byte("and again?")) {
+		t.Fatalf("the follow-up's request to the model is not the resumed conversation: %d served", len(log))
+	}
+}
+
+// waitTask waits until the remote session's latest task is another than
+// previous and in state.
+func (r *runnerRig) waitTask(id, previous, state string) remoteRead {
+	r.t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		rr := r.read(id, 0)
+		if rr.Session.LatestTaskID != previous && rr.Session.State == state {
+			return rr
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("remote session %s: task %s is %s, want a new one %s\n%s", id, rr.Session.LatestTaskID, rr.Session.State,
+				state, r.out)
+		}
+	}
+}
+
+// A cancel while the app works (a Bash call that waits) stops the app:
+// the task ends cancelled well before the call would have ended, and so
+// does the recorded session.
+func TestRunnerCancelStopsTheApp(t *testing.T) {
+	r := newRunnerRig(t)
+	r.srv.Anthropic(fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("waiting"),
+		fakemodel.Tool("Bash", map[string]any{"command": "sleep 120", "description": "wait"})}})
+	r.start("--config", r.config(nil))
+	id := r.create(map[string]any{"instructions": "wait a long time"})
+	for deadline := time.Now().Add(time.Minute); len(r.srv.Scripted()) == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the app never asked the model\n%s", r.out)
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // the Bash call under way
+	if err := r.member.do(context.Background(), http.MethodPost, "/v1/remote-sessions/"+id+"/cancel", []byte(`{}`), &json.RawMessage{}); err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now()
+	rr := r.waitState(id, "cancelled")
+	if time.Since(started) > 100*time.Second {
+		t.Fatalf("the task ended only when the sleep would have")
+	}
+	if rr.Session.LocalSessionID == "" {
+		t.Fatalf("no local session reported:\n%s", rr.text())
+	}
+	if rec := r.recorded(apps.SessionID("claude-code", rr.Session.LocalSessionID)); rec.Status != "cancelled" {
+		t.Fatalf("recorded session %+v, want cancelled", rec)
+	}
+	if out, _ := exec.Command("pgrep", "-f", "sleep 120").Output(); len(out) > 0 {
+		t.Logf("a sleep 120 is still running: %s", out)
+	}
+}
+
+// A task asking for more than the runner config allows (another
+// workspace, an app not allowed) is refused before anything runs, with a
+// reason the caller reads.
+func TestRunnerRefuses(t *testing.T) {
+	r := newRunnerRig(t)
+	r.start("--config", r.config(nil))
+	other := t.TempDir()
+	for _, tc := range []struct {
+		body map[string]any
+		want string
+	}{
+		{map[string]any{"instructions": "look elsewhere", "workspace": other}, "is not allowed"},
+		{map[string]any{"instructions": "use codex", "app": "codex"}, "does not run codex"},
+	} {
+		id := r.create(tc.body)
+		rr := r.waitState(id, "refused")
+		if !strings.Contains(rr.Session.Error+rr.text(), tc.want) {
+			t.Fatalf("refused %v: %q\n%s", tc.body, rr.Session.Error, rr.text())
+		}
+	}
+	if n := len(r.srv.Log()); n != 0 {
+		t.Fatalf("a refused task asked the model %d times", n)
+	}
+}
+
+// The issue's proof: a real Claude Code, an MCP client of spine's /mcp
+// with the member's token, calls execute_capability remoteSession.create;
+// spine runner claims the task and runs a second real Claude Code; the
+// answer reads back through remoteSession.read with a working cursor.
+func TestRunnerMCPClientToDesktop(t *testing.T) {
+	r := newRunnerRig(t)
+	viaMCP := func(b []byte) bool { return bytes.Contains(b, []byte("mcp__spine__execute_capability")) }
+	r.srv.Anthropic(
+		fakemodel.Turn{Match: viaMCP, Blocks: []fakemodel.Block{fakemodel.Tool("mcp__spine__execute_capability", map[string]any{
+			"name": "remoteSession.create", "arguments": map[string]any{"target": "desktop", "instructions": "tell me the answer"}})}},
+		fakemodel.Turn{Match: viaMCP, Blocks: []fakemodel.Block{fakemodel.Text("handed to your desktop")}},
+		mainTurn(fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("the desktop says 42")}}),
+	)
+	r.start("--config", r.config(nil))
+	mcp := filepath.Join(t.TempDir(), "mcp.json")
+	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"spine": map[string]any{"type": "http",
+		"url": r.member.base + "/mcp", "headers": map[string]string{"Authorization": "Bearer " + r.token}}}})
+	if err := os.WriteFile(mcp, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	client := apprig.NewClaude(t, r.srv, nil)
+	cmd := exec.Command(client.Bin, "-p", "ask my desktop", "--output-format", "stream-json", "--verbose",
+		"--allowedTools", "mcp__spine", "--mcp-config", mcp, "--strict-mcp-config")
+	cmd.Dir, cmd.Env = client.Dir, client.Env()
+	out, err := cmd.CombinedOutput()
+	if err != nil || !bytes.Contains(out, []byte("handed to your desktop")) {
+		t.Fatalf("the MCP client: %v\n%s", err, out)
+	}
+	var list struct {
+		Sessions []struct {
+			ID string `json:"sessionId"`
+		} `json:"sessions"`
+	}
+	if err := r.member.do(context.Background(), http.MethodGet, "/v1/remote-sessions?target=desktop", nil, &list); err != nil ||
+		len(list.Sessions) != 1 {
+		t.Fatalf("remote sessions: %v %+v\n%s", err, list, out)
+	}
+	id := list.Sessions[0].ID
+	rr := r.waitState(id, "done")
+	if !strings.Contains(rr.text(), "the desktop says 42") {
+		t.Fatalf("remoteSession.read:\n%s", rr.text())
+	}
+	if more := r.read(id, rr.Next); len(more.Entries) != 0 || !more.Ended {
+		t.Fatalf("read after the cursor: %+v", more)
+	}
+	half := r.read(id, 0)
+	if len(half.Entries) < 2 {
+		t.Fatalf("too few entries to page: %s", half.text())
+	}
+	var first remoteRead
+	if err := r.member.do(context.Background(), http.MethodGet, "/v1/remote-sessions/"+id+"?limit=1", nil, &first); err != nil {
+		t.Fatal(err)
+	}
+	rest := r.read(id, first.Next)
+	if len(first.Entries) != 1 || !first.More || len(rest.Entries) != len(half.Entries)-1 {
+		t.Fatalf("paging by the cursor: first %d (more %v), rest %d of %d", len(first.Entries), first.More, len(rest.Entries),
+			len(half.Entries))
+	}
+}
+
+// --confirm asks before each task: no refuses it (declined, nothing run),
+// yes runs it.
+func TestRunnerConfirm(t *testing.T) {
+	r := newRunnerRig(t)
+	old := runnerAnswers
+	runnerAnswers = strings.NewReader("n\ny\n")
+	t.Cleanup(func() { runnerAnswers = old })
+	r.srv.Anthropic(fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("ran after a yes")}})
+	r.start("--config", r.config(nil), "--confirm")
+	declined := r.create(map[string]any{"instructions": "first"})
+	if rr := r.waitState(declined, "refused"); !strings.Contains(rr.Session.Error, "declined") {
+		t.Fatalf("declined task: %q", rr.Session.Error)
+	}
+	if n := len(r.srv.Log()); n != 0 {
+		t.Fatalf("a declined task asked the model %d times", n)
+	}
+	ran := r.create(map[string]any{"instructions": "second"})
+	if rr := r.waitState(ran, "done"); !strings.Contains(rr.text(), "ran after a yes") {
+		t.Fatalf("confirmed task:\n%s", rr.text())
+	}
+}
+
+// A runner token the member revokes ends the runner's event stream, and
+// spine runner stops, saying to log in again.
+func TestRunnerRevoked(t *testing.T) {
+	r := newRunnerRig(t)
+	path, _ := runnerCredsPath()
+	creds, err := loadRunnerCreds(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := stdout
+	stdout = r.out
+	t.Cleanup(func() { stdout = old })
+	done := make(chan error, 1)
+	go func() { done <- run(context.Background(), []string{"runner", "--config", r.config(nil)}) }()
+	r.waitOut("ready at")
+	if err := r.member.do(context.Background(), http.MethodDelete, "/v1/desktop-runner/tokens/"+creds.TokenID, nil, &json.RawMessage{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, errLoginAgain) {
+			t.Fatalf("spine runner ended with %v, want to be told to log in again", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("spine runner went on with a revoked token\n%s", r.out)
+	}
+}

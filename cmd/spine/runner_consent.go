@@ -1,0 +1,239 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/spinehq/spine/apps"
+)
+
+// consent is what the desktop's owner allows spine runner to do, from the
+// runner config file (docs/runner.md): which apps, with which of the app's
+// own permission flags, in which directories. A task never widens it: a
+// task asking for more is refused with the reason.
+type consent struct {
+	// Apps are the apps a task may run, by name (claude-code, codex); an
+	// app absent is refused. Empty (no config file): Claude Code alone,
+	// with the app's own defaults.
+	Apps map[string]appConsent `json:"apps"`
+	// Workspaces are the directories a task may run in (each with what is
+	// under it). A task naming none runs in the first, or, with none
+	// listed, in the runner's working directory; one naming another is
+	// refused.
+	Workspaces []string `json:"workspaces"`
+}
+
+// appConsent is one app's settings, passed to its own flags.
+type appConsent struct {
+	// Bin is the app's binary; "" is claude or codex on PATH.
+	Bin string `json:"bin"`
+	// PermissionMode is Claude Code's --permission-mode; "" passes none
+	// (the app's default: in print mode, a tool that needs permission is
+	// denied).
+	PermissionMode string `json:"permissionMode"`
+	// AllowedTools is Claude Code's --allowedTools; empty passes none.
+	AllowedTools []string `json:"allowedTools"`
+	// Sandbox is Codex's sandbox (--sandbox on a new session, -c
+	// sandbox_mode on a resumed one); "" passes none (Codex's default).
+	Sandbox string `json:"sandbox"`
+	// Args are more of the app's own flags, before the prompt (e.g.
+	// Codex's --skip-git-repo-check, a --model); empty adds none.
+	Args []string `json:"args"`
+}
+
+var (
+	claudeModes    = []string{"acceptEdits", "auto", "bypassPermissions", "default", "dontAsk", "plan"}
+	codexSandboxes = []string{"read-only", "workspace-write", "danger-full-access"}
+)
+
+// defaultConsent is the consent without a config file.
+func defaultConsent() *consent {
+	return &consent{Apps: map[string]appConsent{"claude-code": {}}}
+}
+
+// loadConsent reads the config file at path; a missing file at the default
+// path (explicit false) is the default consent.
+func loadConsent(path string, explicit bool) (*consent, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) && !explicit {
+		return defaultConsent(), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	c, err := parseConsent(data)
+	if err != nil {
+		return nil, fmt.Errorf("runner config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// parseConsent decodes and checks a runner config; an unknown field is an
+// error (a misspelt setting must not pass silently).
+func parseConsent(data []byte) (*consent, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var c consent
+	if err := dec.Decode(&c); err != nil {
+		return nil, err
+	}
+	if len(c.Apps) == 0 {
+		return nil, errors.New(`"apps" names no app: allow claude-code or codex`)
+	}
+	for name, a := range c.Apps {
+		if err := a.check(name); err != nil {
+			return nil, err
+		}
+	}
+	for i, w := range c.Workspaces {
+		abs, err := realDir(w)
+		if err != nil {
+			return nil, fmt.Errorf("workspace %q: %w", w, err)
+		}
+		c.Workspaces[i] = abs
+	}
+	return &c, nil
+}
+
+func (a appConsent) check(app string) error {
+	switch app {
+	case "claude-code":
+		if a.PermissionMode != "" && !slices.Contains(claudeModes, a.PermissionMode) {
+			return fmt.Errorf("claude-code permissionMode %q: want one of %s", a.PermissionMode, strings.Join(claudeModes, ", "))
+		}
+		if a.Sandbox != "" {
+			return errors.New("claude-code has no sandbox setting: use permissionMode and allowedTools")
+		}
+	case "codex":
+		if a.Sandbox != "" && !slices.Contains(codexSandboxes, a.Sandbox) {
+			return fmt.Errorf("codex sandbox %q: want one of %s", a.Sandbox, strings.Join(codexSandboxes, ", "))
+		}
+		if a.PermissionMode != "" || len(a.AllowedTools) > 0 {
+			return errors.New("codex has no permissionMode or allowedTools: use sandbox")
+		}
+	default:
+		return fmt.Errorf("app %q: want claude-code or codex", app)
+	}
+	return nil
+}
+
+// realDir is dir made absolute with its symbolic links resolved; it must
+// be a directory.
+func realDir(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", err
+	}
+	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+		return "", errors.New("not a directory")
+	}
+	return real, nil
+}
+
+// appNames are the allowed apps, sorted, for registration.
+func (c *consent) appNames() []string {
+	var names []string
+	for n := range c.Apps {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// refusal is a task the consent does not allow, with why.
+type refusal struct{ reason string }
+
+func (r *refusal) Error() string { return r.reason }
+
+// allow decides a task: the app it runs (the task's, else Claude Code when
+// allowed, else the one allowed) and the directory; a *refusal when the
+// task asks for more than the owner allowed.
+func (c *consent) allow(t *runnerTask) (app string, dir string, err error) {
+	app = t.App
+	if app == "" {
+		app = "claude-code"
+		if _, ok := c.Apps[app]; !ok {
+			app = c.appNames()[0]
+		}
+	}
+	if _, ok := c.Apps[app]; !ok {
+		return "", "", &refusal{fmt.Sprintf("app_not_allowed: this desktop does not run %s: its runner config allows %s", app, strings.Join(c.appNames(), ", "))}
+	}
+	if t.Workspace == "" {
+		if len(c.Workspaces) > 0 {
+			return app, c.Workspaces[0], nil
+		}
+		dir, err := os.Getwd()
+		return app, dir, err
+	}
+	if !filepath.IsAbs(t.Workspace) {
+		return "", "", &refusal{fmt.Sprintf("workspace_not_allowed: workspace %q is not an absolute path", t.Workspace)}
+	}
+	dir, err = realDir(t.Workspace)
+	if err != nil {
+		return "", "", &refusal{fmt.Sprintf("workspace_not_found: workspace %q is not a directory on this desktop", t.Workspace)}
+	}
+	for _, w := range c.Workspaces {
+		if dir == w || strings.HasPrefix(dir, w+string(filepath.Separator)) {
+			return app, dir, nil
+		}
+	}
+	if len(c.Workspaces) == 0 {
+		return "", "", &refusal{fmt.Sprintf("workspace_not_allowed: workspace %q is not allowed: this desktop's runner config allows no workspace", t.Workspace)}
+	}
+	return "", "", &refusal{fmt.Sprintf("workspace_not_allowed: workspace %q is not allowed: this desktop's runner config allows %s", t.Workspace,
+		strings.Join(c.Workspaces, ", "))}
+}
+
+// appCommand is the app's command line for a task: a new session with the
+// prompt, or, with resume (the task's local session), that session
+// resumed. The permission flags are the owner's, never the task's; the
+// prompt comes after "--" (Claude) or last (Codex), so it is never read as
+// a flag.
+func (a appConsent) appCommand(app, prompt, resume string) ([]string, apps.Format, error) {
+	var args []string
+	switch app {
+	case "claude-code":
+		args = append(args, "-p")
+		if a.PermissionMode != "" {
+			args = append(args, "--permission-mode", a.PermissionMode)
+		}
+		if len(a.AllowedTools) > 0 {
+			args = append(args, "--allowedTools", strings.Join(a.AllowedTools, ","))
+		}
+		if resume != "" {
+			args = append(args, "--resume", resume)
+		}
+		args = append(args, a.Args...)
+		args = append(args, "--output-format", "stream-json", "--verbose", "--", prompt)
+		return args, apps.FormatClaudeStream, nil
+	case "codex":
+		args = append(args, "exec")
+		if resume != "" {
+			args = append(args, "resume")
+		}
+		args = append(args, "--json")
+		switch {
+		case a.Sandbox != "" && resume != "":
+			args = append(args, "-c", fmt.Sprintf("sandbox_mode=%q", a.Sandbox)) // exec resume has no --sandbox
+		case a.Sandbox != "":
+			args = append(args, "--sandbox", a.Sandbox)
+		}
+		args = append(args, a.Args...)
+		if resume != "" {
+			args = append(args, resume)
+		}
+		return append(args, "--", prompt), apps.FormatCodexExec, nil
+	}
+	return nil, "", fmt.Errorf("app %q: want claude-code or codex", app)
+}

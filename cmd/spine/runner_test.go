@@ -1,0 +1,141 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A runner config allows what it names and nothing more: a workspace
+// under an allowed one runs there, another (or one reached through a
+// symbolic link out of it) is refused, as is an app not named; a task
+// naming none runs in the first workspace with Claude Code.
+func TestConsentAllows(t *testing.T) {
+	allowed, other := t.TempDir(), t.TempDir()
+	sub := filepath.Join(allowed, "api")
+	escape := filepath.Join(allowed, "out")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(other, escape); err != nil {
+		t.Fatal(err)
+	}
+	c, err := parseConsent([]byte(`{"apps": {"claude-code": {"permissionMode": "acceptEdits"}}, "workspaces": ["` + allowed + `"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	real, _ := filepath.EvalSymlinks(allowed)
+	for _, tc := range []struct {
+		task        runnerTask
+		app, dir    string
+		refusedWith string
+	}{
+		{runnerTask{}, "claude-code", real, ""},
+		{runnerTask{Workspace: sub}, "claude-code", filepath.Join(real, "api"), ""},
+		{runnerTask{Workspace: other}, "", "", "workspace_not_allowed"},
+		{runnerTask{Workspace: escape}, "", "", "workspace_not_allowed"},
+		{runnerTask{Workspace: "api"}, "", "", "not an absolute path"},
+		{runnerTask{Workspace: filepath.Join(allowed, "missing")}, "", "", "workspace_not_found"},
+		{runnerTask{App: "codex"}, "", "", "app_not_allowed"},
+	} {
+		app, dir, err := c.allow(&tc.task)
+		var ref *refusal
+		switch {
+		case tc.refusedWith != "" && (!errors.As(err, &ref) || !strings.Contains(ref.reason, tc.refusedWith)):
+			t.Errorf("%+v: %v, want refused with %q", tc.task, err, tc.refusedWith)
+		case tc.refusedWith == "" && (err != nil || app != tc.app || dir != tc.dir):
+			t.Errorf("%+v: %s in %s (%v), want %s in %s", tc.task, app, dir, err, tc.app, tc.dir)
+		}
+	}
+	// No workspace listed: a task naming one is refused.
+	d := defaultConsent()
+	if _, _, err := d.allow(&runnerTask{Workspace: allowed}); err == nil || !strings.Contains(err.Error(), "allows no workspace") {
+		t.Errorf("default consent, a workspace: %v", err)
+	}
+}
+
+// A config that is wrong is refused whole, naming what is wrong.
+func TestConsentRefusesBadConfig(t *testing.T) {
+	for cfg, want := range map[string]string{
+		`{"apps": {}}`: "names no app",
+		`{"apps": {"claude-code": {"permissionMode": "yolo"}}}`:         "permissionMode",
+		`{"apps": {"codex": {"sandbox": "none"}}}`:                      "sandbox",
+		`{"apps": {"codex": {"allowedTools": ["Bash"]}}}`:               "codex has no permissionMode",
+		`{"apps": {"vim": {}}}`:                                         "want claude-code or codex",
+		`{"apps": {"claude-code": {}}, "workspace": ["/"]}`:             "unknown field",
+		`{"apps": {"claude-code": {}}, "workspaces": ["/no/such/dir"]}`: "workspace",
+	} {
+		if _, err := parseConsent([]byte(cfg)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", cfg, err, want)
+		}
+	}
+}
+
+// The app's command line carries the owner's permission flags, resumes
+// the task's local session, and takes the prompt after "--" or last, so a
+// prompt that looks like a flag is still the prompt.
+func TestAppCommand(t *testing.T) {
+	claude := appConsent{PermissionMode: "plan", AllowedTools: []string{"Read", "Grep"}}
+	got, _, _ := claude.appCommand("claude-code", "--help", "S1")
+	want := []string{"-p", "--permission-mode", "plan", "--allowedTools", "Read,Grep", "--resume", "S1",
+		"--output-format", "stream-json", "--verbose", "--", "--help"}
+	if !slices.Equal(got, want) {
+		t.Errorf("claude: %q\nwant %q", got, want)
+	}
+	codex := appConsent{Sandbox: "read-only", Args: []string{"--skip-git-repo-check"}}
+	got, _, _ = codex.appCommand("codex", "fix it", "")
+	if want := []string{"exec", "--json", "--sandbox", "read-only", "--skip-git-repo-check", "--", "fix it"}; !slices.Equal(got, want) {
+		t.Errorf("codex: %q\nwant %q", got, want)
+	}
+	got, _, _ = codex.appCommand("codex", "again", "T1")
+	if want := []string{"exec", "resume", "--json", "-c", `sandbox_mode="read-only"`, "--skip-git-repo-check", "T1", "--", "again"}; !slices.Equal(got, want) {
+		t.Errorf("codex resume: %q\nwant %q", got, want)
+	}
+}
+
+// login keeps the token readable by the user alone, and the runnerId it
+// generated the first time is the one later logins mint for; an expired
+// token makes spine runner say to log in again.
+func TestRunnerLogin(t *testing.T) {
+	_, _ = testNode(t)
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	if _, err := capture(t, "runner"); err == nil || !strings.Contains(err.Error(), "spine runner login") {
+		t.Fatalf("spine runner before login: %v", err)
+	}
+	read := func() *runnerCreds {
+		path, _ := runnerCredsPath()
+		fi, err := os.Stat(path)
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: %v %v", path, fi.Mode(), err)
+		}
+		c, err := loadRunnerCreds(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if out, err := capture(t, "runner", "login", "--machine", "laptop"); err != nil {
+		t.Fatalf("login: %v\n%s", err, out)
+	}
+	first := read()
+	if out, err := capture(t, "runner", "login"); err != nil {
+		t.Fatalf("login again: %v\n%s", err, out)
+	}
+	second := read()
+	if first.RunnerID == "" || second.RunnerID != first.RunnerID || second.Machine != "laptop" || second.TokenID == first.TokenID {
+		t.Fatalf("logins: %+v then %+v", first, second)
+	}
+	second.ExpiresAt = time.Now().Add(-time.Minute)
+	path, _ := runnerCredsPath()
+	if err := saveRunnerCreds(path, second); err != nil {
+		t.Fatal(err)
+	}
+	_, err := capture(t, "runner", "--once")
+	if err == nil || !strings.Contains(err.Error(), "expired") || !errors.Is(err, errLoginAgain) {
+		t.Fatalf("spine runner with an expired token: %v", err)
+	}
+}
