@@ -42,7 +42,7 @@ type DayUsage struct {
 func (s *session) ended() *Ended {
 	e := &Ended{Ordinal: int(s.n), SessionID: s.id, AppSessionID: s.appID, App: s.app(), Format: s.format,
 		Files: s.files, Status: cmpOr(s.status, "done"), Model: s.model, Responses: s.responses, Tokens: s.total(),
-		Cost: s.cost, CostPartial: s.cost != nil && !s.byReport(), Chunks: s.seq, AlreadyRecorded: s.skip,
+		Cost: s.cost, CostPartial: s.cost != nil && !s.byReport(), Chunks: s.seq, AlreadyRecorded: s.baseEnded && !s.published,
 		Untimed: s.startAt.IsZero()}
 	byReport := s.byReport() || s.cumulative != nil
 	for _, u := range s.days {

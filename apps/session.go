@@ -35,18 +35,20 @@ type session struct {
 	closed    bool          // ended and dropped (Translator.close)
 	run       bool          // kind "run" (a headless run), else "open"
 	begun     bool          // there is something to record
-	started   bool          // the start is published, or spine had it already
-	skip      bool          // spine recorded and ended it before: publish nothing
+	started   bool          // spine was asked where it is recorded (resolve)
+	baseEnded bool          // spine held its own session ended: what it had is passed over
+	published bool          // this translation published something of it
 	sawProse  bool
 	id, appID string
 	format    Format
 	pre       *preStart // until the start is published
+	workspace string    // for a continuation's start
 	files     []string
+	rec       recording // the spine session written to now (see continuation.go)
 
 	startAt, lastAt time.Time
 	fallback        int64 // the first file's modification time (Unix ms), for sources without times
-	resumeAfter     int64 // chunks at or below this seq were recorded before
-	seq             int64
+	seq             int64 // the translation's chunks so far
 
 	tokens     streams.Usage  // sum of the final usage of each response
 	report     *streams.Usage // the app's own session total, when it gave one
@@ -95,6 +97,9 @@ func (s *session) app() string { return s.format.App() }
 
 // setWorkspace sets the start's workspace, until the start is published.
 func (s *session) setWorkspace(w string) {
+	if s.workspace == "" {
+		s.workspace = w
+	}
 	if !s.started && w != "" {
 		if s.pre == nil {
 			s.pre = &preStart{}
@@ -200,46 +205,25 @@ func (s *session) event(ctx context.Context, at time.Time, ev *streams.Event) er
 	return s.chunk(ctx, at, &streams.Envelope{Stream: "event", Event: ev})
 }
 
+// chunk publishes one chunk, numbered in the translation; spine has those
+// up to the ended sessions' and a started session's last (see resolve),
+// and the rest are numbered in the session written to.
 func (s *session) chunk(ctx context.Context, at time.Time, e *streams.Envelope) error {
 	s.begun = true
-	if err := s.start(ctx); err != nil {
+	if err := s.resolve(ctx); err != nil {
 		return err
 	}
 	s.seq++
-	if s.skip || s.seq <= s.resumeAfter {
+	if s.seq <= s.rec.after || s.seq <= s.rec.resumeAfter {
 		return nil
 	}
-	e.V, e.Type, e.SessionID, e.Seq, e.At = streams.Version, streams.TypeSessionChunk, s.id, s.seq, at.UTC()
-	e.ID = envelopeID(s.app(), s.id, "chunk", s.seq)
-	return s.tr.publish(ctx, s, e)
-}
-
-// start publishes the session's start once, unless spine already has it.
-func (s *session) start(ctx context.Context) error {
-	if s.started {
-		return nil
-	}
-	s.started = true
-	rec, err := s.tr.opts.Sink.Recorded(ctx, s.id)
-	if err != nil {
+	if err := s.open(ctx, at); err != nil {
 		return err
 	}
-	s.skip, s.resumeAfter = rec.Ended, rec.LastSeq
-	pre := s.pre
-	s.pre = nil // published, or spine has it: nothing keeps them
-	if rec.Started {
-		return nil
-	}
-	if pre == nil {
-		pre = &preStart{}
-	}
-	owner, kind := s.tr.opts.Owner, "open"
-	if s.run {
-		kind = "run"
-	}
-	return s.tr.publish(ctx, s, &streams.Envelope{V: streams.Version, Type: streams.TypeSessionStart,
-		ID: envelopeID(s.app(), s.id, "start", 0), At: s.startTime(), SessionID: s.id, App: s.app(), Kind: kind,
-		AppSessionRef: s.appID, Workspace: pre.workspace, Owner: &owner, Prompt: pre.prompt})
+	seq := s.seq - s.rec.after
+	e.V, e.Type, e.SessionID, e.Seq, e.At = streams.Version, streams.TypeSessionChunk, s.rec.id, seq, at.UTC()
+	e.ID = envelopeID(s.app(), s.rec.id, "chunk", seq)
+	return s.tr.publish(ctx, s, e)
 }
 
 func (s *session) startTime() time.Time {
@@ -373,27 +357,21 @@ func (s *session) finish(ctx context.Context) error {
 	if !s.begun {
 		return nil // nothing was ever recorded: no session
 	}
-	if err := s.start(ctx); err != nil {
+	if err := s.resolve(ctx); err != nil {
 		return err
+	}
+	if s.rec.id == s.id {
+		if err := s.open(ctx, time.Time{}); err != nil {
+			return err
+		}
 	}
 	for s.calls != nil {
 		if err := s.result(ctx, s.calls.order[0], time.Time{}, callResult{missing: true}); err != nil {
 			return err
 		}
 	}
-	if s.skip {
-		return nil
-	}
-	e := &streams.Envelope{V: streams.Version, Type: streams.TypeSessionEnd, ID: envelopeID(s.app(), s.id, "end", 0),
-		At: s.endTime(), SessionID: s.id, Status: cmpOr(s.status, "done"), ExitCode: s.exitCode, Error: s.err,
-		Model: s.model, Effort: s.effort, TotalCost: s.cost,
-		Billing: cmpOr(s.tr.opts.Billing, s.billing)}
-	if s.reported() {
-		u := s.total()
-		u.Raw = s.rawJSON()
-		e.Usage = &u
-	}
-	return s.tr.publish(ctx, s, e)
+	_, err := s.end(ctx)
+	return err
 }
 
 // endTime is the latest time the source reported, never before the start.

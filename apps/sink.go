@@ -20,4 +20,8 @@ type Recorded struct {
 	Started bool  // its start is recorded: do not publish another
 	Ended   bool  // its end is recorded: publish nothing more
 	LastSeq int64 // chunks at or below this seq are recorded
+	// Usage and Cost are what its end reported, when it has ended (nil:
+	// none), for a continuation to count only what came after.
+	Usage *streams.Usage
+	Cost  *float64
 }

@@ -32,6 +32,12 @@ type Options struct {
 	// Ended, when set, hears of each session as it is closed, when it
 	// had something to record.
 	Ended func(*Ended)
+	// NewOutput says the records are output the app writes after the
+	// translation began, none of it read before (spine run reads the
+	// process it starts): an app session spine already holds is not read
+	// again from its start but continued, the translation numbering its
+	// chunks after spine's (see continuation.go).
+	NewOutput bool
 	// Live publishes every envelope as its record is translated, for an
 	// app's output read while it runs (spine run): a stream-json or exec
 	// session's envelopes are not held back to its end (see hold), so its
@@ -413,6 +419,7 @@ func (tr *Translator) publish(ctx context.Context, s *session, e *streams.Envelo
 		return fmt.Errorf("import built an invalid envelope %s: %w", e.ID, err)
 	}
 	tr.stats.Envelopes++
+	s.published = true
 	if s.format.OneFile() && !s.streaming && !tr.opts.Live {
 		return tr.hold(ctx, s, e)
 	}
@@ -452,7 +459,7 @@ func (tr *Translator) hold(ctx context.Context, s *session, e *streams.Envelope)
 // the rest as they come (a closed session has none).
 func (tr *Translator) release(ctx context.Context, s *session) error {
 	held := s.held
-	if len(held) > 0 && held[0].Type == streams.TypeSessionStart {
+	if len(held) > 0 && held[0].Type == streams.TypeSessionStart && held[0].SessionID == s.id {
 		held[0].At = s.startTime() // the earliest time read since it was held
 	}
 	s.held, s.streaming = nil, true

@@ -48,9 +48,18 @@ type Options struct {
 	// NoNotify leaves fsnotify out: polling alone, as where notifications
 	// are missing. false uses both.
 	NoNotify bool
+	// Idle ends a session whose files have had no new line for this long
+	// (judged by their modification times), with its usage so far, so its
+	// router-call row exists; what the app writes to it later is recorded
+	// as a continuation, a new spine session with the same appSessionRef.
+	// 0 means DefaultIdle; below 0, never.
+	Idle time.Duration
 	// Logger hears what was skipped and what failed; nil discards.
 	Logger *slog.Logger
 }
+
+// DefaultIdle is Options.Idle's default.
+const DefaultIdle = 10 * time.Minute
 
 // Collector tails the apps' files and sends what they write to spine (see
 // the package doc). A Collector is one run: after Run or Once returns, a
@@ -97,6 +106,7 @@ func New(opts Options) (*Collector, error) {
 		opts.StatePath = p
 	}
 	opts.Poll = cmp.Or(opts.Poll, 2*time.Second)
+	opts.Idle = cmp.Or(opts.Idle, DefaultIdle)
 	opts.Owner.Org, opts.Owner.Member = cmp.Or(opts.Owner.Org, "dev"), cmp.Or(opts.Owner.Member, "dev")
 	if !streams.ValidOwnerID(opts.Owner.Org) || !streams.ValidOwnerID(opts.Owner.Member) {
 		return nil, fmt.Errorf("%w: owner %s/%s is not a valid org and member", ErrBadOption, opts.Owner.Org, opts.Owner.Member)
@@ -206,7 +216,10 @@ func (c *Collector) Once(ctx context.Context) error {
 	if err := c.replay(ctx); err != nil {
 		return err
 	}
-	return c.pass(ctx)
+	if err := c.pass(ctx); err != nil {
+		return err
+	}
+	return c.endIdle(ctx)
 }
 
 // Run collects until ctx is done: a pass on every change fsnotify reports
@@ -224,7 +237,11 @@ func (c *Collector) Run(ctx context.Context) error {
 	defer tick.Stop()
 	for {
 		w.watch(c.roots())
-		if err := c.pass(ctx); err != nil {
+		err := c.pass(ctx)
+		if err == nil {
+			err = c.endIdle(ctx)
+		}
+		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -382,6 +399,35 @@ func (c *Collector) pass(ctx context.Context) error {
 	}
 	c.refused = len(stats.Refused)
 	return c.commit()
+}
+
+// endIdle ends the sessions whose files have all been quiet for
+// Options.Idle (their modification times), and sends the ends. A file that
+// is gone is quiet. Only ends are sent: no offset moves.
+func (c *Collector) endIdle(ctx context.Context) error {
+	if c.opts.Idle < 0 {
+		return nil
+	}
+	cutoff := time.Now().Add(-c.opts.Idle)
+	quiet := func(files []string) bool {
+		for _, f := range files {
+			if fi, err := os.Stat(f); err == nil && fi.ModTime().After(cutoff) {
+				return false
+			}
+		}
+		return true
+	}
+	sent := c.gate.sent
+	if err := c.tr.EndQuiet(ctx, quiet); err != nil {
+		return err
+	}
+	if c.gate.sent == sent {
+		return nil
+	}
+	c.log.Info("idle sessions ended", "envelopes", c.gate.sent-sent)
+	stats, err := c.opts.Sink.Flush(ctx)
+	c.duplicates = stats.Duplicates
+	return err
 }
 
 // gone reports whether a file is known to be deleted: it does not exist,

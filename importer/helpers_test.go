@@ -48,7 +48,7 @@ func (m *memSink) Recorded(_ context.Context, id string) (apps.Recorded, error) 
 		case streams.TypeSessionStart:
 			r.Started = true
 		case streams.TypeSessionEnd:
-			r.Ended = true
+			r.Ended, r.Usage, r.Cost = true, e.Usage, e.TotalCost
 		case streams.TypeSessionChunk:
 			r.LastSeq = max(r.LastSeq, e.Seq)
 		}

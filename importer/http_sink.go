@@ -66,8 +66,10 @@ func (h *HTTPSink) Recorded(ctx context.Context, sessionID string) (apps.Recorde
 		return apps.Recorded{}, nil
 	}
 	var s struct {
-		LastSeq int64      `json:"lastSeq"`
-		EndedAt *time.Time `json:"endedAt"`
+		LastSeq   int64          `json:"lastSeq"`
+		EndedAt   *time.Time     `json:"endedAt"`
+		Usage     *streams.Usage `json:"usage"`
+		TotalCost *float64       `json:"totalCost"`
 	}
 	err := h.c.Do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(sessionID), nil, &s)
 	var se interface{ HTTPStatus() int }
@@ -77,7 +79,11 @@ func (h *HTTPSink) Recorded(ctx context.Context, sessionID string) (apps.Recorde
 	if err != nil {
 		return apps.Recorded{}, err
 	}
-	return apps.Recorded{Started: true, Ended: s.EndedAt != nil, LastSeq: s.LastSeq}, nil
+	r := apps.Recorded{Started: true, Ended: s.EndedAt != nil, LastSeq: s.LastSeq}
+	if r.Ended {
+		r.Usage, r.Cost = s.Usage, s.TotalCost // the end's (a running session's usage is not)
+	}
+	return r, nil
 }
 
 // listRecorded pages through GET /v1/sessions once.

@@ -95,8 +95,17 @@ func (j *JetStreamSink) Recorded(ctx context.Context, sessionID string) (apps.Re
 	if !r.Started {
 		return r, nil
 	}
-	if r.Ended, _, err = j.last(ctx, streams.SessionSubject(sessionID, streams.TypeSessionEnd)); err != nil {
+	var end []byte
+	if r.Ended, end, err = j.last(ctx, streams.SessionSubject(sessionID, streams.TypeSessionEnd)); err != nil {
 		return r, err
+	}
+	if r.Ended {
+		var e struct {
+			Usage     *streams.Usage `json:"usage"`
+			TotalCost *float64       `json:"totalCost"`
+		}
+		_ = json.Unmarshal(end, &e)
+		r.Usage, r.Cost = e.Usage, e.TotalCost
 	}
 	ok, data, err := j.last(ctx, streams.SessionSubject(sessionID, streams.TypeSessionChunk))
 	if err != nil || !ok {

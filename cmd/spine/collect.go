@@ -22,6 +22,7 @@ func runCollect(ctx context.Context, args []string) error {
 	codexDir := fs.String("codex-dir", filepath.Join(home, ".codex"), "Codex's directory (its sessions/ are collected; \"\" for none)")
 	machine := fs.String("machine", "", "this machine's name, every collected session's workerId (default: the host name)")
 	once := fs.Bool("once", false, "read everything present and exit")
+	idle := fs.Duration("idle", collect.DefaultIdle, "end a session whose files have had no new line for this long (by modification time; 0: never); later lines are a new session with the same appSessionRef")
 	statePath := fs.String("state", "", "the file keeping how far each file was sent (default: collect-state.json in spine's user config dir)")
 	urlFlag := fs.String("url", "", "spine HTTP API (default $SPINE_URL or http://127.0.0.1:7070)")
 	token := fs.String("token", "", "bearer token (default $SPINE_TOKEN); collected sessions belong to its member")
@@ -51,7 +52,7 @@ func runCollect(ctx context.Context, args []string) error {
 			return err
 		}
 		col, err := collect.New(collect.Options{ClaudeDir: *claudeDir, CodexDir: *codexDir, Machine: *machine,
-			StatePath: *statePath, Sink: importer.NewHTTPSink(c, 500), Logger: log})
+			StatePath: *statePath, Sink: importer.NewHTTPSink(c, 500), Idle: idleOption(*idle), Logger: log})
 		if errors.Is(err, collect.ErrBadOption) {
 			return usageError{err.Error()}
 		}
@@ -77,6 +78,14 @@ func runCollect(ctx context.Context, args []string) error {
 		case <-time.After(collectRetry):
 		}
 	}
+}
+
+// idleOption is --idle as collect.Options.Idle: 0 (never) is below 0 there.
+func idleOption(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }
 
 // collectRetry is the wait before a failed collector starts again.

@@ -1,0 +1,250 @@
+package apps
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/spinehq/spine/streams"
+)
+
+// A continuation is what an app session gains after the spine session it
+// was recorded as has ended: `claude --resume` appending to its
+// transcript, `codex exec resume` to its rollout, a new `claude -p
+// --resume` process, or more lines after the collector ended the session
+// as idle (Translator.EndQuiet). It is recorded as a new spine session with
+// the same appSessionRef, never lost (the ended session takes no more) and
+// never counted twice (its end carries only what was used past the ended
+// sessions' ends).
+//
+// Its id is derived from the app session id and where it starts: after
+// which of the translation's chunks (the ended sessions held that many),
+// see ContinuationID. The translation numbers an app session's chunks the
+// same way however often it is read (spine import again, the collector
+// after a restart), so a re-read finds the same sessions: chunks up to
+// the last ended session's are passed over, the rest are the
+// continuation's, numbered from 1 in it.
+//
+// recording is the spine session a translated app session is written to
+// now: its own (SessionID) until that has ended, then a continuation.
+type recording struct {
+	id    string
+	after int64 // the translation's chunks up to this seq went to the sessions before
+	k     int   // continuations before it that started at the same seq
+	// started: its start is published, or spine had it.
+	started bool
+	// resumeAfter is the translation's seq up to which spine had its
+	// chunks (started, not ended).
+	resumeAfter int64
+	// prior are the usage and cost the sessions before it recorded, in
+	// the translation's totals: its end carries what is past them.
+	prior     streams.Usage
+	priorCost float64
+}
+
+// ContinuationID is the spine id of the continuation of an app session
+// that starts after the translation's chunk after; k counts the earlier
+// continuations that started after the same chunk (one that recorded only
+// usage, no chunk). The same inputs always give the same id:
+// "<SessionID>-c<after>" (with "-<k>" when k > 0), the session id cut and
+// hashed to fit when it is long.
+func ContinuationID(app, appSessionID string, after int64, k int) string {
+	suffix := "-c" + strconv.FormatInt(after, 10)
+	if k > 0 {
+		suffix += "-" + strconv.Itoa(k)
+	}
+	base := SessionID(app, appSessionID)
+	if len(base)+len(suffix) <= streams.MaxIDLen {
+		return base + suffix
+	}
+	return base[:streams.MaxIDLen-len(suffix)-17] + "-" + hash(app, appSessionID, "continuation")[:16] + suffix
+}
+
+// maxChain bounds the ended sessions followed to find where an app
+// session is recorded now.
+const maxChain = 10000
+
+// resolve asks spine, once, where the app session is recorded now: its
+// own session, or, past every ended one, the continuation after them.
+// With Options.NewOutput the records to come are new output: the
+// translation's numbering goes on after what spine holds.
+func (s *session) resolve(ctx context.Context) error {
+	if s.started {
+		return nil
+	}
+	s.started = true
+	s.rec = recording{id: s.id}
+	subtract := s.priorCounts()
+	for i := 0; ; i++ {
+		r, err := s.tr.opts.Sink.Recorded(ctx, s.rec.id)
+		if err != nil {
+			return err
+		}
+		if !r.Ended {
+			s.rec.started = r.Started
+			if r.Started {
+				s.rec.resumeAfter = s.rec.after + r.LastSeq
+			}
+			break
+		}
+		if i == 0 {
+			s.baseEnded = true
+		}
+		if i >= maxChain {
+			return fmt.Errorf("session %s: more than %d continuations recorded", s.id, maxChain)
+		}
+		if subtract {
+			if r.Usage != nil {
+				s.rec.prior.Add(*r.Usage)
+			}
+			if r.Cost != nil {
+				s.rec.priorCost += *r.Cost
+			}
+		}
+		s.next(s.rec.after + r.LastSeq)
+	}
+	if s.rec.started || s.baseEnded {
+		s.pre = nil // spine has the start that carried them
+	}
+	if s.tr.opts.NewOutput {
+		s.seq = max(s.seq, s.rec.after, s.rec.resumeAfter)
+	}
+	return nil
+}
+
+// priorCounts reports whether the translation's totals include what the
+// ended sessions recorded: they do when the output is read again from its
+// start, and for Codex, whose reports are the thread's running total
+// across runs; a new Claude process's output (NewOutput) reports its own.
+func (s *session) priorCounts() bool {
+	return !s.tr.opts.NewOutput || s.app() == "codex"
+}
+
+// next makes the continuation after the translation's chunk after the
+// session written to, the ones before it ended.
+func (s *session) next(after int64) {
+	k := 0
+	if after == s.rec.after && s.rec.id != s.id {
+		k = s.rec.k + 1 // the continuation before ended with no chunk
+	}
+	s.rec = recording{id: ContinuationID(s.app(), s.appID, after, k), after: after, k: k,
+		prior: s.rec.prior, priorCost: s.rec.priorCost}
+}
+
+// open publishes the start of the session written to, unless spine has
+// it. A continuation starts at the time of what opened it, kind and
+// appSessionRef as the session's own; the prompt was the first one's.
+func (s *session) open(ctx context.Context, at time.Time) error {
+	if s.rec.started {
+		return nil
+	}
+	s.rec.started = true
+	pre := s.pre
+	s.pre = nil // published: nothing keeps them
+	if pre == nil {
+		pre = &preStart{}
+	}
+	owner, kind := s.tr.opts.Owner, "open"
+	if s.run {
+		kind = "run"
+	}
+	e := &streams.Envelope{V: streams.Version, Type: streams.TypeSessionStart,
+		ID: envelopeID(s.app(), s.rec.id, "start", 0), At: s.startTime(), SessionID: s.rec.id, App: s.app(), Kind: kind,
+		AppSessionRef: s.appID, Workspace: cmpOr(pre.workspace, s.workspace), Owner: &owner, Prompt: pre.prompt}
+	if s.rec.id != s.id {
+		e.At = at.UTC()
+		if e.At.IsZero() || at.Before(s.startTime()) {
+			e.At = s.endTime()
+		}
+	}
+	return s.tr.publish(ctx, s, e)
+}
+
+// since is what the session used past the ended sessions' ends: its total
+// less theirs (a count never below 0), and its cost less theirs (nil when
+// the app reported none).
+func (s *session) since() (streams.Usage, *float64) {
+	u := s.total()
+	p := s.rec.prior
+	u.InputTokens = max(0, u.InputTokens-p.InputTokens)
+	u.OutputTokens = max(0, u.OutputTokens-p.OutputTokens)
+	u.CacheReadTokens = max(0, u.CacheReadTokens-p.CacheReadTokens)
+	u.CacheWriteTokens = max(0, u.CacheWriteTokens-p.CacheWriteTokens)
+	u.ReasoningTokens = max(0, u.ReasoningTokens-p.ReasoningTokens)
+	if s.cost == nil {
+		return u, nil
+	}
+	c := max(0, *s.cost-s.rec.priorCost)
+	return u, &c
+}
+
+// hasNew reports whether a continuation not yet started has anything to
+// record: usage or cost past the ended sessions'.
+func (s *session) hasNew() bool {
+	u, c := s.since()
+	return !u.SameCounts(streams.Usage{}) || c != nil && *c > 0
+}
+
+// end publishes the end of the session written to: usage and cost past
+// the ended sessions'. A continuation with nothing in it is not recorded.
+func (s *session) end(ctx context.Context) (bool, error) {
+	if !s.rec.started {
+		if s.rec.id != s.id && !s.hasNew() {
+			return false, nil
+		}
+		if err := s.open(ctx, s.endTime()); err != nil {
+			return false, err
+		}
+	}
+	u, cost := s.since()
+	e := &streams.Envelope{V: streams.Version, Type: streams.TypeSessionEnd, ID: envelopeID(s.app(), s.rec.id, "end", 0),
+		At: s.endTime(), SessionID: s.rec.id, Status: cmpOr(s.status, "done"), ExitCode: s.exitCode, Error: s.err,
+		Model: s.model, Effort: s.effort, TotalCost: cost,
+		Billing: cmpOr(s.tr.opts.Billing, s.billing)}
+	if s.reported() {
+		u.Raw = s.rawJSON()
+		e.Usage = &u
+	}
+	return true, s.tr.publish(ctx, s, e)
+}
+
+// pause ends the spine session written to now, for a session gone quiet
+// (Translator.EndQuiet), and makes its next records a continuation. Calls
+// still waiting stay waiting: their results may come, and the chunks of a
+// re-read must be numbered as these were.
+func (s *session) pause(ctx context.Context) error {
+	if err := s.resolve(ctx); err != nil {
+		return err
+	}
+	if !s.rec.started && (s.rec.id != s.id || !s.begun) && !s.hasNew() {
+		return nil // nothing since the last end
+	}
+	if _, err := s.end(ctx); err != nil {
+		return err
+	}
+	u, cost := s.since()
+	s.rec.prior.Add(u)
+	if cost != nil {
+		s.rec.priorCost += *cost
+	}
+	s.next(s.seq)
+	return nil
+}
+
+// EndQuiet ends, for every app session whose sources quiet says have had
+// nothing new for long enough, the spine session it is written to, with
+// its usage so far (so its router-call row exists). The app session stays
+// in the translation: what it gains later is recorded as a continuation.
+// quiet is given the session's sources, in the order read.
+func (tr *Translator) EndQuiet(ctx context.Context, quiet func(files []string) bool) error {
+	for _, s := range tr.order {
+		if s == nil || !s.begun || !quiet(s.files) {
+			continue
+		}
+		if err := s.pause(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,225 @@
+package apps
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/spinehq/spine/streams"
+)
+
+// logSink is a session log: what it holds is what Recorded says, as
+// spine's projection would (its end's usage and cost included).
+type logSink struct{ envs []*streams.Envelope }
+
+func (l *logSink) Recorded(_ context.Context, id string) (Recorded, error) {
+	var r Recorded
+	for _, e := range l.envs {
+		if e.SessionID != id {
+			continue
+		}
+		switch e.Type {
+		case streams.TypeSessionStart:
+			r.Started = true
+		case streams.TypeSessionChunk:
+			r.LastSeq = max(r.LastSeq, e.Seq)
+		case streams.TypeSessionEnd:
+			r.Ended, r.Usage, r.Cost = true, e.Usage, e.TotalCost
+		}
+	}
+	return r, nil
+}
+
+func (l *logSink) Publish(_ context.Context, e *streams.Envelope) error {
+	if err := e.Validate(); err != nil {
+		return err
+	}
+	if slices.ContainsFunc(l.envs, func(x *streams.Envelope) bool { return x.ID == e.ID }) {
+		return nil // the log's duplicate window
+	}
+	l.envs = append(l.envs, e)
+	return nil
+}
+
+// sessions are the spine sessions in the log, in the order started.
+func (l *logSink) sessions() []string {
+	var ids []string
+	for _, e := range l.envs {
+		if e.Type == streams.TypeSessionStart {
+			ids = append(ids, e.SessionID)
+		}
+	}
+	return ids
+}
+
+func (l *logSink) of(id, typ string) []*streams.Envelope {
+	var out []*streams.Envelope
+	for _, e := range l.envs {
+		if e.SessionID == id && e.Type == typ {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// claudeLine is one Claude Code transcript line of session c-1: a
+// prompt, or a response of text with its usage (n tokens of each kind).
+func claudeLine(i int, text string, n int64) string {
+	at := time.Date(2026, 12, 1, 9, 0, i, 0, time.UTC).Format(time.RFC3339)
+	if n == 0 {
+		return fmt.Sprintf(`{"type":"user","sessionId":"c-1","uuid":"u%d","timestamp":%q,"cwd":"/w","message":{"role":"user","content":%q}}`, i, at, text)
+	}
+	return fmt.Sprintf(`{"type":"assistant","sessionId":"c-1","uuid":"u%d","timestamp":%q,"requestId":"r%d","message":{"id":"m%d","model":"claude-x",`+
+		`"role":"assistant","content":[{"type":"text","text":%q}],"usage":{"input_tokens":%d,"output_tokens":%d,"cache_creation_input_tokens":%d,"cache_read_input_tokens":%d}}}`,
+		i, at, i, i, text, n, n, n, n)
+}
+
+// feed translates lines as one source, in order.
+func feed(t *testing.T, tr *Translator, st *Stream, lines []string) {
+	t.Helper()
+	for i, l := range lines {
+		if _, err := st.Record(context.Background(), Record{N: i + 1, Data: []byte(l)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func always([]string) bool { return true }
+
+// A session ended as quiet (EndQuiet) and then grown again is recorded as
+// a continuation: a new spine session with the same appSessionRef, its
+// chunks numbered from 1, its usage only what came after the end. A
+// re-read of the whole file (spine import, a restarted collector) on the
+// same log makes the same sessions: nothing, when it holds everything; the
+// continuation alone, identical, when it holds only what came before.
+func TestContinuationAfterQuietEnd(t *testing.T) {
+	ctx := context.Background()
+	first := []string{claudeLine(0, "do one", 0), claudeLine(1, "one done", 1)}
+	later := []string{claudeLine(2, "do two", 0), claudeLine(3, "two done", 10)}
+	opts := func(sink Sink) Options { return Options{Owner: streams.Owner{Org: "o", Member: "m"}, Sink: sink} }
+	src := Source{Path: "/h/.claude/projects/p/c-1.jsonl", Format: FormatClaudeTranscript}
+
+	live := &logSink{}
+	tr := NewTranslator(opts(live))
+	st := tr.Stream(src)
+	feed(t, tr, st, first)
+	if err := tr.EndQuiet(ctx, always); err != nil {
+		t.Fatal(err)
+	}
+	before := slices.Clone(live.envs)
+	if err := tr.EndQuiet(ctx, always); err != nil || len(live.envs) != len(before) {
+		t.Fatalf("a second quiet end with nothing new published %d envelopes (%v)", len(live.envs)-len(before), err)
+	}
+	feed(t, tr, st, later)
+	if err := tr.Finish(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	cont := ContinuationID("claude-code", "c-1", 1, 0)
+	if got := live.sessions(); !slices.Equal(got, []string{"c-1", cont}) || cont != "c-1-c1" {
+		t.Fatalf("sessions %v, want c-1 and its continuation %s", got, cont)
+	}
+	start := live.of(cont, streams.TypeSessionStart)[0]
+	if start.AppSessionRef != "c-1" || start.Prompt != "" {
+		t.Fatalf("continuation start: ref %q prompt %q", start.AppSessionRef, start.Prompt)
+	}
+	chunks := live.of(cont, streams.TypeSessionChunk)
+	if len(chunks) != 2 || chunks[0].Seq != 1 || chunks[0].Text != "\n> do two\n" || chunks[1].Text != "two done\n" {
+		t.Fatalf("continuation chunks: %d, %+v", len(chunks), chunks)
+	}
+	wantUsage := map[string]int64{"c-1": 1, cont: 10} // each only its own responses
+	for id, n := range wantUsage {
+		end := live.of(id, streams.TypeSessionEnd)
+		if len(end) != 1 || end[0].Usage == nil || !end[0].Usage.SameCounts(streams.Usage{InputTokens: n, OutputTokens: n, CacheReadTokens: n, CacheWriteTokens: n}) {
+			t.Fatalf("%s ends %+v, want usage %d of each", id, end, n)
+		}
+	}
+
+	// spine import of the whole file afterwards: nothing new.
+	tr = NewTranslator(opts(live))
+	feed(t, tr, tr.Stream(src), append(slices.Clone(first), later...))
+	if err := tr.Finish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(live.envs) - len(before) - 4; n != 0 {
+		t.Fatalf("re-import published %d envelopes", n)
+	}
+	// spine import when the log holds only the first part: the same
+	// continuation, envelope for envelope.
+	part := &logSink{envs: slices.Clone(before)}
+	tr = NewTranslator(opts(part))
+	feed(t, tr, tr.Stream(src), append(slices.Clone(first), later...))
+	if err := tr.Finish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(part.envs) != len(live.envs) {
+		t.Fatalf("import after the quiet end holds %d envelopes, want %d", len(part.envs), len(live.envs))
+	}
+	for i := range live.envs {
+		a, b := *live.envs[i], *part.envs[i]
+		a.At, b.At = time.Time{}, time.Time{} // a continuation's start is the time of what opened it
+		x, _ := a.Marshal()
+		y, _ := b.Marshal()
+		if string(x) != string(y) {
+			t.Fatalf("envelope %d differs:\n%s\n%s", i, x, y)
+		}
+	}
+}
+
+// spine run of a resumed app session (Options.NewOutput, a new process's
+// output): the session spine ended is continued, not read again, so the
+// new process's chunks are not taken for the ones recorded; its usage is
+// what the new process reported: a Claude process reports its own, a
+// Codex thread its running total, less what the ended session had.
+func TestContinuationOfNewOutput(t *testing.T) {
+	ctx := context.Background()
+	runs := []struct {
+		name, ref string
+		format    Format
+		first     []string
+		resumed   []string
+		want      streams.Usage
+		wantCost  *float64
+	}{
+		{"claude --resume", "s-live", FormatClaudeStream, liveRuns[0].lines, []string{
+			`{"type":"system","subtype":"init","session_id":"s-live","cwd":"/w","model":"claude-sonnet-4-5","apiKeySource":"none"}`,
+			`{"type":"assistant","session_id":"s-live","uuid":"u3","message":{"id":"m2","role":"assistant","model":"claude-sonnet-4-5",` +
+				`"content":[{"type":"text","text":"five"}],"usage":{"input_tokens":5,"output_tokens":4}}}`,
+			`{"type":"result","subtype":"success","session_id":"s-live","uuid":"u4","result":"five","num_turns":1,` +
+				`"total_cost_usd":0.02,"usage":{"input_tokens":5,"output_tokens":4}}`,
+		}, streams.Usage{InputTokens: 5, OutputTokens: 4}, new(0.02)},
+		{"codex exec resume", "t-live", FormatCodexExec, liveRuns[1].lines, []string{
+			`{"type":"thread.started","thread_id":"t-live"}`,
+			`{"type":"turn.started"}`,
+			`{"type":"item.completed","item":{"id":"item_0","type":"agent_message","text":"5"}}`,
+			`{"type":"turn.completed","usage":{"input_tokens":25,"cached_input_tokens":0,"output_tokens":16}}`,
+		}, streams.Usage{InputTokens: 15, OutputTokens: 9}, nil},
+	}
+	for _, r := range runs {
+		log := &logSink{}
+		for _, lines := range [][]string{r.first, r.resumed} {
+			tr := NewTranslator(Options{Owner: streams.Owner{Org: "o", Member: "m"}, Sink: log, Live: true, NewOutput: true})
+			st := tr.Stream(Source{Path: r.name, ModTime: time.Now(), Format: r.format})
+			feed(t, tr, st, lines)
+			if err := st.Done(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := tr.Finish(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cont := ContinuationID(r.format.App(), r.ref, 1, 0)
+		if got := log.sessions(); !slices.Equal(got, []string{r.ref, cont}) {
+			t.Fatalf("%s: sessions %v, want %s and %s", r.name, got, r.ref, cont)
+		}
+		chunks, end := log.of(cont, streams.TypeSessionChunk), log.of(cont, streams.TypeSessionEnd)
+		if len(chunks) != 1 || chunks[0].Seq != 1 || len(end) != 1 || end[0].Usage == nil || !end[0].Usage.SameCounts(r.want) {
+			t.Fatalf("%s: continuation chunks %d, ends %+v, want usage %+v", r.name, len(chunks), end, r.want)
+		}
+		if c := end[0].TotalCost; (c == nil) != (r.wantCost == nil) || c != nil && *c != *r.wantCost {
+			t.Fatalf("%s: continuation cost %v, want %v", r.name, c, r.wantCost)
+		}
+	}
+}

@@ -1,0 +1,157 @@
+package collect
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/spinehq/spine/accounting"
+	"github.com/spinehq/spine/apps"
+	"github.com/spinehq/spine/importer"
+	"github.com/spinehq/spine/internal/spinetest"
+	"github.com/spinehq/spine/node"
+)
+
+// sessionRow is what the tests read of GET /v1/sessions/{id}.
+type sessionRow struct {
+	Kind          string             `json:"kind"`
+	AppSessionRef string             `json:"appSessionRef"`
+	WorkerID      string             `json:"workerId"`
+	LastSeq       int64              `json:"lastSeq"`
+	EndedAt       *time.Time         `json:"endedAt"`
+	Tokens        *accounting.Tokens `json:"tokens"`
+}
+
+// waitSession polls the session until ok says it is as wanted.
+func waitSession(t *testing.T, a api, id string, what string, ok func(sessionRow) bool) sessionRow {
+	t.Helper()
+	deadline := time.Now().Add(spinetest.WaitTimeout)
+	for {
+		var s sessionRow
+		if a.Do(context.Background(), http.MethodGet, "/v1/sessions/"+id, nil, &s) == nil && ok(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session %s: timed out waiting for %s (last %+v)", id, what, s)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// routerTokens waits for a session's router-call row and returns its tokens.
+func routerTokens(t *testing.T, n *node.Node, id string) accounting.Tokens {
+	t.Helper()
+	deadline := time.Now().Add(spinetest.WaitTimeout)
+	for {
+		var tk accounting.Tokens
+		err := n.Pool.QueryRow(context.Background(), `SELECT input_tokens, output_tokens, cache_read_tokens,
+			cache_write_tokens, reasoning_tokens FROM router_calls WHERE session_id = $1`, id).
+			Scan(&tk.Input, &tk.Output, &tk.CacheRead, &tk.CacheWrite, &tk.Reasoning)
+		if err == nil {
+			tk.Total = tk.Input + tk.Output
+			return tk
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no router call for %s: %v", id, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// lineEnd is the end of the line data[n] is in.
+func lineEnd(data []byte, n int) int { return n + bytes.IndexByte(data[n:], '\n') + 1 }
+
+func addTokens(a, b accounting.Tokens) accounting.Tokens {
+	return accounting.Tokens{Input: a.Input + b.Input, Output: a.Output + b.Output, CacheRead: a.CacheRead + b.CacheRead,
+		CacheWrite: a.CacheWrite + b.CacheWrite, Reasoning: a.Reasoning + b.Reasoning, Total: a.Total + b.Total}
+}
+
+// A transcript quiet for --idle (its modification time) has its session
+// ended by the collector, with its usage: the router-call row exists. Lines
+// the app writes later (claude --resume appends to the same transcript)
+// are a continuation: a new session, kind attach, the machine its
+// workerId, the app's session id its appSessionRef, its usage only what
+// came after. The two rows add up to the whole transcript's tokens, and
+// spine import of the file afterwards publishes nothing.
+func TestIdleEndsAndContinues(t *testing.T) {
+	a, n := testAPINode(t)
+	home := t.TempDir()
+	data := crudTranscript(t)
+	path := crudPath(home)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(t.TempDir(), "state.json")
+	old := time.Now().Add(-time.Hour)
+	collectOnce := func() {
+		t.Helper()
+		c, err := New(Options{ClaudeDir: home, StatePath: state, Machine: "m1", Sink: importer.NewHTTPSink(a, 500), Idle: 10 * time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Once(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	half := lineEnd(data, len(data)/2)
+	if err := os.WriteFile(path, data[:half], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	collectOnce()
+	id := "8122657c-fe54-4dc9-89a3-20049e8a84f7"
+	first := waitSession(t, a, id, "its idle end", func(s sessionRow) bool { return s.EndedAt != nil })
+	if first.Tokens == nil || first.Tokens.Total == 0 || first.Kind != "attach" || first.WorkerID != "m1" {
+		t.Fatalf("idle-ended session: %+v", first)
+	}
+	firstCall := routerTokens(t, n, id)
+
+	appendTo(t, path, data[half:]) // the app resumed: new lines, a fresh modification time
+	collectOnce()
+	cont := apps.ContinuationID("claude-code", id, first.LastSeq, 0)
+	open := waitSession(t, a, cont, "the continuation", func(s sessionRow) bool { return s.LastSeq > 0 })
+	if open.EndedAt != nil || open.Kind != "attach" || open.WorkerID != "m1" || open.AppSessionRef != id {
+		t.Fatalf("continuation: %+v", open)
+	}
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	collectOnce()
+	waitSession(t, a, cont, "the continuation's idle end", func(s sessionRow) bool { return s.EndedAt != nil })
+	contCall := routerTokens(t, n, cont)
+
+	dry, err := importer.Import(context.Background(), []string{path}, importer.Options{Sink: importer.DiscardSink{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := addTokens(firstCall, contCall); got != dry.Tokens {
+		t.Fatalf("router calls %+v + %+v = %+v, want the transcript's %+v", firstCall, contCall, got, dry.Tokens)
+	}
+	imp, err := importer.Import(context.Background(), []string{path}, importer.Options{Sink: importer.NewHTTPSink(a, 500)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if imp.Envelopes != 0 {
+		js, _ := json.Marshal(imp.PerSession)
+		t.Fatalf("import after collect published %d envelopes: %s", imp.Envelopes, js)
+	}
+}
+
+func appendTo(t *testing.T, path string, data []byte) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(data); err != nil {
+		t.Fatal(err)
+	}
+}
