@@ -27,8 +27,11 @@
 // keeps its session. docs/collect.md says what is not handled yet.
 //
 // Collected sessions are kind attach, with the app's session id as their
-// appSessionRef and the machine as their workerId. They stay open:
-// ending idle sessions is not done yet (docs/collect.md says what is).
+// appSessionRef and the machine as their workerId. A session whose files
+// have been quiet for Options.Idle is ended with its usage
+// (apps.Translator.EndQuiet); what the app writes to it later is a
+// continuation, a new spine session with the same appSessionRef
+// (docs/collect.md).
 //
 //	col, err := collect.New(collect.Options{ClaudeDir: home + "/.claude",
 //		CodexDir: home + "/.codex", Sink: importer.NewHTTPSink(client, 500)})
