@@ -42,7 +42,7 @@ func TestRegisterRefusesBadMachine(t *testing.T) {
 	if !strings.Contains(string(body), "machine") || strings.Contains(string(body), "mmmmmmmm") {
 		t.Fatalf("refusal %s must name the field, never the value", body)
 	}
-	runners := e.read(alice, e.create(alice, map[string]any{"target": "desktop", "instructions": "x"}).ID, 0)
+	runners := e.read(alice, e.create(alice, map[string]any{"target": "desktop", "instructions": "x"}).ID, "0")
 	if runners.Session.Machine != "laptop" {
 		t.Fatalf("machine is %q after refused registers", runners.Session.Machine)
 	}

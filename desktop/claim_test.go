@@ -99,9 +99,10 @@ func TestLeaseLossInterruptsAndKeepsEvents(t *testing.T) {
 	if res, err := e.svc.Sweep(context.Background(), time.Now().Add(61*time.Second)); err != nil || res.Interrupted != 1 {
 		t.Fatalf("sweep at 61s = %+v, %v", res, err)
 	}
-	res := e.read(alice, sess.ID, 0)
+	res := e.read(alice, sess.ID, "0")
 	if res.Session.State != desktop.StateInterrupted || !strings.Contains(res.Session.Error, "lease_lost") ||
-		len(res.Entries) != 2 || res.Entries[1].Text != "halfway there" {
+		len(res.Entries) != 3 || res.Entries[1].Text != "halfway there" || res.Entries[2].Kind != desktop.KindEnd ||
+		res.Entries[2].Text != res.Session.Error || string(res.Entries[2].Data) != `{"status":"interrupted"}` {
 		t.Fatalf("read after lease loss = %+v", res)
 	}
 	for _, what := range []string{"heartbeat", "events", "complete"} {
@@ -188,7 +189,7 @@ func TestDeliverByExpires(t *testing.T) {
 	if res, _ := e.svc.Sweep(context.Background(), deliverBy.Add(time.Second)); res.Expired != 1 {
 		t.Fatalf("not expired after deliverBy: %+v", res)
 	}
-	res := e.read(alice, sess.ID, 0)
+	res := e.read(alice, sess.ID, "0")
 	if res.Session.State != desktop.StateExpired || !res.Ended ||
 		!strings.Contains(res.Session.Error, "nobody claimed it by deliverBy "+deliverBy.Format(time.RFC3339)) {
 		t.Fatalf("read = %+v", res.Session)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -301,7 +302,7 @@ func (e *env) create(memberTok string, req map[string]any) desktop.Session {
 	return decode[desktop.Session](e.t, e.must(201, "POST", "/v1/remote-sessions", memberTok, req))
 }
 
-func (e *env) read(memberTok, id string, since int64) desktop.ReadResult {
+func (e *env) read(memberTok, id, since string) desktop.ReadResult {
 	e.t.Helper()
-	return decode[desktop.ReadResult](e.t, e.must(200, "GET", fmt.Sprintf("/v1/remote-sessions/%s?since=%d", id, since), memberTok, nil))
+	return decode[desktop.ReadResult](e.t, e.must(200, "GET", fmt.Sprintf("/v1/remote-sessions/%s?since=%s", id, url.QueryEscape(since)), memberTok, nil))
 }

@@ -124,13 +124,21 @@ type Session struct {
 	URL            string    `json:"url,omitempty"`   // the session's page on spine
 }
 
-// Entry is one line of a remote session's transcript.
+// Entry is one line of a remote session's transcript (docs/desktop.md#reading).
 type Entry struct {
-	Pos    int64           `json:"pos"` // the cursor: pass the last one as since
-	TaskID string          `json:"taskId"`
-	Seq    int64           `json:"seq"` // the runner's per-task seq; 0 for the prompt
-	Kind   string          `json:"kind"`
-	Text   string          `json:"text,omitempty"`
-	Data   json.RawMessage `json:"data,omitempty"`
-	At     time.Time       `json:"at"`
+	TaskID string `json:"taskId"`
+	// Source is "task" (the prompt, what the runner posted, the task's end)
+	// or "session" (the app session the runner recorded for the task).
+	Source    string `json:"source"`
+	SessionID string `json:"sessionId,omitempty"` // source session: the spine session (GET /v1/sessions/{id})
+	// Seq is the runner's per-task seq (0 for the prompt and the end) or
+	// the recorded session's chunk seq.
+	Seq int64 `json:"seq"`
+	// Kind: task entries prompt, assistant_text, session_id, usage, status,
+	// terminal, end; session entries stdout, stderr, event.
+	Kind string          `json:"kind"`
+	Text string          `json:"text,omitempty"`
+	Data json.RawMessage `json:"data,omitempty"`
+	At   time.Time       `json:"at"`
+	pos  int64           // a task entry's place in the remote session
 }

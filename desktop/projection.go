@@ -168,13 +168,13 @@ func transition(ctx context.Context, tx pgx.Tx, t *Task, m *Message, seq uint64)
 			return false, nil
 		}
 		t.State, t.Error, t.ReceiptID = m.Complete.Status, m.Complete.Error, m.Complete.ReceiptID
-		end(t, m)
+		return true, end(ctx, tx, t, m)
 	case TypeInterrupted:
 		if !holds || t.LeaseExpiresAt == nil || t.LeaseExpiresAt.After(m.At) {
 			return false, nil
 		}
 		t.State, t.Error = StateInterrupted, m.Reason
-		end(t, m)
+		return true, end(ctx, tx, t, m)
 	case TypeExpired, TypeCancelled:
 		if t.State != StateQueued {
 			return false, nil
@@ -183,13 +183,19 @@ func transition(ctx context.Context, tx pgx.Tx, t *Task, m *Message, seq uint64)
 		if m.Type == TypeCancelled {
 			t.State = StateCancelled
 		}
-		end(t, m)
+		return true, end(ctx, tx, t, m)
 	}
 	return true, nil
 }
 
-func end(t *Task, m *Message) {
+// end ends t and adds its end to the transcript: kind "end", its state as
+// data.status and its error (or end reason) as text, so a
+// task that never ran (refused, expired, cancelled while queued) still
+// reads with its reason.
+func end(ctx context.Context, tx pgx.Tx, t *Task, m *Message) error {
 	t.LeaseExpiresAt, t.EndedAt = nil, ptr(m.At)
+	return insertEntries(ctx, tx, streams.Owner{Org: t.org, Member: t.member}, t.RemoteSessionID, t.ID, m.At,
+		[]RunnerEvent{{Type: KindEnd, Text: t.Error, Status: t.State}})
 }
 
 func ptr[T any](v T) *T { return &v }

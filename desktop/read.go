@@ -128,23 +128,3 @@ func (s *Service) Sessions(ctx context.Context, owner streams.Owner, limit int) 
 	}
 	return out, nil
 }
-
-// Entries reads transcript entries with pos > since, at most limit.
-func (s *Service) entries(ctx context.Context, sessionID string, since int64, limit int) ([]Entry, error) {
-	rows, err := s.cfg.Pool.Query(ctx, `SELECT pos, task_id, seq, kind, text, data, at FROM desktop_task_events
-		WHERE remote_session_id = $1 AND pos > $2 ORDER BY pos LIMIT $3`, sessionID, since, limit)
-	if err != nil {
-		return nil, fmt.Errorf("read transcript of %s: %w", sessionID, err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Entry, error) {
-		var e Entry
-		var data []byte
-		err := r.Scan(&e.Pos, &e.TaskID, &e.Seq, &e.Kind, &e.Text, &data, &e.At)
-		e.Data = data
-		return e, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read transcript of %s: %w", sessionID, err)
-	}
-	return out, nil
-}

@@ -55,7 +55,7 @@ func TestRunnerRefusesOrFailsATask(t *testing.T) {
 	if rc := decode[desktop.Receipt](t, body); code != 200 || rc.State != desktop.StateRefused || rc.ReceiptID == "" {
 		t.Fatalf("refuse = %d %s", code, body)
 	}
-	res := e.read(alice, sess.ID, 0)
+	res := e.read(alice, sess.ID, "0")
 	if res.Session.State != desktop.StateRefused || !res.Ended || res.Session.Error != reason {
 		t.Fatalf("read after refusal = %+v", res.Session)
 	}
@@ -69,7 +69,7 @@ func TestRunnerRefusesOrFailsATask(t *testing.T) {
 	if rc := decode[desktop.Receipt](t, body); code != 200 || rc.State != desktop.StateFailed {
 		t.Fatalf("fail = %d %s", code, body)
 	}
-	if res := e.read(alice, failed.ID, 0); res.Session.State != desktop.StateFailed || !res.Ended ||
+	if res := e.read(alice, failed.ID, "0"); res.Session.State != desktop.StateFailed || !res.Ended ||
 		res.Session.Error != "app_failed: claude exited 1" {
 		t.Fatalf("read after failure = %+v", res.Session)
 	}

@@ -217,36 +217,32 @@ const (
 type ReadResult struct {
 	Session *Session `json:"session"`
 	Entries []Entry  `json:"entries"`
-	Next    int64    `json:"next"` // pass as since to read on
-	More    bool     `json:"more"`
-	Ended   bool     `json:"ended"` // the latest task has ended
+	// RecordedSessions are the app sessions runners recorded for the
+	// session's tasks, in task order: each is GET /v1/sessions/{id}.
+	RecordedSessions []RecordedSession `json:"recordedSessions"`
+	Next             string            `json:"next"` // opaque: pass as since to read on
+	More             bool              `json:"more"` // more entries are stored past next
+	// Ended: the latest task has ended, every recorded session has ended,
+	// and this page reached the end.
+	Ended bool `json:"ended"`
 }
 
-// Read returns the session's status and transcript entries after since.
-func (s *Service) Read(ctx context.Context, owner streams.Owner, sessionID string, since int64, limit int) (*ReadResult, error) {
+// Read returns the session's status and the transcript entries after since
+// (a cursor: "" or "0" from the start, else the next of an earlier read).
+func (s *Service) Read(ctx context.Context, owner streams.Owner, sessionID, since string, limit int) (*ReadResult, error) {
 	if limit <= 0 {
 		limit = DefaultReadLimit
 	}
 	limit = min(limit, MaxReadLimit)
-	if since < 0 {
-		return nil, invalid("since must be 0 or more")
+	cur, err := parseCursor(since)
+	if err != nil {
+		return nil, err
 	}
 	sess, err := s.sessionForWrite(ctx, owner, sessionID)
 	if err != nil {
 		return nil, err
 	}
-	entries, err := s.entries(ctx, sessionID, since, limit+1)
-	if err != nil {
-		return nil, err
-	}
-	res := &ReadResult{Session: sess, Entries: entries, Next: since, Ended: Ended(sess.State)}
-	if len(entries) > limit {
-		res.Entries, res.More = entries[:limit], true
-	}
-	if n := len(res.Entries); n > 0 {
-		res.Next = res.Entries[n-1].Pos
-	}
-	return res, nil
+	return s.read(ctx, owner, sess, cur, limit)
 }
 
 // ListResult is remoteSession.list's answer.

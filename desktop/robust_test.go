@@ -37,13 +37,13 @@ func TestNULIsScrubbed(t *testing.T) {
 	if code, body := r.post(c.Task.ID, "complete", map[string]any{"fence": c.Fence, "error": "x\x00"}); code != 200 {
 		t.Fatalf("complete = %d %s", code, body)
 	}
-	res := e.read(alice, sess.ID, 0)
+	res := e.read(alice, sess.ID, "0")
 	got := []string{res.Session.Title, res.Session.Machine, res.Session.Error}
 	for _, en := range res.Entries {
 		got = append(got, en.Text+string(en.Data))
 	}
 	want := []string{"t\uFFFDitle", "mac\uFFFDbook", "x\uFFFD", "run\uFFFDit", "a\uFFFDb",
-		"{\"usage\":{\"k\uFFFD\":\"v\uFFFD\"}}", "{\"error\":\"e\uFFFD\",\"status\":\"failed\"}"}
+		"{\"usage\":{\"k\uFFFD\":\"v\uFFFD\"}}", "{\"error\":\"e\uFFFD\",\"status\":\"failed\"}", "x\uFFFD{\"status\":\"done\"}"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("read back %q, want %q", got, want)
 	}
@@ -238,11 +238,11 @@ func TestRunnerGoneExpiresQueuedTask(t *testing.T) {
 	if err != nil || res.RunnerGone != 1 || res.Expired != 0 {
 		t.Fatalf("sweep after the window = %+v, %v", res, err)
 	}
-	got := e.read(alice, sess.ID, 0)
+	got := e.read(alice, sess.ID, "0")
 	if got.Session.State != desktop.StateExpired || !got.Ended || !strings.HasPrefix(got.Session.Error, "runner_gone: ") {
 		t.Fatalf("read = %+v", got.Session)
 	}
-	if s := e.read(alice, waiting.ID, 0).Session; s.State != desktop.StateQueued {
+	if s := e.read(alice, waiting.ID, "0").Session; s.State != desktop.StateQueued {
 		t.Fatalf("a task with deliverBy waits for it: %+v", s)
 	}
 }

@@ -2,6 +2,7 @@ package desktop_test
 
 import (
 	"context"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -69,21 +70,41 @@ func TestRunnerLifecycle(t *testing.T) {
 		t.Fatalf("second complete = %s, want %+v", again, rec)
 	}
 
-	res := e.read(alice, sess.ID, 0)
+	res := e.read(alice, sess.ID, "0")
 	kinds := []string{}
 	for _, en := range res.Entries {
 		kinds = append(kinds, en.Kind)
 	}
-	if got := strings.Join(kinds, ","); got != "prompt,session_id,assistant_text,usage,terminal" {
+	if got := strings.Join(kinds, ","); got != "prompt,session_id,assistant_text,usage,terminal,end" {
 		t.Fatalf("transcript kinds = %s", got)
 	}
-	if res.Session.State != desktop.StateDone || res.Session.LocalSessionID != "local-42" || !res.Ended || res.Next != 5 {
+	if end := res.Entries[5]; end.Source != desktop.SourceTask || string(end.Data) != `{"status":"done"}` {
+		t.Fatalf("end entry = %+v", end)
+	}
+	if res.Session.State != desktop.StateDone || res.Session.LocalSessionID != "local-42" || !res.Ended || res.More {
 		t.Fatalf("read = %+v", res)
 	}
-	// The cursor pages: since=2, limit=2 gives entries 3 and 4 and says more.
-	page := decode[desktop.ReadResult](t, e.must(200, "GET", "/v1/remote-sessions/"+sess.ID+"?since=2&limit=2", alice, nil))
-	if len(page.Entries) != 2 || page.Entries[0].Pos != 3 || !page.More || page.Next != 4 {
-		t.Fatalf("page = %+v", page)
+	// The cursor pages: two at a time gives the same six entries, in order, then none.
+	var paged []desktop.Entry
+	since := "0"
+	for range 3 {
+		page := decode[desktop.ReadResult](t, e.must(200, "GET", "/v1/remote-sessions/"+sess.ID+"?limit=2&since="+url.QueryEscape(since), alice, nil))
+		if len(page.Entries) != 2 || page.More != (len(paged) < 4) {
+			t.Fatalf("page after %d = %+v", len(paged), page)
+		}
+		paged, since = append(paged, page.Entries...), page.Next
+	}
+	if last := e.read(alice, sess.ID, since); len(last.Entries) != 0 || last.More || !last.Ended || last.Next != since {
+		t.Fatalf("read past the end = %+v", last)
+	}
+	for i := range paged {
+		if paged[i].Kind != res.Entries[i].Kind || paged[i].Seq != res.Entries[i].Seq {
+			t.Fatalf("paged entry %d = %+v, want %+v", i, paged[i], res.Entries[i])
+		}
+	}
+	for _, bad := range []string{"2", "c1.nope", "c1." + strings.Repeat("A", 40)} {
+		code, body := e.do("GET", "/v1/remote-sessions/"+sess.ID+"?since="+url.QueryEscape(bad), alice, nil)
+		wantCode(t, "since="+bad, 400, "bad_request", code, body)
 	}
 
 	// A follow-up is a new task for the same machine and local session.

@@ -60,9 +60,9 @@ func (g *Gateway) capabilities() []Capability {
 		run:       runSend,
 	}, {
 		Name:    "remoteSession.read",
-		Summary: "Read a remote session's status and its transcript (what the desktop reported: assistant text, session id, usage, terminal) after a cursor. Poll with since = the last next.",
+		Summary: "Read a remote session's status and its transcript after a cursor: each task's prompt, the app session the desktop recorded for it (stdout, stderr, events), and how the task ended (done, refused or failed with the reason, ...). Poll with since = the last next until ended.",
 		Arguments: object(map[string]any{"sessionId": str("the remote session"),
-			"since": map[string]any{"type": "integer", "minimum": 0, "description": "cursor: the next of the previous read; 0 from the start"},
+			"since": map[string]any{"type": []string{"string", "integer"}, "description": "cursor: the next (an opaque string) of the previous read; 0 or absent from the start"},
 			"limit": map[string]any{"type": "integer", "minimum": 1, "maximum": desktop.MaxReadLimit}}, "sessionId"),
 		run: runRead,
 	}, {

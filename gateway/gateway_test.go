@@ -200,8 +200,16 @@ func TestMCPTwoToolsCreateRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	read := structured[desktop.ReadResult](t, e.execute(cs, "remoteSession.read", map[string]any{"sessionId": sess.ID, "since": 0}))
-	if read.Session.State != desktop.StateRunning || len(read.Entries) != 2 || read.Entries[1].Text != "imports tidied" || read.Next != 2 {
+	if read.Session.State != desktop.StateRunning || len(read.Entries) != 2 || read.Entries[1].Text != "imports tidied" || read.Next == "0" || read.More {
 		t.Fatalf("read = %+v", read)
+	}
+	// The cursor goes on from there: nothing new yet; a bad one is a tool error.
+	again := structured[desktop.ReadResult](t, e.execute(cs, "remoteSession.read", map[string]any{"sessionId": sess.ID, "since": read.Next}))
+	if len(again.Entries) != 0 || again.Next != read.Next {
+		t.Fatalf("read on = %+v", again)
+	}
+	if bad := e.execute(cs, "remoteSession.read", map[string]any{"sessionId": sess.ID, "since": "c1.garbage"}); !bad.IsError {
+		t.Fatalf("read with a bad cursor = %s", text(bad))
 	}
 	send := e.execute(cs, "remoteSession.send", map[string]any{"sessionId": sess.ID, "prompt": "and commit"})
 	if sent := structured[map[string]any](t, send); send.IsError || sent["state"] != "accepted" || sent["messageId"] == "" {

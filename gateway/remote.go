@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -55,18 +56,35 @@ func runSend(ctx context.Context, c *call) (*mcp.CallToolResult, error) {
 
 func runRead(ctx context.Context, c *call) (*mcp.CallToolResult, error) {
 	var in struct {
-		SessionID string `json:"sessionId"`
-		Since     int64  `json:"since"`
-		Limit     int    `json:"limit"`
+		SessionID string          `json:"sessionId"`
+		Since     json.RawMessage `json:"since"`
+		Limit     int             `json:"limit"`
 	}
 	if err := c.decode(&in); err != nil {
 		return nil, err
 	}
-	res, err := c.g.cfg.Desktop.Read(ctx, c.owner, in.SessionID, in.Since, in.Limit)
+	since, err := sinceArg(in.Since)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.g.cfg.Desktop.Read(ctx, c.owner, in.SessionID, since, in.Limit)
 	if err != nil {
 		return nil, err
 	}
 	return jsonResult(res), nil
+}
+
+// sinceArg is read's cursor: the next string of an earlier read, or 0 (a
+// number, as agents often pass it) or absent for the start.
+func sinceArg(raw json.RawMessage) (string, error) {
+	var s string
+	switch t := strings.TrimSpace(string(raw)); {
+	case t == "" || t == "null" || t == "0":
+		return "", nil
+	case json.Unmarshal(raw, &s) == nil:
+		return s, nil
+	}
+	return "", &desktop.InvalidError{Msg: `since must be the next string of an earlier read, or 0 from the start`}
 }
 
 func runList(ctx context.Context, c *call) (*mcp.CallToolResult, error) {

@@ -2,6 +2,11 @@ package node_test
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/spinehq/spine/accounting"
@@ -160,5 +165,143 @@ func TestRunnerIngestIsHeldToItsTasks(t *testing.T) {
 	f.mustDo(204, "DELETE", "/v1/desktop-runner/tokens/"+toks[0].TokenID, alice, nil)
 	if code, body := f.do("POST", "/v1/ingest", r.token, envelopes(t, runnerStart("s-late", queued.LatestTaskID))); code != 401 {
 		t.Fatalf("revoked runner token on ingest = %d %s", code, body)
+	}
+}
+
+// readAll pages through a remote session's transcript limit entries at a
+// time from since, and returns the entries and the last cursor.
+func (f *fixture) readRemote(token, id, since string, limit int) desktop.ReadResult {
+	f.t.Helper()
+	return decode[desktop.ReadResult](f.t, f.mustDo(200, "GET",
+		fmt.Sprintf("/v1/remote-sessions/%s?since=%s&limit=%d", id, url.QueryEscape(since), limit), token, nil))
+}
+
+// send queues a follow-up and returns its task.
+func (f *fixture) send(token, id, prompt string) string {
+	f.t.Helper()
+	return decode[desktop.SendReceipt](f.t, f.mustDo(202, "POST", "/v1/remote-sessions/"+id+"/messages", token,
+		map[string]string{"prompt": prompt})).MessageID
+}
+
+func entryLine(e desktop.Entry) string {
+	s := e.Source + ":" + e.Kind
+	if e.Text != "" {
+		s += "=" + strings.TrimSpace(e.Text)
+	}
+	if e.Kind == "event" {
+		var d struct {
+			Action string
+			Detail struct{ Command string }
+			Result struct{ ExitCode *int }
+		}
+		_ = json.Unmarshal(e.Data, &d)
+		s += fmt.Sprintf("=%s %s exit %d", d.Action, d.Detail.Command, *d.Result.ExitCode)
+	}
+	return s
+}
+
+// remoteSession.read serves each task's transcript from the app session the
+// runner recorded for it (stdout, stderr and events, readable apart), in
+// task order across follow-ups, with the task's prompt and end around it;
+// a task that never recorded a session reads with its reason; the cursor
+// pages without loss or repeat, also over content that arrives later; the
+// read names the recorded sessions.
+func TestRemoteSessionReadServesRecordedSessions(t *testing.T) {
+	f := newFixture(t)
+	alice, bob := f.token("acme", "alice"), f.token("acme", "bob")
+	r := f.desktopRunner(alice, "alice-laptop")
+	sess := decode[desktop.Session](t, f.mustDo(201, "POST", "/v1/remote-sessions", alice,
+		map[string]any{"target": "desktop", "instructions": "fix the tests"}))
+	c1 := r.claim(sess.LatestTaskID)
+	f.ingest(r.token, runnerStart("run-1", c1.Task.ID), spinetest.Text("run-1", 1, "looking\n"))
+	f.mustDo(200, "POST", "/v1/desktop-runner/tasks/"+c1.Task.ID+"/events", r.token, map[string]any{"fence": c1.Fence,
+		"events": []desktop.RunnerEvent{{Seq: 1, Type: desktop.EventSessionID, SessionID: "local-1"},
+			{Seq: 2, Type: desktop.EventAssistantText, Text: "the runner's copy of the answer"}}})
+	f.waitCaughtUp()
+	first := f.readRemote(alice, sess.ID, "0", 1000)
+	if first.Ended || len(first.RecordedSessions) != 1 || first.RecordedSessions[0].SessionID != "run-1" {
+		t.Fatalf("first read = %+v", first)
+	}
+
+	// More of run-1 arrives after the read; then it ends and the task is done.
+	f.ingest(r.token, spinetest.Command("run-1", 2, "make test"), spinetest.Stderr("run-1", 3, "warning: slow\n"),
+		spinetest.Text("run-1", 4, "fixed\n"), usageEnd("run-1"))
+	r.complete(c1, "done", "")
+	// A follow-up resumes the same local session: a new task, a new spine session.
+	c2 := r.claim(f.send(alice, sess.ID, "now push"))
+	f.ingest(r.token, runnerStart("run-2", c2.Task.ID), spinetest.Text("run-2", 1, "pushed\n"), usageEnd("run-2"))
+	r.complete(c2, "done", "")
+	// A third asks for more than the runner allows: refused, no session.
+	c3 := r.claim(f.send(alice, sess.ID, "and deploy from /etc"))
+	r.complete(c3, "refused", "workspace_not_allowed: /etc")
+	f.waitCaughtUp()
+
+	want := []string{"task:prompt=fix the tests", "session:stdout=looking", "session:event=command make test exit 0",
+		"session:stderr=warning: slow", "session:stdout=fixed", "task:session_id", "task:end",
+		"task:prompt=now push", "session:stdout=pushed", "task:end",
+		"task:prompt=and deploy from /etc", "task:end=workspace_not_allowed: /etc"}
+	whole := f.readRemote(alice, sess.ID, "0", 1000)
+	var got []string
+	for _, e := range whole.Entries {
+		got = append(got, entryLine(e))
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") || !whole.Ended || whole.More {
+		t.Fatalf("whole read:\n%s\nwant:\n%s\n(%+v)", strings.Join(got, "\n"), strings.Join(want, "\n"), whole)
+	}
+	if len(whole.Next) > 40 {
+		t.Fatalf("cursor after everything is %d bytes (%s): ended tasks must fold", len(whole.Next), whole.Next)
+	}
+	if rs := whole.RecordedSessions; len(rs) != 2 || rs[0].SessionID != "run-1" || rs[0].TaskID != c1.Task.ID ||
+		rs[1].SessionID != "run-2" || rs[1].TaskID != c2.Task.ID || !rs[0].Ended || !rs[1].Ended {
+		t.Fatalf("recorded sessions = %+v", rs)
+	}
+	for _, rs := range whole.RecordedSessions {
+		f.mustDo(200, "GET", "/v1/sessions/"+rs.SessionID, alice, nil)
+	}
+
+	// Read on from the first read's cursor: exactly what came after it.
+	var later []string
+	since := first.Next
+	for {
+		page := f.readRemote(alice, sess.ID, since, 1000)
+		for _, e := range page.Entries {
+			later = append(later, entryLine(e))
+		}
+		since = page.Next
+		if !page.More {
+			break
+		}
+	}
+	var firstLines []string
+	for _, e := range first.Entries {
+		firstLines = append(firstLines, entryLine(e))
+	}
+	all := append(firstLines, later...)
+	slices.Sort(all)
+	if sorted := slices.Sorted(slices.Values(want)); !slices.Equal(all, sorted) {
+		t.Fatalf("first read then on: %q, want the entries of the whole read %q", all, sorted)
+	}
+	// One entry at a time: the same entries, none twice, none lost.
+	var paged []string
+	since = "0"
+	for range 2 * len(want) {
+		page := f.readRemote(alice, sess.ID, since, 1)
+		for _, e := range page.Entries {
+			paged = append(paged, entryLine(e))
+		}
+		since = page.Next
+		if !page.More {
+			break
+		}
+	}
+	if strings.Join(paged, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("paged one at a time:\n%s", strings.Join(paged, "\n"))
+	}
+
+	// Another member reads the one 404 of a session that does not exist.
+	code, theirs := f.do("GET", "/v1/remote-sessions/"+sess.ID, bob, nil)
+	_, missing := f.do("GET", "/v1/remote-sessions/rs-nope", bob, nil)
+	if code != 404 || !bytes.Equal(theirs, missing) {
+		t.Fatalf("bob reading alice's session = %d %s, missing = %s", code, theirs, missing)
 	}
 }

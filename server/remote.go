@@ -47,21 +47,15 @@ func (s *Server) sendRemoteSession(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) readRemoteSession(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	since, limit := int64(0), desktop.DefaultReadLimit
-	var err error
-	if v := q.Get("since"); v != "" {
-		if since, err = strconv.ParseInt(v, 10, 64); err != nil || since < 0 {
-			writeError(w, http.StatusBadRequest, CodeBadRequest, "since must be a non-negative integer (the next cursor of the last read)")
-			return
-		}
-	}
+	limit := desktop.DefaultReadLimit
 	if v := q.Get("limit"); v != "" {
+		var err error
 		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > desktop.MaxReadLimit {
 			writeError(w, http.StatusBadRequest, CodeBadRequest, "limit must be 1 to 1000")
 			return
 		}
 	}
-	res, err := s.cfg.Desktop.Read(r.Context(), owner(r), r.PathValue("id"), since, limit)
+	res, err := s.cfg.Desktop.Read(r.Context(), owner(r), r.PathValue("id"), q.Get("since"), limit)
 	if err != nil {
 		s.desktopError(w, "read remote session", err)
 		return

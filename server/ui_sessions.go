@@ -23,7 +23,7 @@ func (s *Server) sessionPageRoutes() {
 }
 
 func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
-	res, err := s.cfg.Desktop.Read(r.Context(), owner(r), r.PathValue("id"), 0, desktop.MaxReadLimit)
+	res, err := s.cfg.Desktop.Read(r.Context(), owner(r), r.PathValue("id"), "", desktop.MaxReadLimit)
 	if errors.Is(err, desktop.ErrUnknownSession) {
 		writePageError(w, http.StatusNotFound, "remote session not found")
 		return
