@@ -4,7 +4,7 @@ BIN       := bin/spine
 CORE      := ./streams/ ./recorder/ ./library/ ./spine/ ./desktop/ ./server/ ./accounting/ ./node/ ./apps/ ./importer/ ./gateway/
 TEST_FLAGS ?= -count=1 -timeout 9m
 
-.PHONY: help run build test vet fmt fmt-check lint bench fuzz clean dashboards-check cost-page-check ccusage-parity session-page-check mcp-inspector bench-dispatch real-apps
+.PHONY: help run build test vet fmt fmt-check lint bench fuzz clean dashboards-check cost-page-check ccusage-parity session-page-check mcp-inspector bench-dispatch bench-lag real-apps
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-20s %s\n", $$1, $$2}'
@@ -65,6 +65,9 @@ mcp-inspector: build ## drive /mcp with the MCP Inspector CLI (npx, pinned): two
 
 bench-dispatch: build ## spine bench dispatch: create → SSE notify p50/p99, claim → complete cycles/s (JSON on stdout)
 	./$(BIN) bench dispatch
+
+bench-lag: build ## spine bench lag: app line written → readable through spine, p50/p99, for spine collect and spine run, beside raw ingest (JSON on stdout)
+	./$(BIN) bench lag
 
 CCUSAGE_VERSION := 20.0.24
 CCUSAGE_BIN     := bin/ccusage-$(CCUSAGE_VERSION)/node_modules/.bin/ccusage
