@@ -284,7 +284,7 @@ func runApp(ctx context.Context, spec runSpec) (runResult, error) {
 	rs.start(pctx)
 	var res runResult
 	owner, src := streams.Owner{Org: "dev", Member: "dev"}, apps.Source{Path: filepath.Base(spec.Bin) + " stdout", ModTime: time.Now(), Format: spec.Format}
-	tr := apps.NewTranslator(apps.Options{Owner: owner, Billing: spec.Billing, Sink: rs, Live: true})
+	tr := apps.NewTranslator(apps.Options{Owner: owner, Billing: spec.Billing, Sink: rs, Live: true, NewOutput: true})
 	st := tr.Stream(src)
 	// The rendering is a translation of its own that takes every session
 	// as new, so a session spine already has (recorded before, resumed)

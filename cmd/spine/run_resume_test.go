@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spinehq/spine/accounting"
+	"github.com/spinehq/spine/apps"
+	"github.com/spinehq/spine/importer"
+	"github.com/spinehq/spine/internal/apprig"
+	"github.com/spinehq/spine/internal/fakemodel"
+)
+
+// sessionOf reads GET /v1/sessions/{id} as spine read session --json shows it.
+func sessionOf(t *testing.T, id string) map[string]any {
+	t.Helper()
+	out, err := capture(t, "read", "session", id, "--json")
+	var s map[string]any
+	if err != nil || json.Unmarshal([]byte(out), &s) != nil {
+		t.Fatalf("read session %s: %v\n%s", id, err, out)
+	}
+	return s
+}
+
+// spine run of a real Claude Code resuming a session a finished spine run
+// recorded (claude -p --resume ID): the new process's part is a
+// continuation, a new session with the same appSessionRef whose transcript
+// and router-call row are the resumed run's alone (its own tokens, as the
+// model served them, and the cost the new process reported); the first
+// session is left as it was. spine import of both runs' output afterwards
+// publishes nothing.
+func TestRunResumedClaudeCode(t *testing.T) {
+	n, caughtUp := testNode(t)
+	srv := fakemodel.Start(t)
+	srv.Anthropic(
+		fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("first-run-text")},
+			Usage: fakemodel.Usage{Input: 12, Output: 40, CacheRead: 5000, CacheWrite5m: 700}},
+		fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("resumed-run-text")},
+			Usage: fakemodel.Usage{Input: 3, Output: 9, CacheRead: 5700, CacheWrite1h: 80}},
+	)
+	c := apprig.NewClaude(t, srv, nil)
+	dir := t.TempDir()
+	runOnce := func(name string, args ...string) []byte {
+		t.Helper()
+		output := filepath.Join(dir, name)
+		bin := appWrapper(t, c.Bin, c.Dir, c.Env(), output)
+		if out, err := capture(t, append([]string{"run", "--quiet", "--bin", bin, "--"}, args...)...); err != nil {
+			t.Fatalf("spine run: %v\n%s", err, out)
+		}
+		raw, err := os.ReadFile(output)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw
+	}
+	first := runOnce("first.jsonl", "say one")
+	appID, _ := firstValue(first, "session_id").(string)
+	if appID == "" {
+		t.Fatalf("the first run names no session:\n%s", first)
+	}
+	id := apps.SessionID("claude-code", appID)
+	caughtUp()
+	base := sessionOf(t, id)
+	if base["endedAt"] == nil {
+		t.Fatalf("the first run's session did not end: %v", base)
+	}
+	firstCall := routerCall(t, n, id)
+
+	resumed := runOnce("resumed.jsonl", "say two", "--resume", appID)
+	if got, _ := firstValue(resumed, "session_id").(string); got != appID {
+		t.Fatalf("claude --resume ran session %q, want %q", got, appID)
+	}
+	caughtUp()
+	cont := apps.ContinuationID("claude-code", appID, int64(base["lastSeq"].(float64)), 0)
+	s := sessionOf(t, cont)
+	if s["appSessionRef"] != appID || s["endedAt"] == nil || s["kind"] != "run" {
+		t.Fatalf("continuation %s: %v", cont, s)
+	}
+	out, err := capture(t, "read", "transcript", cont)
+	if err != nil || !strings.Contains(out, "resumed-run-text") || strings.Contains(out, "first-run-text") {
+		t.Fatalf("continuation transcript: %v\n%s", err, out)
+	}
+	log := srv.Log()
+	if len(log) != 2 {
+		t.Fatalf("the model served %+v", log)
+	}
+	u := servedUsage(log[1:])
+	row := routerCall(t, n, cont)
+	cost, _ := lastValue(resumed, "total_cost_usd").(float64)
+	if row.tokens != *accounting.Normalise(&u) || row.cost == nil || *row.cost != cost {
+		t.Fatalf("continuation's router call %+v cost %v; the resumed run served %+v and reported %v", row.tokens, row.cost,
+			*accounting.Normalise(&u), cost)
+	}
+	if again := routerCall(t, n, id); again.tokens != firstCall.tokens || *again.cost != *firstCall.cost {
+		t.Fatalf("the first session's router call changed: %+v, was %+v", again, firstCall)
+	}
+
+	out, err = capture(t, "import", "--json", filepath.Join(dir, "first.jsonl"), filepath.Join(dir, "resumed.jsonl"))
+	var sum importer.Summary
+	if err != nil || json.Unmarshal([]byte(out), &sum) != nil {
+		t.Fatalf("import: %v\n%s", err, out)
+	}
+	if sum.Envelopes != 0 {
+		t.Fatalf("importing both runs' output after spine run published %d envelopes", sum.Envelopes)
+	}
+	var page struct {
+		Sessions []struct{ ID string } `json:"sessions"`
+	}
+	if err := apiGet(t, "/v1/sessions", &page); err != nil || len(page.Sessions) != 2 {
+		t.Fatalf("sessions %+v (%v), want the run and its continuation", page.Sessions, err)
+	}
+}
+
+// apiGet is one GET of spine's API as the CLI's client makes it.
+func apiGet(t *testing.T, path string, out any) error {
+	t.Helper()
+	c, err := newClient("", "")
+	if err != nil {
+		return err
+	}
+	return c.Do(context.Background(), http.MethodGet, path, nil, out)
+}
