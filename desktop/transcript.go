@@ -362,3 +362,18 @@ func (s *Service) sessionEvents(ctx context.Context, rs *RecordedSession, since 
 	}
 	return out, false, nil
 }
+
+// RecordedProgress is a mark of how far the sessions recorded for the
+// remote session's tasks have come: it changes whenever one of them gets an
+// envelope or starts or ends. A live page polls it, since those sessions
+// are the recorder's, whose writes the desktop service does not hear of.
+func (s *Service) RecordedProgress(ctx context.Context, owner streams.Owner, sessionID string) (string, error) {
+	var n, ended, seqs int64
+	err := s.cfg.Pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE ended_at IS NOT NULL), coalesce(sum(last_seq), 0)
+		FROM sessions WHERE task_id IN (SELECT id FROM desktop_tasks WHERE remote_session_id = $1 AND org = $2 AND member = $3)
+		AND org = $2 AND member = $3`, sessionID, owner.Org, owner.Member).Scan(&n, &ended, &seqs)
+	if err != nil {
+		return "", fmt.Errorf("progress of %s: %w", sessionID, err)
+	}
+	return fmt.Sprintf("%d:%d:%d", n, ended, seqs), nil
+}

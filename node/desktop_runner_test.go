@@ -1,13 +1,17 @@
 package node_test
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spinehq/spine/accounting"
 	"github.com/spinehq/spine/desktop"
@@ -304,4 +308,30 @@ func TestRemoteSessionReadServesRecordedSessions(t *testing.T) {
 	if code != 404 || !bytes.Equal(theirs, missing) {
 		t.Fatalf("bob reading alice's session = %d %s, missing = %s", code, theirs, missing)
 	}
+}
+
+// An open session page hears of new content in the app session recorded
+// for its task, though the task itself did not change.
+func TestSessionPageHearsTheRecordedSession(t *testing.T) {
+	f := newFixture(t)
+	alice := f.token("acme", "alice")
+	r := f.desktopRunner(alice, "alice-laptop")
+	sess := decode[desktop.Session](t, f.mustDo(201, "POST", "/v1/remote-sessions", alice,
+		map[string]any{"target": "desktop", "instructions": "x"}))
+	c := r.claim(sess.LatestTaskID)
+	f.ingest(r.token, runnerStart("live-1", c.Task.ID))
+	f.waitCaughtUp()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", f.base+"/ui/sessions/"+sess.ID+"/events", nil)
+	req.Header.Set("Authorization", "Bearer "+alice)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("page events: %v %v", resp, err)
+	}
+	defer resp.Body.Close()
+	events := bufio.NewScanner(resp.Body)
+	nextEvent(t, events, "ready")
+	f.ingest(r.token, spinetest.Text("live-1", 1, "still working\n"))
+	nextEvent(t, events, "change")
 }

@@ -80,6 +80,9 @@ func (s *Server) sessionPageEvents(w http.ResponseWriter, r *http.Request) {
 	flusher.Flush()
 	tick := time.NewTicker(sseKeepAlive)
 	defer tick.Stop()
+	poll := time.NewTicker(recordedPoll)
+	defer poll.Stop()
+	progress, _ := s.cfg.Desktop.RecordedProgress(r.Context(), owner(r), id)
 	for {
 		select {
 		case <-r.Context().Done():
@@ -89,9 +92,21 @@ func (s *Server) sessionPageEvents(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			writeSSE(w, "change", map[string]any{"sessionId": id})
+		case <-poll.C:
+			now, err := s.cfg.Desktop.RecordedProgress(r.Context(), owner(r), id)
+			if err != nil || now == progress {
+				continue
+			}
+			progress = now
+			writeSSE(w, "change", map[string]any{"sessionId": id})
 		case <-tick.C:
 			_, _ = w.Write([]byte(": keepalive\n\n"))
 		}
 		flusher.Flush()
 	}
 }
+
+// recordedPoll is how often an open session page looks for new content in
+// the app sessions recorded for its tasks (the recorder's, which the
+// desktop service does not announce).
+const recordedPoll = time.Second
