@@ -20,7 +20,8 @@ collect: this binary's spine collect tails a Claude Code and a Codex
 directory while the benchmark appends real transcript and rollout lines
 (copies of the fixtures with fresh ids) to --sessions files at --rate
 lines/s. run: this binary's spine run runs an app that is cat, and the
-benchmark writes real stream-json lines to its input at --rate lines/s.
+benchmark writes real stream-json lines ("run"), then exec --json lines
+("runCodex", spine run --app codex), to its input at --rate lines/s.
 Each line is timed from its write to every envelope its translation makes
 committed by the recorder, and to its text read back through GET
 /v1/sessions/{id}/transcript (p50/p90/p99/max). Beside them, "raw" is the

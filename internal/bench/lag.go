@@ -27,7 +27,8 @@ const (
 
 // LagConfig configures `spine bench lag`.
 type LagConfig struct {
-	// Collect and Run pick the phases; both false means both.
+	// Collect and Run pick the phases (Run: spine run of Claude Code's
+	// stream-json, then of Codex's exec --json); both false means both.
 	Collect, Run bool
 	// Rate is the lines per second written in each phase; 0 means 20.
 	Rate int
@@ -104,7 +105,8 @@ type LagResult struct {
 	Load        LoadAverage   `json:"loadAverage"`
 	Parameters  LagParameters `json:"parameters"`
 	Collect     *LagPhase     `json:"collect,omitempty"`
-	Run         *LagPhase     `json:"run,omitempty"`
+	Run         *LagPhase     `json:"run,omitempty"`      // spine run, Claude Code's stream-json
+	RunCodex    *LagPhase     `json:"runCodex,omitempty"` // spine run --app codex, exec --json
 	// Raw is the baseline of the same run: chunks published straight to
 	// JetStream at the same rate and timed to the recorder's commit, as
 	// `spine bench ingest`'s latency phase does (its code).
@@ -220,8 +222,12 @@ func RunLag(ctx context.Context, cfg LagConfig) (res *LagResult, err error) {
 		}
 	}
 	if cfg.Run {
-		log.Info("run phase", "lines", cfg.Lines, "rate", cfg.Rate)
-		if res.Run, err = lb.runPhase(ctx); err != nil {
+		log.Info("run phase", "app", "claude-code", "lines", cfg.Lines, "rate", cfg.Rate)
+		if res.Run, err = lb.runPhase(ctx, "claude-code"); err != nil {
+			return nil, err
+		}
+		log.Info("run phase", "app", "codex", "lines", cfg.Lines, "rate", cfg.Rate)
+		if res.RunCodex, err = lb.runPhase(ctx, "codex"); err != nil {
 			return nil, err
 		}
 	}

@@ -34,11 +34,12 @@ const (
 	collectProducer = "spine collect (the binary, fsnotify and its 2 s poll) tailing a Claude Code and a Codex " +
 		"directory; the benchmark appends copies of the fixtures' transcript and rollout lines (fresh ids per copy) " +
 		"to the files, a write per line, timed when the write returned"
-	runProducer = "spine run --bin APP, where APP is `exec cat`: the benchmark writes copies of the fixtures' " +
-		"stream-json lines (fresh ids per copy) to spine run's stdin, which the app inherits, and cat passes each " +
-		"to its stdout, which spine run reads as a real app's; timed when the write returned. A real Claude Code " +
-		"against the fake model writes at the model's pace, a few lines a run, and when it writes a line cannot be " +
-		"seen from outside its process, so the app is this one pipe hop (microseconds) over real lines"
+	runProducer = "spine run --app APP --bin CAT, where CAT is `exec cat`: the benchmark writes copies of the fixtures' " +
+		"machine-readable output of APP (Claude Code's stream-json, Codex's exec --json; fresh ids per copy) to spine " +
+		"run's stdin, which the app inherits, and cat passes each line to its stdout, which spine run reads as a real " +
+		"app's; timed when the write returned. A real app against the fake model writes at the model's pace, a few " +
+		"lines a run, and when it writes a line cannot be seen from outside its process, so the app is this one pipe " +
+		"hop (microseconds) over real lines"
 )
 
 // collectPhase runs `spine collect` on two empty app directories and
@@ -49,53 +50,29 @@ func (lb *lagBed) collectPhase(ctx context.Context) (*LagPhase, error) {
 		return nil, err
 	}
 	dir := filepath.Join(lb.tb.dir, "lag-collect")
-	claude, codex := filepath.Join(dir, "claude"), filepath.Join(dir, "codex")
-	project, day := filepath.Join(claude, "projects", "-home-bench-lag"), filepath.Join(codex, "sessions", "2026", "01", "25")
-	for _, d := range []string{project, day} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, err
-		}
-	}
-	copies := 0
-	next := func() *lagSession {
-		ff := files[copies%len(files)]
-		s := copyOf(ff, lb.tag+"c", copies)
-		s.path = filepath.Join(project, fmt.Sprintf("lag-%05d.jsonl", copies))
-		if ff.format == apps.FormatCodexRollout {
-			s.path = filepath.Join(day, fmt.Sprintf("rollout-2026-01-25T10-32-00-lag-%05d.jsonl", copies))
-		}
-		copies++
-		return s
-	}
-	pred := newPredictor(false)
-	warm, plan, err := lb.plan(ctx, pred, next, lb.cfg.Sessions)
+	d, err := newAppDirs(dir)
 	if err != nil {
 		return nil, err
 	}
-	open := map[*lagSession]*os.File{}
-	defer func() {
-		for _, f := range open {
-			f.Close()
-		}
-	}()
-	write := func(s *lagSession, line []byte) error {
-		f := open[s]
-		if f == nil {
-			var err error
-			if f, err = os.OpenFile(s.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
-				return err
-			}
-			open[s] = f
-		}
-		_, err := f.Write(line)
-		return err
+	copies := 0
+	next := func() *lagSession {
+		s := copyOf(files[copies%len(files)], lb.tag+"c", copies)
+		s.path = d.file(s.format, copies)
+		copies++
+		return s
 	}
-	child, err := lb.start(ctx, nil, "collect", "--claude-dir", claude, "--codex-dir", codex,
+	warm, plan, err := lb.plan(ctx, newPredictor(false), next, lb.cfg.Sessions)
+	if err != nil {
+		return nil, err
+	}
+	out := appender{}
+	defer out.close()
+	child, err := lb.start(ctx, nil, "collect", "--claude-dir", d.claude, "--codex-dir", d.codex,
 		"--state", filepath.Join(dir, "state.json"), "--machine", "bench-lag")
 	if err != nil {
 		return nil, err
 	}
-	phase, err := lb.measure(ctx, warm, plan, write)
+	phase, err := lb.measure(ctx, warm, plan, out.write)
 	if serr := child.stop(); err == nil && serr != nil {
 		err = serr
 	}
@@ -107,11 +84,67 @@ func (lb *lagBed) collectPhase(ctx context.Context) (*LagPhase, error) {
 	return phase, nil
 }
 
-// runPhase runs `spine run` with an app that copies its stdin to its
-// stdout, and writes stream-json lines to that stdin, one session after
-// another.
-func (lb *lagBed) runPhase(ctx context.Context) (*LagPhase, error) {
-	files, err := loadFixtureFiles(lb.cfg.Fixtures, apps.FormatClaudeStream)
+// appDirs are a Claude Code and a Codex directory laid out as the apps lay
+// them out, with one project folder and one day's rollout folder made
+// before the collector starts (a new session's file appears in them).
+type appDirs struct {
+	claude, codex string
+	project, day  string
+}
+
+func newAppDirs(dir string) (*appDirs, error) {
+	d := &appDirs{claude: filepath.Join(dir, "claude"), codex: filepath.Join(dir, "codex")}
+	d.project = filepath.Join(d.claude, "projects", "-home-bench-lag")
+	d.day = filepath.Join(d.codex, "sessions", "2026", "01", "25")
+	for _, p := range []string{d.project, d.day} {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// file is where session n of a format is written.
+func (d *appDirs) file(f apps.Format, n int) string {
+	if f == apps.FormatCodexRollout {
+		return filepath.Join(d.day, fmt.Sprintf("rollout-2026-01-25T10-32-00-lag-%05d.jsonl", n))
+	}
+	return filepath.Join(d.project, fmt.Sprintf("lag-%05d.jsonl", n))
+}
+
+// appender appends each session's lines to its file, opened once and kept
+// open, as the apps keep their transcripts open.
+type appender map[*lagSession]*os.File
+
+func (a appender) write(s *lagSession, line []byte) error {
+	f := a[s]
+	if f == nil {
+		var err error
+		if f, err = os.OpenFile(s.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+			return err
+		}
+		a[s] = f
+	}
+	_, err := f.Write(line)
+	return err
+}
+
+func (a appender) close() {
+	for _, f := range a {
+		f.Close()
+	}
+}
+
+// runPhase runs `spine run --app APP` with an app that copies its stdin
+// to its stdout, and writes the app's machine-readable output (Claude
+// Code's stream-json, Codex's exec --json) to that stdin, one session
+// after another.
+func (lb *lagBed) runPhase(ctx context.Context, appName string) (*LagPhase, error) {
+	format := apps.FormatClaudeStream
+	if appName == "codex" {
+		format = apps.FormatCodexExec
+	}
+	files, err := loadFixtureFiles(lb.cfg.Fixtures, format)
 	if err != nil {
 		return nil, err
 	}
@@ -122,10 +155,10 @@ func (lb *lagBed) runPhase(ctx context.Context) (*LagPhase, error) {
 	}
 	pred := newPredictor(true)
 	// spine run translates the app's stdout as one source, named so.
-	stream := pred.tr.Stream(apps.Source{Path: filepath.Base(app) + " stdout", Format: apps.FormatClaudeStream})
+	stream := pred.tr.Stream(apps.Source{Path: filepath.Base(app) + " stdout", Format: format})
 	copies := 0
 	next := func() *lagSession {
-		s := copyOf(files[copies%len(files)], lb.tag+"r", copies)
+		s := copyOf(files[copies%len(files)], lb.tag+"r"+appName[:2], copies)
 		s.stream = stream
 		copies++
 		return s
@@ -138,10 +171,10 @@ func (lb *lagBed) runPhase(ctx context.Context) (*LagPhase, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer w.Close()
-	child, err := lb.start(ctx, stdin, "run", "--quiet", "--bin", app, "--", "bench lag")
+	child, err := lb.start(ctx, stdin, "run", "--app", appName, "--quiet", "--bin", app, "--", "bench lag")
 	stdin.Close()
 	if err != nil {
+		w.Close()
 		return nil, err
 	}
 	write := func(_ *lagSession, line []byte) error {
@@ -149,13 +182,14 @@ func (lb *lagBed) runPhase(ctx context.Context) (*LagPhase, error) {
 		return err
 	}
 	phase, err := lb.measure(ctx, warm, plan, write, w.Close)
+	w.Close() // at the latest: cat ends at its input's end, and spine run with it
 	if werr := child.wait(); err == nil && werr != nil {
 		err = werr
 	}
 	if err != nil {
 		return nil, err
 	}
-	phase.Producer, phase.Formats = runProducer, []string{string(apps.FormatClaudeStream)}
+	phase.Producer, phase.Formats = runProducer, []string{string(format)}
 	phase.Sessions = copies - 1
 	return phase, nil
 }

@@ -11,8 +11,9 @@ import (
 )
 
 // A tiny lag run through the real spine binary: spine collect tails the
-// files the benchmark appends fixture lines to, and spine run reads them
-// from its app's stdout. It checks only what holds on any machine: every
+// files the benchmark appends fixture lines to, and spine run (of Claude
+// Code's stream-json, then of Codex's exec --json) reads them from its
+// app's stdout. It checks only what holds on any machine: every
 // line's envelopes were committed and its text read back over HTTP (the
 // run fails otherwise), and the figures are counted and ordered. It never
 // compares a time with a threshold.
@@ -31,7 +32,7 @@ func TestLag(t *testing.T) {
 	if !res.Verified {
 		t.Fatal("not verified")
 	}
-	for name, p := range map[string]*bench.LagPhase{"collect": res.Collect, "run": res.Run} {
+	for name, p := range map[string]*bench.LagPhase{"collect": res.Collect, "run": res.Run, "runCodex": res.RunCodex} {
 		if p == nil {
 			t.Fatalf("%s: no phase", name)
 		}
