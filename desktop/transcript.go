@@ -45,10 +45,17 @@ type RecordedSession struct {
 // taskRef is a task of a remote session in the order it was queued: the
 // position of its prompt entry.
 type taskRef struct {
-	id     string
-	state  string
-	prompt int64
+	id      string
+	state   string
+	prompt  int64
+	claimed bool       // a runner took it: it may have recorded a session
+	endedAt *time.Time // when it ended
 }
+
+// foldAfter is how long after a task that ran ends without a recorded
+// session the cursor stops looking for one: its start may still be on its
+// way through the recorder.
+const foldAfter = time.Minute
 
 // cursor is what a reader has seen of each source of a remote session's
 // transcript; it travels as an opaque string (docs/desktop.md#reading).
@@ -190,7 +197,7 @@ func (s *Service) read(ctx context.Context, owner streams.Owner, sess *Session, 
 			next.Seqs[rs.SessionID] = max(next.Seqs[rs.SessionID], rs.LastSeq)
 		}
 	}
-	next.fold(tasks, recorded)
+	next.fold(tasks, recorded, s.now())
 	res.Next = next.String()
 	res.Ended = Ended(sess.State) && !res.More
 	for _, rs := range recorded {
@@ -201,9 +208,11 @@ func (s *Service) read(ctx context.Context, owner streams.Owner, sess *Session, 
 
 // fold moves Done past the leading tasks that are over and whose recorded
 // sessions are ended and read through, and forgets their seqs: the cursor
-// stays small however many tasks a session has.
-func (c *cursor) fold(tasks []taskRef, recorded []RecordedSession) {
+// stays small however many tasks a session has. A task that ran and shows
+// no session yet is folded only foldAfter after its end.
+func (c *cursor) fold(tasks []taskRef, recorded []RecordedSession, now time.Time) {
 	for c.Done < len(tasks) && Ended(tasks[c.Done].state) {
+		t := tasks[c.Done]
 		var ids []string
 		for _, rs := range recorded {
 			if rs.task != c.Done {
@@ -214,6 +223,9 @@ func (c *cursor) fold(tasks []taskRef, recorded []RecordedSession) {
 			}
 			ids = append(ids, rs.SessionID)
 		}
+		if len(ids) == 0 && t.claimed && t.state != StateRefused && (t.endedAt == nil || now.Sub(*t.endedAt) < foldAfter) {
+			return
+		}
 		for _, id := range ids {
 			delete(c.Seqs, id)
 		}
@@ -223,7 +235,7 @@ func (c *cursor) fold(tasks []taskRef, recorded []RecordedSession) {
 
 // sessionTasks lists a remote session's tasks in the order they were queued.
 func (s *Service) sessionTasks(ctx context.Context, sessionID string) ([]taskRef, error) {
-	rows, err := s.cfg.Pool.Query(ctx, `SELECT e.task_id, t.state, e.pos FROM desktop_task_events e
+	rows, err := s.cfg.Pool.Query(ctx, `SELECT e.task_id, t.state, e.pos, t.claimed_by <> '', t.ended_at FROM desktop_task_events e
 		JOIN desktop_tasks t ON t.id = e.task_id
 		WHERE e.remote_session_id = $1 AND e.kind = 'prompt' ORDER BY e.pos`, sessionID)
 	if err != nil {
@@ -231,7 +243,7 @@ func (s *Service) sessionTasks(ctx context.Context, sessionID string) ([]taskRef
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (taskRef, error) {
 		var t taskRef
-		return t, r.Scan(&t.id, &t.state, &t.prompt)
+		return t, r.Scan(&t.id, &t.state, &t.prompt, &t.claimed, &t.endedAt)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read tasks of %s: %w", sessionID, err)
