@@ -161,9 +161,9 @@ type remoteRead struct {
 		Kind   string `json:"kind"`
 		Text   string `json:"text"`
 	} `json:"entries"`
-	Next  int64 `json:"next"`
-	More  bool  `json:"more"`
-	Ended bool  `json:"ended"`
+	Next  string `json:"next"` // the cursor: opaque (docs/desktop.md#reading)
+	More  bool   `json:"more"`
+	Ended bool   `json:"ended"`
 }
 
 func (rr *remoteRead) text() string {
@@ -187,10 +187,10 @@ func (r *runnerRig) create(body map[string]any) string {
 	return s.ID
 }
 
-func (r *runnerRig) read(id string, since int64) remoteRead {
+func (r *runnerRig) read(id, since string) remoteRead {
 	r.t.Helper()
 	var rr remoteRead
-	path := fmt.Sprintf("/v1/remote-sessions/%s?since=%d", url.PathEscape(id), since)
+	path := fmt.Sprintf("/v1/remote-sessions/%s?since=%s", url.PathEscape(id), url.QueryEscape(since))
 	if err := r.member.do(context.Background(), http.MethodGet, path, nil, &rr); err != nil {
 		r.t.Fatalf("read remote session %s: %v", id, err)
 	}
@@ -202,7 +202,7 @@ func (r *runnerRig) waitState(id, state string) remoteRead {
 	r.t.Helper()
 	var rr remoteRead
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		rr = r.read(id, 0)
+		rr = r.read(id, "0")
 		if rr.Session.State == state {
 			return rr
 		}
@@ -309,7 +309,7 @@ func TestRunnerRunsTaskAndFollowUp(t *testing.T) {
 func (r *runnerRig) waitTask(id, previous, state string) remoteRead {
 	r.t.Helper()
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		rr := r.read(id, 0)
+		rr := r.read(id, "0")
 		if rr.Session.LatestTaskID != previous && rr.Session.State == state {
 			return rr
 		}
@@ -424,7 +424,7 @@ func TestRunnerMCPClientToDesktop(t *testing.T) {
 	if more := r.read(id, rr.Next); len(more.Entries) != 0 || !more.Ended {
 		t.Fatalf("read after the cursor: %+v", more)
 	}
-	half := r.read(id, 0)
+	half := r.read(id, "0")
 	if len(half.Entries) < 2 {
 		t.Fatalf("too few entries to page: %s", half.text())
 	}
