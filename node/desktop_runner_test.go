@@ -111,6 +111,16 @@ func TestRunnerRecordsItsTasksSession(t *testing.T) {
 			t.Fatalf("runner reading %s = %d %s, missing = %s", path, code, body, missing)
 		}
 	}
+	// Nor can it write to it: the answer of a session never started.
+	res = f.ingest(r.token, spinetest.Text("mine", 1, "injected\n"), spinetest.Text("nope", 1, "x\n")).Results
+	if res[0].Status != 404 || res[0].Error == nil || res[0].Error.Code != streams.ReasonUnknownSession ||
+		res[1].Status != 404 || strings.Replace(res[0].Error.Message, "mine", "nope", 1) != res[1].Error.Message {
+		t.Fatalf("runner writing to its member's own session = %+v", res)
+	}
+	f.waitCaughtUp()
+	if tr := f.mustDo(200, "GET", "/v1/sessions/mine/transcript", alice, nil); bytes.Contains(tr, []byte("injected")) {
+		t.Fatalf("the runner wrote into the member's session: %s", tr)
+	}
 }
 
 // A runner's session.start must name a task the runner holds now: another

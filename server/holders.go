@@ -46,10 +46,17 @@ func (s *Server) checkHolder(e *streams.Envelope, held map[string]streams.Owner,
 	if ok && h == opts.Caller {
 		return nil
 	}
-	s.m.ingested.WithLabelValues(e.Type, "rejected").Inc()
 	if e.Type == streams.TypeSessionStart {
+		s.m.ingested.WithLabelValues(e.Type, "rejected").Inc()
 		return &refusal{http.StatusConflict, CodeSessionExists,
 			"session id " + e.SessionID + " is taken by another owner: start the session under a new id"}
 	}
+	return s.noStart(e)
+}
+
+// noStart is the one answer for an envelope of a session the caller may
+// not write: that of a session never started.
+func (s *Server) noStart(e *streams.Envelope) *refusal {
+	s.m.ingested.WithLabelValues(e.Type, "rejected").Inc()
 	return &refusal{http.StatusNotFound, streams.ReasonUnknownSession, "session " + e.SessionID + " has no start"}
 }

@@ -66,13 +66,25 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "session owners unavailable; nothing was stored, retry the batch")
 		return
 	}
+	var others map[string]bool
+	if isRunner {
+		if others, err = s.othersSessions(r.Context(), envs, runner); err != nil {
+			s.log.Error("read session workers failed", "err", err)
+			writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "sessions unavailable; nothing was stored, retry the batch")
+			return
+		}
+	}
 	futures := make([]jetstream.PubAckFuture, len(items))
 	for i, e := range envs {
 		res := &resp.Results[i]
 		if e == nil {
 			continue
 		}
-		if rej := s.checkHolder(e, held, opts); rej != nil {
+		rej := s.checkHolder(e, held, opts)
+		if rej == nil && others[e.SessionID] && e.Type != streams.TypeSessionStart {
+			rej = s.noStart(e)
+		}
+		if rej != nil {
 			res.Status, res.Error = rej.status, &streams.ErrorDetail{Code: rej.code, Message: rej.msg}
 			continue
 		}

@@ -88,6 +88,37 @@ func (s *Server) admitRunner(ctx context.Context, e *streams.Envelope, id deskto
 	return nil
 }
 
+// othersSessions are the sessions envs write to (other than by a start)
+// that are recorded and are not this runner's (not started by it for a
+// task): a runner token writes only to its own. A session the recorder has
+// not projected yet is left to the holder check (its member holds it).
+func (s *Server) othersSessions(ctx context.Context, envs []*streams.Envelope, id desktop.RunnerIdentity) (map[string]bool, error) {
+	var ids []string
+	for _, e := range envs {
+		if e != nil && e.SessionID != "" && e.Type != streams.TypeSessionStart {
+			ids = append(ids, e.SessionID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := s.cfg.Pool.Query(ctx, `SELECT id FROM sessions WHERE id = ANY($1) AND NOT (worker_id = $2 AND task_id <> '')`,
+		ids, id.RunnerID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var sid string
+		if err := rows.Scan(&sid); err != nil {
+			return nil, err
+		}
+		out[sid] = true
+	}
+	return out, rows.Err()
+}
+
 // runnerMaySee: a runner token reads only the sessions that runner recorded
 // for a task; any other is the one answer of a session that does not exist.
 func runnerMaySee(r *http.Request, workerID, taskID string) bool {
