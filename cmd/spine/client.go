@@ -53,11 +53,22 @@ func (e *apiError) HTTPStatus() int { return e.Status }
 // sending its body.
 const expectContinueBytes = 64 << 10
 
-// Retrying a 429: spine refused the request before handling it (over the
-// in-flight budget or the org's quota), so sending it again is safe.
-const (
-	maxRetryAfter = time.Minute      // longest one wait, whatever the server says
-	maxBusyWait   = 15 * time.Minute // longest a request keeps retrying
+// The retry rule, one for every command (do): what spine may answer if
+// asked again is asked again. A 429 is retried after its Retry-After
+// (spine refused the request before handling it: over the in-flight
+// budget or the org's quota), for up to maxBusyWait in all, so an import
+// over its quota is slowed rather than failed. No answer (connection
+// refused or reset, a timeout) and 502, 503 or 504 are retried with
+// backoff from firstBackoff, doubling to maxBackoff, for up to
+// maxTransientWait in all: a spine restarting or behind a proxy that lost
+// it for a moment. Everything spine's API takes twice is taken once:
+// ingest by envelope id, a cancel by its derived id.
+var (
+	maxRetryAfter    = time.Minute      // longest one wait, whatever the server says
+	maxBusyWait      = 15 * time.Minute // longest a request keeps retrying a 429
+	firstBackoff     = 200 * time.Millisecond
+	maxBackoff       = 5 * time.Second
+	maxTransientWait = 10 * time.Second // longest a request keeps retrying no answer or a 502/503/504
 )
 
 // Do is do, for importer.API.
@@ -65,28 +76,66 @@ func (c *client) Do(ctx context.Context, method, path string, body []byte, out a
 	return c.do(ctx, method, path, body, out)
 }
 
-// do sends one request; a 429 is retried after its Retry-After, so an
-// import over the org's quota is slowed rather than failed.
+// do sends one request, retried by the retry rule above; the error is the
+// last answer's (or the lack of one).
 func (c *client) do(ctx context.Context, method, path string, body []byte, out any) error {
-	var waited time.Duration
+	var busy, transient time.Duration
+	backoff := firstBackoff
 	for {
 		err := c.once(ctx, method, path, body, out)
-		var ae *apiError
-		if !errors.As(err, &ae) || ae.Status != http.StatusTooManyRequests || waited >= maxBusyWait {
+		if err == nil || ctx.Err() != nil {
 			return err
 		}
-		d := min(max(ae.RetryAfter, time.Second), maxRetryAfter)
-		if !c.told {
-			fmt.Fprintf(os.Stderr, "spine is slowing requests (%s); retrying after %s, as it asks\n", ae.Code, d)
-			c.told = true
+		var d time.Duration
+		var ae *apiError
+		switch {
+		case errors.As(err, &ae) && ae.Status == http.StatusTooManyRequests:
+			if busy >= maxBusyWait {
+				return err
+			}
+			d = min(max(ae.RetryAfter, time.Second), maxRetryAfter)
+			busy += d
+			c.tell(fmt.Sprintf("spine is slowing requests (%s); retrying after %s, as it asks", ae.Code, d))
+		case transientErr(err):
+			if transient >= maxTransientWait {
+				return err
+			}
+			d, backoff = backoff, min(backoff*2, maxBackoff)
+			transient += d
+			c.tell(fmt.Sprintf("spine did not answer (%v); retrying", err))
+		default:
+			return err
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(d):
 		}
-		waited += d
 	}
+}
+
+// tell says msg on stderr, once per client.
+func (c *client) tell(msg string) {
+	if !c.told {
+		fmt.Fprintln(os.Stderr, msg)
+		c.told = true
+	}
+}
+
+// noAnswerError is a request spine gave no answer to.
+type noAnswerError struct{ err error }
+
+func (e *noAnswerError) Error() string { return e.err.Error() }
+func (e *noAnswerError) Unwrap() error { return e.err }
+
+// transientErr: no answer, or an answer that says to ask again later
+// (502, 503, 504).
+func transientErr(err error) bool {
+	var na *noAnswerError
+	var ae *apiError
+	return errors.As(err, &na) ||
+		errors.As(err, &ae) && (ae.Status == http.StatusBadGateway || ae.Status == http.StatusServiceUnavailable ||
+			ae.Status == http.StatusGatewayTimeout)
 }
 
 func (c *client) once(ctx context.Context, method, path string, body []byte, out any) error {
@@ -104,12 +153,12 @@ func (c *client) once(ctx context.Context, method, path string, body []byte, out
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("is spine serving at %s? %w", c.base, err)
+		return &noAnswerError{fmt.Errorf("is spine serving at %s? %w", c.base, err)}
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return err
+		return &noAnswerError{err} // the answer was cut
 	}
 	if resp.StatusCode >= 400 {
 		var eb struct {

@@ -9,6 +9,7 @@
 //	spine run [--app A] [flags] -- ARGS...   run Claude Code or Codex, recorded live
 //	spine runner login [--url U] [--token T] [--machine M]; spine runner [--config F] [--confirm] [--once] [--json]
 //	                                  run remote-session tasks on this machine
+//	spine spool [--spool DIR]         deliver what earlier spine runs left in the spool
 //	spine read session|transcript|steps ID [--json] [--follow]
 //	spine cancel ID [--reason R]      cancel a running session
 //	spine rebuild [--verify] [--keep] replay the streams into a fresh database
@@ -48,6 +49,7 @@ func commands() []command {
 		{"collect", "send this machine's Claude Code and Codex sessions to spine live, as the apps write them", runCollect},
 		{"run", "run Claude Code or Codex headless and record the session as it runs (run -- ARGS...)", runRun},
 		{"runner", "run this member's remote-session tasks on this machine, as its runner config allows (runner login first)", runRunner},
+		{"spool", "deliver what earlier spine runs left in the spool (spine unreachable when they ended)", runSpool},
 		{"read", "read a session, its transcript or a run's steps", runRead},
 		{"cancel", "cancel a running session (its producer is told; spine ends it after a grace)", runCancel},
 		{"rebuild", "replay the streams into a fresh database; --verify compares with the live projections", runRebuild},

@@ -2,11 +2,14 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -14,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -36,6 +40,8 @@ func runRun(ctx context.Context, args []string) error {
 	token := fs.String("token", "", "bearer token (default $SPINE_TOKEN); the session belongs to its member")
 	quiet := fs.Bool("quiet", false, "show nothing of the run on the terminal")
 	save := fs.String("save", "", "also write the app's output, as read, to `FILE` (spine import FILE records it later)")
+	spoolFlag := fs.String("spool", "", "the spool `DIR` (default $SPINE_SPOOL_DIR, else spine/spool in the user's config directory)")
+	spoolMax := fs.Int64("spool-max", defaultSpoolMax, "the bytes the spool directory may hold, every run's together")
 	asJSON := fs.Bool("json", false, "print each envelope of the run, as sent to spine, as a JSON line instead of the readable rendering")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: spine run [flags] -- ARGS...\n\nRuns Claude Code (claude -p ARGS... --output-format stream-json --verbose) or Codex\n(codex exec --json ARGS...) and records the session in spine as it runs.\nExits with the app's exit code.")
@@ -62,7 +68,12 @@ func runRun(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	spec := runSpec{Bin: path, Argv: argv, Format: format, Billing: *billing, API: c, Save: *save, Signals: true}
+	dir, err := spoolDir(*spoolFlag)
+	if err != nil {
+		return err
+	}
+	spec := runSpec{Bin: path, Argv: argv, Format: format, Billing: *billing, API: c, Save: *save, Signals: true,
+		SpoolDir: dir, SpoolMax: *spoolMax}
 	switch {
 	case *quiet:
 	case *asJSON:
@@ -164,6 +175,10 @@ type runSpec struct {
 	// Dir is the app's working directory; "" is this process's (the
 	// runner runs a task in the workspace its config allows).
 	Dir string
+	// SpoolDir is the spool directory (spoolDir), SpoolMax the bytes it
+	// may hold (0: defaultSpoolMax).
+	SpoolDir string
+	SpoolMax int64
 }
 
 // runResult is how a run ended.
@@ -185,12 +200,13 @@ type runResult struct {
 	// prompt, as shown (redacted): its answer, on a run that ends
 	// answering.
 	Text string
-	// Recorded is false when spine did not take all of the session (Lost
-	// envelopes never taken, Refused ones refused); spine run then exits
-	// 75 when the app exited 0.
+	// Recorded is false when spine did not take all of the session: Lost
+	// envelopes not kept (the spool was full), Refused refused by spine,
+	// Waiting left in the spool for a later run or spine spool.
 	Recorded bool
 	Lost     int
 	Refused  int
+	Waiting  int
 }
 
 // runApp runs one app session and records it in spine live: it is spine
@@ -224,8 +240,20 @@ func runApp(ctx context.Context, spec runSpec) (runResult, error) {
 		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 		defer signal.Stop(sigs)
 	}
+	if spec.SpoolDir == "" {
+		dir, err := spoolDir("")
+		if err != nil {
+			return runResult{}, err
+		}
+		spec.SpoolDir = dir
+	}
+	sp, err := openSpool(spec.SpoolDir, cmp.Or(spec.SpoolMax, defaultSpoolMax))
+	if err != nil {
+		return runResult{}, err
+	}
 	out, w, err := os.Pipe()
 	if err != nil {
+		sp.close(true)
 		return runResult{}, err
 	}
 	defer out.Close()
@@ -234,6 +262,7 @@ func runApp(ctx context.Context, spec runSpec) (runResult, error) {
 		f, err := os.Create(spec.Save)
 		if err != nil {
 			w.Close()
+			sp.close(true)
 			return runResult{}, err
 		}
 		defer f.Close()
@@ -244,6 +273,7 @@ func runApp(ctx context.Context, spec runSpec) (runResult, error) {
 	err = cmd.Start()
 	w.Close()
 	if err != nil {
+		sp.close(true)
 		return runResult{}, err
 	}
 	// Wait runs beside the reading: a child the app left behind holding
@@ -279,9 +309,19 @@ func runApp(ctx context.Context, spec runSpec) (runResult, error) {
 		}
 		cancel()
 	}()
-	sink := importer.NewHTTPSink(spec.API, 1)
-	rs := &runSink{sink: sink, stamp: spec.Stamp}
-	rs.start(pctx)
+	rs := &runSink{api: spec.API, stamp: spec.Stamp, sp: sp}
+	if err := rs.start(pctx); err != nil {
+		_ = cmd.Process.Kill()
+		sp.close(true)
+		return runResult{}, err
+	}
+	left := make(chan struct{})
+	go func() { // what earlier runs left in the spool
+		defer close(left)
+		if _, files, err := deliverLeftovers(pctx, spec.API, spec.SpoolDir); len(files) > 0 {
+			fmt.Fprintf(os.Stderr, "spine run: %d spool files of earlier runs not delivered yet: %v\n", len(files), err)
+		}
+	}()
 	var res runResult
 	owner, src := streams.Owner{Org: "dev", Member: "dev"}, apps.Source{Path: filepath.Base(spec.Bin) + " stdout", ModTime: time.Now(), Format: spec.Format}
 	tr := apps.NewTranslator(apps.Options{Owner: owner, Billing: spec.Billing, Sink: rs, Live: true, NewOutput: true})
@@ -305,27 +345,40 @@ func runApp(ctx context.Context, spec runSpec) (runResult, error) {
 	_ = shst.Done(pctx)
 	shst.Exit(code, status, why)
 	_ = sh.Finish(pctx)
-	rs.close()
-	stats, err := sink.Flush(pctx)
-	if err != nil {
-		rs.lost += sink.Drop()
-		rs.fail(err)
-	}
+	rs.close(pctx)
+	rs.d.close()
+	waiting := rs.sp.written - rs.d.taken - len(rs.d.refusals)
 	res.Code = code
 	if res.Status == "" { // the output named no session: nothing ended
 		res.Status = map[bool]string{true: "done", false: status}[status == ""]
 	}
-	for _, r := range stats.Refused {
+	for _, r := range rs.d.refusals {
 		fmt.Fprintf(os.Stderr, "spine run: spine refused %s: %s: %s\n", r.ID, r.Code, r.Reason)
 	}
-	res.Lost, res.Refused = rs.lost, len(stats.Refused)
-	res.Recorded = rs.err == nil && rs.lost == 0 && len(stats.Refused) == 0
+	res.Lost, res.Refused, res.Waiting = rs.sp.full, len(rs.d.refusals), waiting
+	res.Recorded = rs.err == nil && rs.sp.full == 0 && waiting == 0 && res.Refused == 0
+	rs.sp.close(waiting == 0)
 	if !res.Recorded {
-		fmt.Fprintf(os.Stderr, "spine run: the session is not fully recorded: %d envelopes not taken, %d refused: %v\n",
-			rs.lost, len(stats.Refused), rs.err)
+		why := cmp.Or(rs.err, rs.waitErr)
+		if why == nil && waiting > 0 {
+			why = fmt.Errorf("spine took nothing for %s", flushGrace)
+		}
+		fmt.Fprintf(os.Stderr, "spine run: the session is not fully recorded: %d envelopes not kept (the spool is full), %d refused, %d wait in the spool",
+			rs.sp.full, res.Refused, waiting)
+		if why != nil {
+			fmt.Fprintf(os.Stderr, ": %v", why)
+		}
+		fmt.Fprintln(os.Stderr)
+		if waiting > 0 {
+			fmt.Fprintf(os.Stderr, "spine run: %s keeps them: the next spine run, or spine spool, delivers them\n", rs.sp.path)
+		}
 		if spec.Save != "" {
 			fmt.Fprintf(os.Stderr, "spine run: the output is in %s: spine import %s records it\n", spec.Save, spec.Save)
 		}
+	}
+	select { // the leftovers, while spine takes them
+	case <-left:
+	case <-time.After(flushGrace):
 	}
 	return res, nil
 }
@@ -432,71 +485,111 @@ func exitOf(cmd *exec.Cmd, werr, cancelled error) (code int, status, why string)
 	return 0, "", ""
 }
 
-// runSink queues each envelope for spine; a goroutine of
-// its own sends the queue, so a slow spine does not slow the reading of
-// the app's output while the queue has room (queueSize envelopes). A
-// transient failure (no answer, a 5xx) is retried with backoff, up to
-// sendTries; an envelope spine still did not take is lost and counted,
-// and the rest are still sent (after one loss, each gets one try until
-// spine takes one again). The first error is told at the end.
+// runSink writes each envelope to the run's spool (spool.go) as the
+// translation makes it, and a goroutine of its own delivers the spool to
+// spine: spine unreachable or slow never slows the reading of the app's
+// output. client.do retries what spine may answer if asked again; when it
+// gives up (spine down longer), the delivery pauses and goes on from where
+// spine stopped taking, for as long as the run lives and flushGrace after
+// its end while spine takes something. What spine has not taken then stays
+// in the spool for a later spine run or spine spool.
 type runSink struct {
-	sink  *importer.HTTPSink
+	api   importer.API
 	stamp func(*streams.Envelope)
-	mu    sync.Mutex // the sink, err and lost
-	err   error
-	lost  int
-	queue chan *streams.Envelope
-	sent  chan struct{}
+	sp    *spool
+	d     *delivery
+
+	mu      sync.Mutex // err, waitErr
+	err     error      // the first failure: an envelope not recorded
+	waitErr error      // the last error the delivery waited on
+
+	closed   chan struct{}
+	sent     chan struct{}
+	stop     context.CancelFunc
+	progress atomic.Int64 // unix nanoseconds spine last took something
 }
 
-// How many envelopes wait for spine before the reading waits, and how
-// often one is tried.
-const (
-	queueSize = 10000
-	sendTries = 6
-)
-
-// start starts sending the queue to spine with ctx.
-func (r *runSink) start(ctx context.Context) {
-	r.queue, r.sent = make(chan *streams.Envelope, queueSize), make(chan struct{})
+// start starts delivering the spool to spine with ctx.
+func (r *runSink) start(ctx context.Context) error {
+	d, err := openDelivery(r.api, r.sp.path)
+	if err != nil {
+		return err
+	}
+	d.took = r.sp.took
+	r.d, r.closed, r.sent = d, make(chan struct{}), make(chan struct{})
+	ctx, r.stop = context.WithCancel(ctx)
 	go func() {
 		defer close(r.sent)
-		failing := false
-		for e := range r.queue {
-			err := r.send(ctx, e, failing)
-			failing = err != nil
-			r.fail(err)
-		}
+		r.deliver(ctx)
 	}()
-}
-
-// send publishes e, retrying a transient failure (unless once) with
-// backoff; what spine did not take in the end is dropped and counted lost.
-func (r *runSink) send(ctx context.Context, e *streams.Envelope, once bool) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	err := r.sink.Publish(ctx, e)
-	for wait, try := 200*time.Millisecond, 1; err != nil; wait, try = wait*2, try+1 {
-		var se interface{ HTTPStatus() int }
-		if permanent := errors.As(err, &se) && se.HTTPStatus() < 500; permanent || once || try == sendTries || ctx.Err() != nil {
-			r.lost += r.sink.Drop()
-			return err
-		}
-		r.mu.Unlock()
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-		}
-		r.mu.Lock()
-		_, err = r.sink.Flush(ctx) // the envelope is still in the batch
-	}
 	return nil
 }
 
-// close waits for the queue to be sent.
-func (r *runSink) close() {
-	close(r.queue)
-	<-r.sent
+// deliver sends the spool until it is closed and all sent, a failure
+// stops it, or ctx is done.
+func (r *runSink) deliver(ctx context.Context) {
+	closing := false
+	for {
+		n, err := r.d.step(ctx)
+		switch {
+		case n > 0:
+			r.progress.Store(time.Now().UnixNano())
+		case err == nil && closing:
+			return // closed, and all of it sent
+		}
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return
+		case spoolWaiting(err):
+			r.mu.Lock()
+			r.waitErr = err
+			r.mu.Unlock()
+			select {
+			case <-time.After(spoolPause):
+			case <-ctx.Done():
+				return
+			}
+			continue
+		default: // a refused token, say: asking again would be refused the same way
+			r.fail(err)
+			return
+		}
+		if n > 0 {
+			continue
+		}
+		select {
+		case <-r.sp.more:
+		case <-r.closed:
+			closing = true
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// close waits for the spool to be sent, while spine goes on taking it:
+// once it took nothing for flushGrace, or ctx is done, the rest is left
+// in the spool.
+func (r *runSink) close(ctx context.Context) {
+	close(r.closed)
+	r.progress.Store(time.Now().UnixNano())
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.sent:
+			return
+		case <-ctx.Done():
+		case <-tick.C:
+			if time.Since(time.Unix(0, r.progress.Load())) < flushGrace {
+				continue
+			}
+		}
+		r.stop()
+		<-r.sent
+		return
+	}
 }
 
 func (r *runSink) fail(err error) {
@@ -510,27 +603,37 @@ func (r *runSink) fail(err error) {
 	}
 }
 
-// Recorded asks spine; a session it cannot ask about is taken as new.
+// recordedWait bounds asking spine whether it has a session, so a spine
+// not answering holds the reading of the app's output that long at most.
+var recordedWait = 2 * time.Second
+
+// Recorded asks spine for the session (GET /v1/sessions/{id}); a session
+// it cannot ask about is taken as new.
 func (r *runSink) Recorded(ctx context.Context, id string) (apps.Recorded, error) {
-	r.mu.Lock()
-	rec, err := r.sink.Recorded(ctx, id)
-	r.mu.Unlock()
-	r.fail(err)
+	ctx, cancel := context.WithTimeout(ctx, recordedWait)
+	defer cancel()
+	var s struct {
+		LastSeq   int64          `json:"lastSeq"`
+		EndedAt   *time.Time     `json:"endedAt"`
+		Usage     *streams.Usage `json:"usage"`
+		TotalCost *float64       `json:"totalCost"`
+	}
+	if err := r.api.Do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id), nil, &s); err != nil {
+		return apps.Recorded{}, nil // a 404: new; no answer: taken as new
+	}
+	rec := apps.Recorded{Started: true, Ended: s.EndedAt != nil, LastSeq: s.LastSeq}
+	if rec.Ended {
+		rec.Usage, rec.Cost = s.Usage, s.TotalCost // the end's (a running session's usage is not)
+	}
 	return rec, nil
 }
 
-func (r *runSink) Publish(ctx context.Context, e *streams.Envelope) error {
+// Publish spools e (stamped); one the spool has no room for is counted.
+func (r *runSink) Publish(_ context.Context, e *streams.Envelope) error {
 	if r.stamp != nil {
 		r.stamp(e)
 	}
-	select {
-	case r.queue <- e:
-	case <-ctx.Done():
-		r.mu.Lock()
-		r.lost++
-		r.mu.Unlock()
-		r.fail(ctx.Err())
-	}
+	r.sp.write(e)
 	return nil
 }
 

@@ -1,0 +1,252 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spinehq/spine/apps"
+	"github.com/spinehq/spine/importer"
+	"github.com/spinehq/spine/internal/config"
+	"github.com/spinehq/spine/internal/spinetest"
+	"github.com/spinehq/spine/node"
+	"github.com/spinehq/spine/streams"
+)
+
+// freeAddr is a local address nothing listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// logged is how many envelopes of the session the log (JetStream) holds
+// on each of its subjects: start, chunk, end.
+func logged(t *testing.T, n *node.Node, id string) (starts, chunks, ends uint64) {
+	t.Helper()
+	s, err := n.JS.Stream(context.Background(), streams.StreamSessions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func(typ string) uint64 {
+		subj := streams.SessionSubject(id, typ)
+		info, err := s.Info(context.Background(), jetstream.WithSubjectFilter(subj))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.Subjects[subj]
+	}
+	return count(streams.TypeSessionStart), count(streams.TypeSessionChunk), count(streams.TypeSessionEnd)
+}
+
+// Spine stopped mid-run and started again on the same PostgreSQL and
+// JetStream store and port: the app goes on writing while spine is down,
+// the lines wait in the spool, and once spine answers every one is
+// delivered, in order and once: the log holds one start, one end and one
+// chunk a seq, the transcript each text once, and an import of the same
+// output publishes nothing. Before the spool, what spine did not take
+// within six tries was lost (exit 75).
+func TestRunSpineRestarted(t *testing.T) {
+	var cfg config.Config
+	addr, dataDir := freeAddr(t), t.TempDir()
+	n, _ := testNodeWith(t, func(c *config.Config) {
+		c.HTTPAddr, c.DataDir = addr, dataDir
+		cfg = *c
+	})
+	old := maxTransientWait
+	maxTransientWait = 500 * time.Millisecond
+	t.Cleanup(func() { maxTransientWait = old })
+	dir := t.TempDir()
+	app := script(t, "head -n 3 "+fastFixture+"\nuntil [ -e "+dir+"/down ]; do sleep 0.05; done\n"+
+		"tail -n +4 "+fastFixture+"\necho > "+dir+"/wrote\nuntil [ -e "+dir+"/up ]; do sleep 0.05; done")
+	done := make(chan error, 1)
+	go func() {
+		_, err := capture(t, "run", "--quiet", "--bin", app, "--", "hi")
+		done <- err
+	}()
+	id := apps.SessionID("claude-code", "fa570000-aaaa-aaaa-aaaa-aaaaaaaaaaaa")
+	waitTranscript(t, n, id, "standard turn")
+	n.Stop()
+	touch(t, dir+"/down")
+	waitFile(t, dir+"/wrote", "")
+	// Down longer than any retry: client.do gives up after 500 ms here, and spine run before the spool gave up after
+	// six tries of it, 6.2 s apart in all (some 10 s).
+	time.Sleep(12 * time.Second)
+	m, err := node.Start(context.Background(), cfg, spinetest.Logger(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Stop)
+	touch(t, dir+"/up")
+	select {
+	case err = <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("spine run did not end")
+	}
+	if err != nil {
+		t.Fatalf("spine run: %v", err)
+	}
+	waitIdle(t, m)
+	tr, err := capture(t, "read", "transcript", id)
+	for _, text := range []string{"standard turn", "fast turn (streaming)", "fast turn (final)", "second model fast turn"} {
+		if err != nil || strings.Count(tr, text) != 1 {
+			t.Fatalf("transcript, want %q once: %v\n%s", text, err, tr)
+		}
+	}
+	var lastSeq, rows int64
+	if err := m.Pool.QueryRow(context.Background(), `SELECT s.last_seq, (SELECT count(*) FROM session_chunks c WHERE c.session_id = s.id)
+		FROM sessions s WHERE id = $1`, id).Scan(&lastSeq, &rows); err != nil {
+		t.Fatal(err)
+	}
+	starts, chunks, ends := logged(t, m, id)
+	if starts != 1 || ends != 1 || chunks != uint64(lastSeq) || rows != lastSeq || lastSeq < 4 {
+		t.Fatalf("the log holds %d starts, %d chunks, %d ends; the session %d chunks up to seq %d", starts, chunks, ends, rows, lastSeq)
+	}
+	if status, _ := sessionStatus(t, id); status != "done" {
+		t.Fatalf("session %q, want done", status)
+	}
+	if left, _ := filepath.Glob(filepath.Join(os.Getenv("SPINE_SPOOL_DIR"), "*")); len(left) != 0 {
+		t.Fatalf("the spool still holds %v", left)
+	}
+	out, err := capture(t, "import", "--json", fastFixture)
+	var sum importer.Summary
+	if err != nil || json.Unmarshal([]byte(out), &sum) != nil || sum.Envelopes != 0 || sum.AlreadyRecorded != 1 {
+		t.Fatalf("import of the same output: %v\n%s", err, out)
+	}
+}
+
+// waitTranscript waits until the session's transcript through spine holds want.
+func waitTranscript(t *testing.T, n *node.Node, id, want string) {
+	t.Helper()
+	for deadline := time.Now().Add(spinetest.WaitTimeout); ; time.Sleep(50 * time.Millisecond) {
+		waitIdle(t, n)
+		out, err := capture(t, "read", "transcript", id)
+		if err == nil && strings.Contains(out, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("transcript of %s never held %q: %v\n%s", id, want, err, out)
+		}
+	}
+}
+
+func waitIdle(t *testing.T, n *node.Node) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), spinetest.WaitTimeout)
+	defer cancel()
+	if err := n.WaitIdle(ctx, nil); err != nil {
+		t.Fatalf("not caught up: %v", err)
+	}
+}
+
+// shortRetries makes spine run give up on an unreachable spine quickly.
+func shortRetries(t *testing.T) {
+	oldWait, oldFlush := maxTransientWait, flushGrace
+	maxTransientWait, flushGrace = 500*time.Millisecond, 500*time.Millisecond
+	t.Cleanup(func() { maxTransientWait, flushGrace = oldWait, oldFlush })
+}
+
+// A run spine never answered leaves its envelopes in the spool (exit
+// 75); the next spine run delivers them, and so does spine spool: the
+// session is recorded, whole, and the spool is empty.
+func TestRunSpoolLeftover(t *testing.T) {
+	shortRetries(t)
+	for _, deliver := range [][]string{
+		{"run", "--quiet", "--bin", "", "--", "hi"}, // a later run, of anything
+		{"spool"},
+	} {
+		t.Run(deliver[0], func(t *testing.T) {
+			n, _ := testNode(t) // a spine, and a spool, of its own
+			spoolDir := os.Getenv("SPINE_SPOOL_DIR")
+			_, err := capture(t, "run", "--quiet", "--url", "http://"+freeAddr(t), "--bin", script(t, "cat "+fastFixture), "--", "hi")
+			var code appExit
+			if !errors.As(err, &code) || code != notRecordedCode {
+				t.Fatalf("spine run to no spine: %v, want exit %d", err, notRecordedCode)
+			}
+			if left, _ := filepath.Glob(filepath.Join(spoolDir, "*.jsonl")); len(left) != 1 {
+				t.Fatalf("the spool holds %v, want the run's file", left)
+			}
+			if deliver[0] == "run" {
+				deliver[3] = script(t, "exit 0")
+			}
+			if out, err := capture(t, deliver...); err != nil {
+				t.Fatalf("%s: %v\n%s", deliver[0], err, out)
+			}
+			waitIdle(t, n)
+			id := apps.SessionID("claude-code", "fa570000-aaaa-aaaa-aaaa-aaaaaaaaaaaa")
+			if status, _ := sessionStatus(t, id); status != "done" {
+				t.Fatalf("session %q, want done", status)
+			}
+			if tr, err := capture(t, "read", "transcript", id); err != nil || !strings.Contains(tr, "second model fast turn") {
+				t.Fatalf("transcript: %v\n%s", err, tr)
+			}
+			if left, _ := filepath.Glob(filepath.Join(spoolDir, "*")); len(left) != 0 {
+				t.Fatalf("the spool still holds %v", left)
+			}
+		})
+	}
+}
+
+// A full spool (--spool-max) keeps nothing more and counts what it did
+// not keep: the app runs to its end, and spine run exits 75 (not fully
+// recorded) though the app exited 0.
+func TestRunSpoolFull(t *testing.T) {
+	n, _ := testNode(t)
+	_, err := capture(t, "run", "--quiet", "--spool-max", "1", "--bin", script(t, "cat "+fastFixture), "--", "hi")
+	var code appExit
+	if !errors.As(err, &code) || code != notRecordedCode {
+		t.Fatalf("spine run with a full spool: %v, want exit %d", err, notRecordedCode)
+	}
+	waitIdle(t, n)
+	id := apps.SessionID("claude-code", "fa570000-aaaa-aaaa-aaaa-aaaaaaaaaaaa")
+	if out, err := capture(t, "read", "session", id); err == nil {
+		t.Fatalf("session recorded from a full spool:\n%s", out)
+	}
+	if left, _ := filepath.Glob(filepath.Join(os.Getenv("SPINE_SPOOL_DIR"), "*")); len(left) != 0 {
+		t.Fatalf("the spool still holds %v", left)
+	}
+}
+
+// spine run asks spine about its session alone (GET /v1/sessions/{id}),
+// never pages through all of the caller's sessions (GET /v1/sessions), as
+// it did through the importer's sink.
+func TestRunAsksForItsSession(t *testing.T) {
+	_, _ = testNode(t)
+	target, _ := url.Parse(os.Getenv(config.EnvURL))
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	var mu sync.Mutex
+	var gets []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			mu.Lock()
+			gets = append(gets, r.URL.Path)
+			mu.Unlock()
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	if out, err := capture(t, "run", "--quiet", "--url", srv.URL, "--bin", script(t, "cat "+fastFixture), "--", "hi"); err != nil {
+		t.Fatalf("spine run: %v\n%s", err, out)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(gets) != 1 || gets[0] != "/v1/sessions/"+apps.SessionID("claude-code", "fa570000-aaaa-aaaa-aaaa-aaaaaaaaaaaa") {
+		t.Fatalf("spine run asked %q, want its session alone", gets)
+	}
+}

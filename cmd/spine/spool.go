@@ -1,0 +1,378 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spinehq/spine/importer"
+	"github.com/spinehq/spine/streams"
+)
+
+// The spool (docs/run.md#the-spool): each spine run writes every envelope
+// it makes to a file of its own in the spool directory, one JSON line
+// each in the order made, before anything is sent; a sender delivers the
+// file to spine from the offset spine took last (saved beside it, in
+// FILE.sent), and the file goes once spine took all of it. So spine being
+// unreachable or slow never blocks the app's output, and what a run could
+// not deliver is delivered by a later spine run or spine spool, in order;
+// ids are deterministic, so an envelope sent twice (no answer, then sent
+// again) is stored once.
+
+// defaultSpoolMax bounds the bytes waiting in the spool directory: the
+// files earlier runs left, plus what this run wrote that spine has not
+// taken yet (--spool-max). A run's own file is removed when spine took
+// all of it.
+const defaultSpoolMax = 512 << 20
+
+// Deliveries post up to spoolBatch envelopes (spoolBatchBytes) a request.
+const (
+	spoolBatch      = 500
+	spoolBatchBytes = 4 << 20
+)
+
+// spoolPause is the wait before a delivery asks spine again after
+// client.do gave up on it (spine down longer than its retries).
+var spoolPause = time.Second
+
+// spoolDir is the spool directory: flag, else $SPINE_SPOOL_DIR, else
+// spine/spool in the user's config directory.
+func spoolDir(flag string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	if d := os.Getenv("SPINE_SPOOL_DIR"); d != "" {
+		return d, nil
+	}
+	base, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("no spool directory (%v): pass --spool DIR", err)
+	}
+	return filepath.Join(base, "spine", "spool"), nil
+}
+
+// spool is one run's spool file, written by the translation.
+type spool struct {
+	path string
+	f    *os.File // appended to; locked (flock) while the run lives
+	max  int64
+
+	mu      sync.Mutex
+	used    int64 // bytes waiting: the other files' at open, plus this run's not yet taken
+	written int
+	full    int // envelopes not written: the spool was full
+	more    chan struct{}
+}
+
+// openSpool creates this run's spool file in dir, holding at most max
+// bytes in the directory in all.
+func openSpool(dir string, max int64) (*spool, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("spool: %w", err)
+	}
+	name := fmt.Sprintf("%s-%d.jsonl", time.Now().UTC().Format("20060102T150405.000000000Z"), os.Getpid())
+	path := filepath.Join(dir, name)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("spool: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("spool: lock %s: %w", path, err)
+	}
+	return &spool{path: path, f: f, max: max, used: spoolUsed(dir), more: make(chan struct{}, 1)}, nil
+}
+
+// spoolUsed is the bytes the spool files in dir hold.
+func spoolUsed(dir string) int64 {
+	var n int64
+	files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	for _, f := range files {
+		if fi, err := os.Stat(f); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
+}
+
+// write appends one envelope; false when the spool is full (or the disk
+// refused the write): the envelope is not recorded, and counted.
+func (s *spool) write(e *streams.Envelope) bool {
+	c := *e
+	c.Owner = nil // spine makes the token's member the owner
+	data, err := c.Marshal()
+	if err != nil {
+		return false
+	}
+	data = append(data, '\n')
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.used+int64(len(data)) > s.max {
+		s.full++
+		return false
+	}
+	if _, err := s.f.Write(data); err != nil {
+		s.full++
+		return false
+	}
+	s.used += int64(len(data))
+	s.written++
+	select {
+	case s.more <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// took frees n bytes spine took of this run's file.
+func (s *spool) took(n int64) {
+	s.mu.Lock()
+	s.used -= n
+	s.mu.Unlock()
+}
+
+// close closes the file, unlocking it: a later run may deliver it. It is
+// removed when delivered was all of it.
+func (s *spool) close(delivered bool) {
+	s.f.Close()
+	if delivered {
+		removeSpool(s.path)
+	}
+}
+
+func removeSpool(path string) {
+	_ = os.Remove(path)
+	_ = os.Remove(path + ".sent")
+}
+
+// delivery sends one spool file to spine, in order, from the offset spine
+// took last.
+type delivery struct {
+	api  importer.API
+	path string
+	took func(n int64) // told of the bytes spine took, when set
+	r    *bufio.Reader
+	f    *os.File
+	off  int64    // bytes of the file spine took (or refused)
+	part []byte   // the start of a line not yet whole
+	next [][]byte // lines read, not yet taken
+	// what spine did with the envelopes
+	taken    int
+	refusals []importer.Refusal
+}
+
+// openDelivery opens path for sending, at its saved offset.
+func openDelivery(api importer.API, path string) (*delivery, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	d := &delivery{api: api, path: path, f: f}
+	if b, err := os.ReadFile(path + ".sent"); err == nil {
+		d.off, _ = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	}
+	if _, err := f.Seek(d.off, io.SeekStart); err != nil {
+		f.Close()
+		return nil, err
+	}
+	d.r = bufio.NewReaderSize(f, 1<<20)
+	return d, nil
+}
+
+func (d *delivery) close() { d.f.Close() }
+
+// fill reads the whole lines written since, up to a batch.
+func (d *delivery) fill() error {
+	size := 0
+	for _, l := range d.next {
+		size += len(l)
+	}
+	for len(d.next) < spoolBatch && size < spoolBatchBytes {
+		b, err := d.r.ReadBytes('\n')
+		if err == io.EOF {
+			d.part = append(d.part, b...) // written in part so far, or nothing
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if len(d.part) > 0 {
+			b, d.part = append(d.part, b...), nil
+		}
+		d.next = append(d.next, b)
+		size += len(b)
+	}
+	return nil
+}
+
+// step posts the lines waiting, as one batch, and saves how far spine
+// took them. It returns how many it posted (0: none waiting). An envelope
+// spine refused (4xx) is passed over and told; one it could not store
+// (5xx) is posted again next step, with those after it.
+func (d *delivery) step(ctx context.Context) (int, error) {
+	if err := d.fill(); err != nil || len(d.next) == 0 {
+		return 0, err
+	}
+	body := make([]byte, 0, 1<<16)
+	body = append(body, '[')
+	for i, l := range d.next {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		body = append(body, l[:len(l)-1]...)
+	}
+	body = append(body, ']')
+	var resp streams.IngestResponse
+	if err := d.api.Do(ctx, http.MethodPost, "/v1/ingest", body, &resp); err != nil {
+		return 0, err
+	}
+	took, refused := len(d.next), 0
+	var unstored error
+	for _, r := range resp.Results {
+		switch {
+		case r.Status >= 500:
+			if r.Index < took {
+				took = r.Index
+			}
+			unstored = fmt.Errorf("spine could not store envelope %s (%d)", r.ID, r.Status)
+		case r.Status != http.StatusAccepted && r.Index < took:
+			ref := importer.Refusal{ID: r.ID}
+			if r.Error != nil {
+				ref.Code, ref.Reason = r.Error.Code, r.Error.Message
+			}
+			d.refusals = append(d.refusals, ref)
+			refused++
+		}
+	}
+	var bytes int64
+	for _, l := range d.next[:took] {
+		bytes += int64(len(l))
+	}
+	d.off += bytes
+	if d.took != nil {
+		d.took(bytes)
+	}
+	d.taken += took - refused
+	d.next = slices.Delete(d.next, 0, took)
+	if err := writeFileAtomic(d.path+".sent", []byte(strconv.FormatInt(d.off, 10))); err != nil {
+		return took, err
+	}
+	return took, unstored
+}
+
+// done: every line written so far was taken.
+func (d *delivery) done() bool { return len(d.next) == 0 && len(d.part) == 0 }
+
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// spoolWaiting: an error after which the delivery waits and asks again
+// (spine down or busy longer than client.do's retries, an envelope it
+// could not store), rather than one that stops it (a refused token).
+func spoolWaiting(err error) bool {
+	var ae *apiError
+	return transientErr(err) || errors.As(err, &ae) && ae.Status == http.StatusTooManyRequests ||
+		!errors.As(err, &ae) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// leftovers are the spool files in dir no running spine run holds, oldest
+// first.
+func leftovers(dir string) []string {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	slices.Sort(files) // named by creation time
+	var free []string
+	for _, path := range files {
+		f, err := os.Open(path)
+		if err != nil {
+			continue
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB) == nil {
+			free = append(free, path)
+		}
+		f.Close()
+	}
+	return free
+}
+
+// deliverLeftovers sends each spool file an earlier run left in dir,
+// oldest first, and removes each spine took all of. It returns how many
+// envelopes it delivered and what is left undelivered; an error stops it.
+func deliverLeftovers(ctx context.Context, api importer.API, dir string) (delivered int, left []string, err error) {
+	files := leftovers(dir)
+	for i, path := range files {
+		d, err := openDelivery(api, path)
+		if err != nil {
+			return delivered, files[i:], err
+		}
+		for {
+			n, err := d.step(ctx)
+			delivered += n
+			if err != nil {
+				d.close()
+				return delivered, files[i:], err
+			}
+			if n == 0 {
+				break
+			}
+		}
+		for _, r := range d.refusals {
+			fmt.Fprintf(os.Stderr, "spine: spine refused %s from %s: %s: %s\n", r.ID, filepath.Base(path), r.Code, r.Reason)
+		}
+		d.close()
+		if d.done() {
+			removeSpool(path)
+		}
+	}
+	return delivered, nil, nil
+}
+
+// runSpool is `spine spool`: it delivers what earlier runs left in the
+// spool and says what is left; exit 75 when something is.
+func runSpool(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("spool", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: spine spool [flags]\n\nDelivers to spine the envelopes earlier spine runs left in the spool\n(spine unreachable or slow when they ended). See docs/run.md.")
+		fs.PrintDefaults()
+	}
+	dirFlag := fs.String("spool", "", "the spool directory (default $SPINE_SPOOL_DIR, else spine/spool in the user's config directory)")
+	urlFlag := fs.String("url", "", "spine HTTP API (default $SPINE_URL or http://127.0.0.1:7070)")
+	token := fs.String("token", "", "bearer token (default $SPINE_TOKEN)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{"spool takes no arguments"}
+	}
+	dir, err := spoolDir(*dirFlag)
+	if err != nil {
+		return err
+	}
+	c, err := newClient(*urlFlag, *token)
+	if err != nil {
+		return err
+	}
+	n, left, err := deliverLeftovers(ctx, c, dir)
+	fmt.Fprintf(stdout, "delivered %d envelopes from %s\n", n, dir)
+	if len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "spine spool: %d spool files not delivered: %v\n", len(left), err)
+		return appExit(notRecordedCode)
+	}
+	return err
+}
