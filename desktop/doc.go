@@ -7,11 +7,15 @@
 // spine.task.<taskId>.<event> for a task's lifecycle, spine.runner.<id>.<event>
 // for a runner's inventory and presence — and the "tasks" projector
 // (Projection) turns them into desktop_tasks, desktop_task_events,
-// desktop_runners and remote_sessions. Reads touch only those tables.
+// desktop_runners and remote_sessions. Reads touch those tables, and
+// remoteSession.read also the recorder's (sessions, session_chunks, steps,
+// observations): each task's transcript is the app session its runner
+// recorded with the task's id (a session.start with taskId).
 //
 // A task is queued → claimed → running → done, or interrupted (no heartbeat
-// for LeaseTTL; what it posted is kept), expired (unclaimed past deliverBy)
-// or cancelled. Concurrency uses the log itself: a claim is published with
+// for LeaseTTL; what it posted is kept), expired (unclaimed past deliverBy),
+// cancelled, refused (the runner would not: it asks more than its owner
+// allows) or failed (the runner's app died). Concurrency uses the log itself: a claim is published with
 // Nats-Expected-Last-Subject-Sequence over the task's subjects
 // (spine.task.<id>.>), set to the sequence the claimer read, so of many
 // racing claims exactly one is stored and the rest get ErrAlreadyClaimed. The
