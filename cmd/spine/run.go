@@ -179,6 +179,10 @@ type runSpec struct {
 	// may hold (0: defaultSpoolMax).
 	SpoolDir string
 	SpoolMax int64
+	// NoStdin gives the app no stdin (/dev/null) instead of this
+	// process's: nobody types to a runner's task, and Codex reads a stdin
+	// that is not a terminal to its end before it starts.
+	NoStdin bool
 }
 
 // runResult is how a run ended.
@@ -269,7 +273,10 @@ func runApp(ctx context.Context, spec runSpec) (runResult, error) {
 		raw = io.TeeReader(out, f) // the output as read, for a later spine import
 	}
 	cmd := exec.Command(spec.Bin, spec.Argv...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.Dir = os.Stdin, w, os.Stderr, spec.Dir
+	cmd.Stdout, cmd.Stderr, cmd.Dir = w, os.Stderr, spec.Dir
+	if !spec.NoStdin {
+		cmd.Stdin = os.Stdin
+	}
 	err = cmd.Start()
 	w.Close()
 	if err != nil {
