@@ -7,12 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -161,9 +164,9 @@ type remoteRead struct {
 		Kind   string `json:"kind"`
 		Text   string `json:"text"`
 	} `json:"entries"`
-	Next  string `json:"next"` // the cursor: opaque (docs/desktop.md#reading)
-	More  bool   `json:"more"`
-	Ended bool   `json:"ended"`
+	Next  int64 `json:"next"`
+	More  bool  `json:"more"`
+	Ended bool  `json:"ended"`
 }
 
 func (rr *remoteRead) text() string {
@@ -187,10 +190,10 @@ func (r *runnerRig) create(body map[string]any) string {
 	return s.ID
 }
 
-func (r *runnerRig) read(id, since string) remoteRead {
+func (r *runnerRig) read(id string, since int64) remoteRead {
 	r.t.Helper()
 	var rr remoteRead
-	path := fmt.Sprintf("/v1/remote-sessions/%s?since=%s", url.PathEscape(id), url.QueryEscape(since))
+	path := fmt.Sprintf("/v1/remote-sessions/%s?since=%d", url.PathEscape(id), since)
 	if err := r.member.do(context.Background(), http.MethodGet, path, nil, &rr); err != nil {
 		r.t.Fatalf("read remote session %s: %v", id, err)
 	}
@@ -200,9 +203,15 @@ func (r *runnerRig) read(id, since string) remoteRead {
 // waitState waits until the remote session's latest task is in state.
 func (r *runnerRig) waitState(id, state string) remoteRead {
 	r.t.Helper()
+	return r.waitStateWithin(id, state, 2*time.Minute)
+}
+
+// waitStateWithin is waitState with an upper bound of its own.
+func (r *runnerRig) waitStateWithin(id, state string, within time.Duration) remoteRead {
+	r.t.Helper()
 	var rr remoteRead
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		rr = r.read(id, "0")
+	for deadline := time.Now().Add(within); ; time.Sleep(50 * time.Millisecond) {
+		rr = r.read(id, 0)
 		if rr.Session.State == state {
 			return rr
 		}
@@ -309,7 +318,7 @@ func TestRunnerRunsTaskAndFollowUp(t *testing.T) {
 func (r *runnerRig) waitTask(id, previous, state string) remoteRead {
 	r.t.Helper()
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		rr := r.read(id, "0")
+		rr := r.read(id, 0)
 		if rr.Session.LatestTaskID != previous && rr.Session.State == state {
 			return rr
 		}
@@ -326,7 +335,7 @@ func (r *runnerRig) waitTask(id, previous, state string) remoteRead {
 func TestRunnerCancelStopsTheApp(t *testing.T) {
 	r := newRunnerRig(t)
 	r.srv.Anthropic(fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("waiting"),
-		fakemodel.Tool("Bash", map[string]any{"command": "sleep 120", "description": "wait"})}})
+		fakemodel.Tool("Bash", map[string]any{"command": "sleep 121", "description": "wait"})}})
 	r.start("--config", r.config(nil))
 	id := r.create(map[string]any{"instructions": "wait a long time"})
 	for deadline := time.Now().Add(time.Minute); len(r.srv.Scripted()) == 0; time.Sleep(20 * time.Millisecond) {
@@ -349,8 +358,8 @@ func TestRunnerCancelStopsTheApp(t *testing.T) {
 	if rec := r.recorded(apps.SessionID("claude-code", rr.Session.LocalSessionID)); rec.Status != "cancelled" {
 		t.Fatalf("recorded session %+v, want cancelled", rec)
 	}
-	if out, _ := exec.Command("pgrep", "-f", "sleep 120").Output(); len(out) > 0 {
-		t.Logf("a sleep 120 is still running: %s", out)
+	if out, _ := exec.Command("pgrep", "-f", "sleep 121").Output(); len(out) > 0 {
+		t.Fatalf("the Bash call's sleep 121 still runs after the cancel: %s", out)
 	}
 }
 
@@ -424,7 +433,7 @@ func TestRunnerMCPClientToDesktop(t *testing.T) {
 	if more := r.read(id, rr.Next); len(more.Entries) != 0 || !more.Ended {
 		t.Fatalf("read after the cursor: %+v", more)
 	}
-	half := r.read(id, "0")
+	half := r.read(id, 0)
 	if len(half.Entries) < 2 {
 		t.Fatalf("too few entries to page: %s", half.text())
 	}
@@ -486,5 +495,82 @@ func TestRunnerRevoked(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatalf("spine runner went on with a revoked token\n%s", r.out)
+	}
+}
+
+// A task asking for Codex runs the real Codex (exec --json, the prompt
+// after "--", no stdin), and its follow-up resumes the same thread (exec resume):
+// the model is sent the earlier turn.
+func TestRunnerCodexFollowUp(t *testing.T) {
+	r := newRunnerRig(t)
+	r.srv.OpenAI(
+		fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("codex says 7")}, Usage: fakemodel.Usage{Input: 100, Output: 5}},
+		fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("codex resumed, still 7")}, Usage: fakemodel.Usage{Input: 120, Output: 6}},
+	)
+	// The runner's own stdin is a pipe nobody closes: the app must not
+	// wait on it (Codex reads a stdin that is not a terminal to its end).
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldStdin := os.Stdin
+	os.Stdin = pr
+	t.Cleanup(func() { os.Stdin = oldStdin; pw.Close(); pr.Close() })
+	codex := apprig.NewCodex(t, r.srv, nil)
+	cfg := r.config(func(c map[string]any) {
+		c["apps"].(map[string]any)["codex"] = map[string]any{"bin": envScript(t, codex.Bin, codex.Env(t)),
+			"args": []string{"--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"}}
+		c["workspaces"] = []string{codex.Dir}
+	})
+	r.start("--config", cfg)
+	id := r.create(map[string]any{"instructions": "-n count", "app": "codex"})
+	rr := r.waitState(id, "done")
+	if !strings.Contains(rr.text(), "codex says 7") || rr.Session.LocalSessionID == "" {
+		t.Fatalf("codex task: local session %q\n%s\nrunner:\n%s", rr.Session.LocalSessionID, rr.text(), r.out)
+	}
+	log := r.srv.Scripted()
+	if len(log) != 1 || !bytes.Contains(log[0].Request, []byte(`-n count`)) {
+		t.Fatalf("the model was not sent the instructions as the prompt: %d served", len(log))
+	}
+	task := rr.Session.LatestTaskID
+	body, _ := json.Marshal(map[string]string{"prompt": "again"})
+	if err := r.member.do(context.Background(), http.MethodPost, "/v1/remote-sessions/"+id+"/messages", body, &json.RawMessage{}); err != nil {
+		t.Fatal(err)
+	}
+	rr = r.waitTask(id, task, "done")
+	if !strings.Contains(rr.text(), "codex resumed, still 7") {
+		t.Fatalf("codex follow-up:\n%s\nrunner:\n%s", rr.text(), r.out)
+	}
+	log = r.srv.Scripted()
+	if len(log) != 2 || !bytes.Contains(log[1].Request, []byte("codex says 7")) {
+		t.Fatalf("the follow-up's request is not the resumed thread: %d served", len(log))
+	}
+}
+
+// With the event stream failing (a proxy in front of spine answers it
+// 503), the runner polls its work and still takes a task.
+func TestRunnerPollsWithoutStream(t *testing.T) {
+	r := newRunnerRig(t)
+	target, _ := url.Parse(r.member.base)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	var refused atomic.Int64
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.URL.Path == "/v1/desktop-runner/events" {
+			refused.Add(1)
+			http.Error(w, "no streams here", http.StatusServiceUnavailable)
+			return
+		}
+		proxy.ServeHTTP(w, req)
+	}))
+	t.Cleanup(front.Close)
+	if out, err := capture(t, "runner", "login", "--url", front.URL); err != nil {
+		t.Fatalf("runner login: %v\n%s", err, out)
+	}
+	r.srv.Anthropic(mainTurn(fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("polled and ran")}}))
+	r.start("--config", r.config(nil))
+	id := r.create(map[string]any{"instructions": "anything"})
+	// Well within the minute the runner lists its work with a stream up.
+	if rr := r.waitStateWithin(id, "done", 30*time.Second); !strings.Contains(rr.text(), "polled and ran") || refused.Load() == 0 {
+		t.Fatalf("polled task (stream refused %d times):\n%s\nrunner:\n%s", refused.Load(), rr.text(), r.out)
 	}
 }
