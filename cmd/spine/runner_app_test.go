@@ -159,20 +159,26 @@ type remoteRead struct {
 		Error          string `json:"error"`
 	} `json:"session"`
 	Entries []struct {
-		Pos    int64  `json:"pos"`
 		TaskID string `json:"taskId"`
+		Source string `json:"source"`
 		Kind   string `json:"kind"`
 		Text   string `json:"text"`
 	} `json:"entries"`
-	Next  int64 `json:"next"`
-	More  bool  `json:"more"`
-	Ended bool  `json:"ended"`
+	// RecordedSessions are the app sessions the runner recorded, by task.
+	RecordedSessions []struct {
+		SessionID string `json:"sessionId"`
+		TaskID    string `json:"taskId"`
+		Status    string `json:"status"`
+	} `json:"recordedSessions"`
+	Next  string `json:"next"`
+	More  bool   `json:"more"`
+	Ended bool   `json:"ended"`
 }
 
 func (rr *remoteRead) text() string {
 	var b strings.Builder
 	for _, e := range rr.Entries {
-		fmt.Fprintf(&b, "[%s] %s\n", e.Kind, e.Text)
+		fmt.Fprintf(&b, "[%s %s] %s\n", e.Source, e.Kind, e.Text)
 	}
 	return b.String()
 }
@@ -190,17 +196,18 @@ func (r *runnerRig) create(body map[string]any) string {
 	return s.ID
 }
 
-func (r *runnerRig) read(id string, since int64) remoteRead {
+func (r *runnerRig) read(id, since string) remoteRead {
 	r.t.Helper()
 	var rr remoteRead
-	path := fmt.Sprintf("/v1/remote-sessions/%s?since=%d", url.PathEscape(id), since)
+	path := fmt.Sprintf("/v1/remote-sessions/%s?since=%s", url.PathEscape(id), url.QueryEscape(since))
 	if err := r.member.do(context.Background(), http.MethodGet, path, nil, &rr); err != nil {
 		r.t.Fatalf("read remote session %s: %v", id, err)
 	}
 	return rr
 }
 
-// waitState waits until the remote session's latest task is in state.
+// waitState waits until the remote session's latest task is in state and
+// a read reaches the end of everything recorded for it.
 func (r *runnerRig) waitState(id, state string) remoteRead {
 	r.t.Helper()
 	return r.waitStateWithin(id, state, 2*time.Minute)
@@ -211,8 +218,8 @@ func (r *runnerRig) waitStateWithin(id, state string, within time.Duration) remo
 	r.t.Helper()
 	var rr remoteRead
 	for deadline := time.Now().Add(within); ; time.Sleep(50 * time.Millisecond) {
-		rr = r.read(id, 0)
-		if rr.Session.State == state {
+		rr = r.read(id, "")
+		if rr.Session.State == state && rr.Ended { // its recorded sessions read to their ends too
 			return rr
 		}
 		if time.Now().After(deadline) {
@@ -298,13 +305,26 @@ func TestRunnerRunsTaskAndFollowUp(t *testing.T) {
 	if err := r.member.do(context.Background(), http.MethodPost, "/v1/remote-sessions/"+id+"/messages", body, &sent); err != nil {
 		t.Fatal(err)
 	}
-	r.waitTask(id, task, "done")
-	rr = r.read(id, cursor)
+	followUp := r.waitTask(id, task, "done").Session.LatestTaskID
+	rr = r.readEnded(id, cursor)
 	if !strings.Contains(rr.text(), "still 42, resumed") || strings.Contains(rr.text(), "the answer is 42") {
 		t.Fatalf("read after the cursor:\n%s", rr.text())
 	}
 	if rr.Session.LocalSessionID != local {
 		t.Fatalf("the follow-up ran in local session %s, want %s", rr.Session.LocalSessionID, local)
+	}
+	// The continuation is a spine session of its own, for the follow-up's
+	// task, with the same app session and its own router-call row.
+	if n := len(rr.RecordedSessions); n != 2 || rr.RecordedSessions[1].TaskID != followUp ||
+		rr.RecordedSessions[1].SessionID == rec.ID {
+		t.Fatalf("recorded sessions %+v, want the first and a continuation for task %s", rr.RecordedSessions, followUp)
+	}
+	cont := r.recorded(rr.RecordedSessions[1].SessionID)
+	if cont.TaskID != followUp || cont.AppSessionRef != local || cont.Status != "done" {
+		t.Fatalf("the continuation %+v, want task %s, app session %s, done", cont, followUp, local)
+	}
+	if row := routerCall(t, r.n, cont.ID); row.tokens.Output != 6 {
+		t.Fatalf("the continuation's router call %+v, want the 6 output tokens served", row)
 	}
 	log := r.srv.Scripted()
 	if len(log) != 3 || !bytes.Contains(log[2].Request, []byte("the answer is 42")) ||
@@ -313,13 +333,28 @@ func TestRunnerRunsTaskAndFollowUp(t *testing.T) {
 	}
 }
 
+// readEnded reads after since until the read says the session ended
+// (every recorded session read to its end).
+func (r *runnerRig) readEnded(id, since string) remoteRead {
+	r.t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		rr := r.read(id, since)
+		if rr.Ended {
+			return rr
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("remote session %s never read to its end:\n%s", id, rr.text())
+		}
+	}
+}
+
 // waitTask waits until the remote session's latest task is another than
 // previous and in state.
 func (r *runnerRig) waitTask(id, previous, state string) remoteRead {
 	r.t.Helper()
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		rr := r.read(id, 0)
-		if rr.Session.LatestTaskID != previous && rr.Session.State == state {
+		rr := r.read(id, "")
+		if rr.Session.LatestTaskID != previous && rr.Session.State == state && rr.Ended {
 			return rr
 		}
 		if time.Now().After(deadline) {
@@ -433,7 +468,7 @@ func TestRunnerMCPClientToDesktop(t *testing.T) {
 	if more := r.read(id, rr.Next); len(more.Entries) != 0 || !more.Ended {
 		t.Fatalf("read after the cursor: %+v", more)
 	}
-	half := r.read(id, 0)
+	half := r.read(id, "")
 	if len(half.Entries) < 2 {
 		t.Fatalf("too few entries to page: %s", half.text())
 	}
