@@ -62,7 +62,11 @@ type Session struct {
 	StartedAt time.Time          `json:"startedAt"`
 	EndedAt   *time.Time         `json:"endedAt"`
 	UpdatedAt time.Time          `json:"updatedAt"`
-	Partition int                `json:"-"`
+	// CancelRequestedAt is when JetStream stored the first cancel of a
+	// session still running (its owner's spine cancel): its producer polls
+	// it to stop the app (spine run, docs/run.md). Set by GetSession.
+	CancelRequestedAt *time.Time `json:"cancelRequestedAt,omitempty"`
+	Partition         int        `json:"-"`
 
 	observations int  // observation_count: the run's next observation idx - 1
 	isNew        bool // inserted by this batch

@@ -134,6 +134,7 @@ func GetSession(ctx context.Context, q streams.Querier, owner streams.Owner, id 
 		return nil, ErrNotFound
 	}
 	s := found[0]
+	s.CancelRequestedAt = s.cancelRequested
 	if len(s.Usage) > 0 {
 		var u streams.Usage
 		if err := json.Unmarshal(s.Usage, &u); err != nil {

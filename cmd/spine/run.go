@@ -292,7 +292,11 @@ func runApp(ctx context.Context, spec runSpec) (runResult, error) {
 		close(exited)
 		_ = out.SetReadDeadline(time.Now().Add(drainGrace))
 	}()
-	stop := forward(ctx, cmd.Process, sigs, exited)
+	// A cancel from spine (the owner's spine cancel) stops the app as a
+	// signal would: watchCancel cancels actx.
+	actx, cancelApp := context.WithCancelCause(ctx)
+	defer cancelApp(nil)
+	stop := forward(actx, cmd.Process, sigs, exited)
 	// Envelopes still go to spine after spine run is told to stop: the
 	// cancelled end is the last of them, sent within flushGrace of the
 	// app's exit.
@@ -300,7 +304,7 @@ func runApp(ctx context.Context, spec runSpec) (runResult, error) {
 	defer cancel()
 	go func() {
 		select {
-		case <-ctx.Done():
+		case <-actx.Done():
 		case <-pctx.Done():
 			return
 		}
@@ -322,6 +326,7 @@ func runApp(ctx context.Context, spec runSpec) (runResult, error) {
 		sp.close(true)
 		return runResult{}, err
 	}
+	go watchCancel(pctx, spec.API, rs.started, exited, cancelApp)
 	left := make(chan struct{})
 	go func() { // what earlier runs left in the spool
 		defer close(left)
@@ -514,6 +519,9 @@ type runSink struct {
 	sent     chan struct{}
 	stop     context.CancelFunc
 	progress atomic.Int64 // unix nanoseconds spine last took something
+
+	// started is sent the session's id once its start is spooled.
+	started chan string
 }
 
 // start starts delivering the spool to spine with ctx.
@@ -523,7 +531,7 @@ func (r *runSink) start(ctx context.Context) error {
 		return err
 	}
 	d.took = r.sp.took
-	r.d, r.closed, r.sent = d, make(chan struct{}), make(chan struct{})
+	r.d, r.closed, r.sent, r.started = d, make(chan struct{}), make(chan struct{}), make(chan string, 1)
 	ctx, r.stop = context.WithCancel(ctx)
 	go func() {
 		defer close(r.sent)
@@ -640,8 +648,52 @@ func (r *runSink) Publish(_ context.Context, e *streams.Envelope) error {
 	if r.stamp != nil {
 		r.stamp(e)
 	}
-	r.sp.write(e)
+	if r.sp.write(e) && e.Type == streams.TypeSessionStart {
+		select {
+		case r.started <- e.SessionID:
+		default: // a later session of the output: the first is watched
+		}
+	}
 	return nil
+}
+
+// cancelPoll is how often spine run asks spine whether its session's
+// owner cancelled it.
+var cancelPoll = 2 * time.Second
+
+// watchCancel asks spine every cancelPoll, once the session's start was
+// made, whether its owner cancelled it (cancelRequestedAt on GET
+// /v1/sessions/{id}); when it did, it stops the app (cancel) and the
+// session ends cancelled. It returns when the app exits. A poll spine does
+// not answer is passed over.
+func watchCancel(ctx context.Context, api importer.API, started <-chan string, exited <-chan struct{},
+	cancel context.CancelCauseFunc) {
+	var id string
+	select {
+	case id = <-started:
+	case <-exited:
+		return
+	}
+	tick := time.NewTicker(cancelPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+		case <-exited:
+			return
+		}
+		var s struct {
+			CancelRequestedAt *time.Time `json:"cancelRequestedAt"`
+		}
+		pctx, done := context.WithTimeout(ctx, cancelPoll)
+		err := api.Do(pctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id), nil, &s)
+		done()
+		if err == nil && s.CancelRequestedAt != nil {
+			fmt.Fprintln(os.Stderr, "spine run: the session was cancelled in spine: stopping the app")
+			cancel(errors.New("the session was cancelled in spine"))
+			return
+		}
+	}
 }
 
 // showSink shows each envelope of the rendering's translation, redacted

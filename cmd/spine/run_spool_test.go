@@ -250,3 +250,40 @@ func TestRunAsksForItsSession(t *testing.T) {
 		t.Fatalf("spine run asked %q, want its session alone", gets)
 	}
 }
+
+// The owner's spine cancel (POST /v1/sessions/{id}/cancel) stops the app:
+// spine run sees cancelRequestedAt on its session, passes the app SIGINT,
+// and the session ends cancelled. Before, the app ran on and spine ended
+// the session only after its grace.
+func TestRunCancelledInSpine(t *testing.T) {
+	n, _ := testNode(t)
+	old := cancelPoll
+	cancelPoll = 100 * time.Millisecond
+	defer func() { cancelPoll = old }()
+	app := script(t, "trap 'exit 0' INT\nhead -n 3 "+fastFixture+"\nwhile :; do sleep 0.05; done")
+	done := make(chan error, 1)
+	go func() {
+		_, err := capture(t, "run", "--quiet", "--bin", app, "--", "hi")
+		done <- err
+	}()
+	id := apps.SessionID("claude-code", "fa570000-aaaa-aaaa-aaaa-aaaaaaaaaaaa")
+	waitTranscript(t, n, id, "standard turn")
+	if out, err := capture(t, "cancel", id, "--reason", "enough"); err != nil {
+		t.Fatalf("spine cancel: %v\n%s", err, out)
+	}
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("spine run did not stop on the cancel")
+	}
+	var code appExit
+	if !errors.As(err, &code) || code != 130 {
+		t.Fatalf("spine run: %v, want 130 (stopped, though the app exited 0)", err)
+	}
+	waitIdle(t, n)
+	status, why := sessionStatus(t, id)
+	if status != "cancelled" || !strings.Contains(why, "cancelled in spine") {
+		t.Fatalf("session %q (%q), want cancelled by spine run", status, why)
+	}
+}
