@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/spinehq/spine/apps"
+	"github.com/spinehq/spine/desktop"
 	"github.com/spinehq/spine/internal/apprig"
 	"github.com/spinehq/spine/internal/config"
 	"github.com/spinehq/spine/internal/fakemodel"
@@ -607,5 +608,25 @@ func TestRunnerPollsWithoutStream(t *testing.T) {
 	// Well within the minute the runner lists its work with a stream up.
 	if rr := r.waitStateWithin(id, "done", 30*time.Second); !strings.Contains(rr.text(), "polled and ran") || refused.Load() == 0 {
 		t.Fatalf("polled task (stream refused %d times):\n%s\nrunner:\n%s", refused.Load(), rr.text(), r.out)
+	}
+}
+
+// A lease the runner lost (no heartbeat within the lease: spine
+// interrupts the task) stops the app at the runner's next heartbeat,
+// which answers stale_claim; the task stays interrupted, not completed.
+func TestRunnerLostLeaseStopsTheApp(t *testing.T) {
+	r := newRunnerRig(t)
+	r.srv.Anthropic(fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("waiting"),
+		fakemodel.Tool("Bash", map[string]any{"command": "sleep 122", "description": "wait"})}})
+	heartbeatEvery = desktop.LeaseTTL + 5*time.Second // the second heartbeat comes after the lease ran out
+	r.start("--config", r.config(nil))
+	id := r.create(map[string]any{"instructions": "wait past the lease"})
+	r.waitStateWithin(id, "interrupted", 2*time.Minute)
+	r.waitOut("lost the task's lease")
+	if out, _ := exec.Command("pgrep", "-f", "sleep 122").Output(); len(out) > 0 {
+		t.Fatalf("the Bash call's sleep 122 still runs after the lease was lost: %s", out)
+	}
+	if strings.Contains(r.out.String(), "receipt") {
+		t.Fatalf("the runner completed a task it no longer held:\n%s", r.out)
 	}
 }

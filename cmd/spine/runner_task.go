@@ -124,6 +124,9 @@ func (h *heldTask) runApp(ctx context.Context, spec runSpec) error {
 	stop(nil)
 	<-beat
 	if errors.Is(why, errLeaseLost) {
+		gone, cancel := context.WithCancel(fin)
+		cancel()
+		h.ev.close(gone) // what is left is no longer this runner's to post
 		h.r.out.say("task", fmt.Sprintf("■ task %s: %v: the app was stopped; spine no longer holds it for this runner", h.task.ID, why), nil)
 		return nil
 	}
@@ -203,11 +206,13 @@ func (h *heldTask) heartbeat(ctx context.Context, stop context.CancelCauseFunc) 
 	expires := time.Now().Add(desktop.LeaseTTL)
 	tick := time.NewTicker(heartbeatEvery)
 	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
+	for first := true; ; first = false {
+		if !first { // the first at once: it moves the task from claimed to running
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
 		}
 		var lease desktop.Lease
 		err := h.r.call(ctx, http.MethodPost, h.path("heartbeat"), map[string]any{"fence": h.fence}, &lease)
