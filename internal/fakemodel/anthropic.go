@@ -84,7 +84,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	if req.Stream {
-		m.stream(w, served)
+		m.stream(w, served, func(i int) { turn.wait(i, r.Context().Done()) })
 	} else {
 		served()
 		m.whole(w)
@@ -221,8 +221,9 @@ func (m *anthropicMsg) message(content []map[string]any, stop any, output int64)
 
 // stream writes the message as Anthropic's server-sent events, a ping
 // after the first block's start as the API sends one, calling last just
-// before the last event (message_stop).
-func (m *anthropicMsg) stream(w http.ResponseWriter, last func()) {
+// before the last event (message_stop) and hold before each block (and
+// before the end, with the count of blocks).
+func (m *anthropicMsg) stream(w http.ResponseWriter, last func(), hold func(int)) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
@@ -230,6 +231,7 @@ func (m *anthropicMsg) stream(w http.ResponseWriter, last func()) {
 	ev.send("message_start", map[string]any{"type": "message_start",
 		"message": m.message([]map[string]any{}, nil, m.startOutput())})
 	for i, b := range m.blocks {
+		hold(i)
 		ev.send("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": anthropicBlockStart(b)})
 		if i == 0 {
 			ev.send("ping", map[string]any{"type": "ping"})
@@ -239,6 +241,7 @@ func (m *anthropicMsg) stream(w http.ResponseWriter, last func()) {
 		}
 		ev.send("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
 	}
+	hold(len(m.blocks))
 	ev.send("message_delta", map[string]any{"type": "message_delta",
 		"delta": map[string]any{"stop_reason": m.stopReason(), "stop_sequence": nil},
 		"usage": m.deltaUsageJSON()})

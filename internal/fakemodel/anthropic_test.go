@@ -3,11 +3,13 @@ package fakemodel_test
 import (
 	"bufio"
 	"encoding/json"
+	"io"
 	"maps"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spinehq/spine/internal/fakemodel"
 )
@@ -104,5 +106,70 @@ func TestMessages(t *testing.T) {
 	if len(log) != 3 || log[0].Turn != 1 || log[1].Turn != 0 || log[1].Thread != fakemodel.ThreadSubagent ||
 		log[2].Turn != -1 || len(log[0].Tools) != 1 || log[0].Usage != u {
 		t.Fatalf("log %+v", log)
+	}
+}
+
+// A held turn streams its first HoldAfter blocks, whole, and stops there
+// until the test releases it: the client has the first block's stop, and
+// not the message's end, while the hold is reached; after Release the
+// rest comes. The Responses API holds the same way.
+func TestHold(t *testing.T) {
+	srv := fakemodel.Start(t)
+	hold := fakemodel.NewHold()
+	srv.Anthropic(fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("before"), fakemodel.Text("after")},
+		Hold: hold, HoldAfter: 1})
+	names := make(chan string, 64)
+	go func() {
+		defer close(names)
+		sc := bufio.NewScanner(post(t, srv, true, false).Body)
+		for sc.Scan() {
+			if name, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
+				names <- name
+			}
+		}
+	}()
+	var got []string
+	for name := range names {
+		got = append(got, name)
+		if name == "content_block_stop" {
+			break
+		}
+	}
+	<-hold.Reached()
+	select {
+	case name := <-names:
+		t.Fatalf("after %v, %q came before the release", got, name)
+	case <-time.After(200 * time.Millisecond):
+	}
+	hold.Release()
+	for name := range names {
+		got = append(got, name)
+	}
+	if got[len(got)-1] != "message_stop" || strings.Count(strings.Join(got, " "), "content_block_stop") != 2 {
+		t.Fatalf("events %v, want both blocks and the end after the release", got)
+	}
+
+	oh := fakemodel.NewHold()
+	srv.OpenAI(fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("before")}, Hold: oh, HoldAfter: 1})
+	done := make(chan []byte, 1)
+	go func() {
+		resp, err := http.Post(srv.URL()+"/v1/responses", "application/json", strings.NewReader(`{"model":"gpt-test"}`))
+		if err != nil {
+			done <- nil
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		done <- b
+	}()
+	<-oh.Reached()
+	select {
+	case <-done:
+		t.Fatal("the held response ended before the release")
+	case <-time.After(200 * time.Millisecond):
+	}
+	oh.Release()
+	if b := <-done; !strings.Contains(string(b), "response.completed") {
+		t.Fatalf("after the release: %s", b)
 	}
 }

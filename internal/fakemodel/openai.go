@@ -38,8 +38,10 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	sse.send("response.created", map[string]any{"response": map[string]any{
 		"id": id, "object": "response", "status": "in_progress", "model": model, "output": []any{}}})
 	for i, it := range items {
+		t.wait(i, r.Context().Done())
 		sse.item(i, it)
 	}
+	t.wait(len(items), r.Context().Done())
 	// logged before the last event, so a client that has read it all finds
 	// it in the log
 	s.record(Served{API: "openai", Model: model, ID: id, Usage: t.Usage, Turn: n, Tools: tools,

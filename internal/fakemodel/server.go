@@ -14,6 +14,11 @@
 //	// run claude with ANTHROPIC_BASE_URL=srv.URL() ...
 //	for _, r := range srv.Log() { ... }
 //
+// A turn with a Hold stops mid-stream after HoldAfter of its blocks until
+// the test calls Release: the app has part of the response and waits, so a
+// test can read what spine made of the part while the app still runs
+// (Hold.Reached says when the stream stopped).
+//
 // # What Claude Code sends
 //
 // Claude Code 2.1.197 run as `claude -p` with ANTHROPIC_BASE_URL at this
@@ -108,8 +113,46 @@ type Turn struct {
 	// a request no queued turn matches gets the default answer. It sees
 	// the request body as sent.
 	Match func(body []byte) bool
+	// Hold, when set, stops the streamed response after HoldAfter of its
+	// blocks (each whole: started, filled and stopped; 0 is right after
+	// the response's start) until the test releases it, so the app has
+	// part of a response and waits for the rest: a test reads what the app
+	// made of the part while the app still runs. A response sent whole
+	// (not streamed) is not held.
+	Hold      *Hold
+	HoldAfter int
 
 	index int // in its API's script, set when queued
+}
+
+// Hold stops a streamed turn mid-stream (Turn.Hold) until Release.
+type Hold struct {
+	reached, released chan struct{}
+	reach, release    sync.Once
+}
+
+// NewHold is a hold not yet reached nor released.
+func NewHold() *Hold { return &Hold{reached: make(chan struct{}), released: make(chan struct{})} }
+
+// Reached is closed once a response stopped at the hold, what came before
+// it sent (flushed).
+func (h *Hold) Reached() <-chan struct{} { return h.reached }
+
+// Release lets the held response go on (and any later one at the same
+// hold pass); releasing twice is fine.
+func (h *Hold) Release() { h.release.Do(func() { close(h.released) }) }
+
+// wait stops at the hold, if there is one at block i, until it is
+// released or the client gives up (done).
+func (t Turn) wait(i int, done <-chan struct{}) {
+	if t.Hold == nil || i != t.HoldAfter {
+		return
+	}
+	t.Hold.reach.Do(func() { close(t.Hold.reached) })
+	select {
+	case <-t.Hold.released:
+	case <-done:
+	}
 }
 
 // Block is one content block of a response.
