@@ -248,3 +248,41 @@ func (tr *Translator) EndQuiet(ctx context.Context, quiet func(files []string) b
 	}
 	return nil
 }
+
+// running publishes the usage so far of the session written to, when a
+// record changed it since the last one published (Options.Live): a
+// session.usage, which the recorder keeps on the session row until the
+// end replaces it, so a live cost view needs no end. Only a started
+// session's, and like the end only what came past the ended sessions'.
+// Its id is the usage's place: the same usage after the same chunk is the
+// same envelope, so a collector reading a file again sends nothing new.
+func (s *session) running(ctx context.Context) error {
+	if !s.rec.started || !s.reported() {
+		return nil
+	}
+	u, cost := s.since()
+	prev := shownUsage{id: s.rec.id} // a session starts from nothing used
+	if s.shown != nil && s.shown.id == s.rec.id {
+		prev = *s.shown
+	}
+	if u.SameCounts(prev.usage) && (sameCost(cost, prev.cost) || prev.cost == nil && *cost == 0) {
+		return nil
+	}
+	s.shown = &shownUsage{id: s.rec.id, usage: u, cost: cost}
+	kind := fmt.Sprintf("usage:%d:%d:%d:%d:%d", u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens)
+	if cost != nil {
+		kind += ":" + strconv.FormatFloat(*cost, 'g', -1, 64)
+	}
+	return s.tr.publish(ctx, s, &streams.Envelope{V: streams.Version, Type: streams.TypeSessionUsage,
+		ID: envelopeID(s.app(), s.rec.id, kind, s.seq-s.rec.after), At: s.endTime(), SessionID: s.rec.id,
+		Usage: &u, TotalCost: cost})
+}
+
+// shownUsage is the running usage published last.
+type shownUsage struct {
+	id    string // of the spine session it was published for
+	usage streams.Usage
+	cost  *float64
+}
+
+func sameCost(a, b *float64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }

@@ -223,3 +223,42 @@ func TestContinuationOfNewOutput(t *testing.T) {
 		}
 	}
 }
+
+// With Options.Live each record that changes a started session's usage
+// publishes a session.usage with the usage so far (a record that changes
+// nothing, none); a continuation's is only its own; without Live there is
+// none.
+func TestLiveRunningUsage(t *testing.T) {
+	ctx := context.Background()
+	lines := []string{claudeLine(0, "do one", 0), claudeLine(1, "one done", 1), claudeLine(2, "again", 0),
+		claudeLine(3, "two done", 10)}
+	usages := func(l *logSink, id string) []int64 {
+		var out []int64
+		for _, e := range l.of(id, streams.TypeSessionUsage) {
+			out = append(out, e.Usage.InputTokens)
+		}
+		return out
+	}
+	for _, live := range []bool{true, false} {
+		log := &logSink{}
+		tr := NewTranslator(Options{Owner: streams.Owner{Org: "o", Member: "m"}, Sink: log, Live: live})
+		st := tr.Stream(Source{Path: "/p/c-1.jsonl", Format: FormatClaudeTranscript})
+		feed(t, tr, st, lines[:2])
+		if err := tr.EndQuiet(ctx, always); err != nil {
+			t.Fatal(err)
+		}
+		feed(t, tr, st, lines[2:])
+		if err := tr.Finish(ctx); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string][]int64{"c-1": {1}, "c-1-c1": {10}}
+		if !live {
+			want = map[string][]int64{"c-1": nil, "c-1-c1": nil}
+		}
+		for id, w := range want {
+			if got := usages(log, id); !slices.Equal(got, w) {
+				t.Fatalf("live=%v: %s's running usage %v, want %v", live, id, got, w)
+			}
+		}
+	}
+}

@@ -44,7 +44,8 @@ type session struct {
 	pre       *preStart // until the start is published
 	workspace string    // for a continuation's start
 	files     []string
-	rec       recording // the spine session written to now (see continuation.go)
+	rec       recording   // the spine session written to now (see continuation.go)
+	shown     *shownUsage // the running usage published last (Options.Live)
 
 	startAt, lastAt time.Time
 	fallback        int64 // the first file's modification time (Unix ms), for sources without times

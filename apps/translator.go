@@ -39,10 +39,12 @@ type Options struct {
 	// chunks after spine's (see continuation.go).
 	NewOutput bool
 	// Live publishes every envelope as its record is translated, for an
-	// app's output read while it runs (spine run): a stream-json or exec
-	// session's envelopes are not held back to its end (see hold), so its
-	// transcript is readable before the app exits. The start carries the
-	// time known when it is published.
+	// app's output read while it runs (spine run, spine collect): a
+	// stream-json or exec session's envelopes are not held back to its end
+	// (see hold), so its transcript is readable before the app exits. The
+	// start carries the time known when it is published. And each time a
+	// record changes a started session's usage, a session.usage carries
+	// the usage so far (see session.running).
 	Live bool
 	Bounds
 }
@@ -88,6 +90,7 @@ type Translator struct {
 	lines     map[uint64]struct{} // lines and tool calls seen, by session
 	strs      map[string]string   // models and efforts, one copy each
 	heldBytes int                 // of every open session's held envelopes
+	last      *session            // the session the record being translated named
 	stats     Stats
 }
 
@@ -144,27 +147,40 @@ type parser interface {
 }
 
 // Stream is one source's translation: its records, in order, one at a time.
-type Stream struct{ p parser }
+type Stream struct {
+	p    parser
+	tr   *Translator
+	live bool // Options.Live: running usage is published as it changes
+}
 
 // Stream starts translating one source.
 func (tr *Translator) Stream(src Source) *Stream {
 	fc := &fileCtx{path: src.Path, mtime: src.ModTime, format: src.Format}
+	st := &Stream{tr: tr, live: tr.opts.Live}
 	switch fc.format {
 	case FormatClaudeStream:
-		return &Stream{&claudeStream{tr: tr, fc: fc}}
+		st.p = &claudeStream{tr: tr, fc: fc}
 	case FormatClaudeTranscript:
-		return &Stream{&claudeTranscript{tr: tr, fc: fc}}
+		st.p = &claudeTranscript{tr: tr, fc: fc}
 	case FormatCodexExec:
-		return &Stream{&codexExec{tr: tr, fc: fc}}
+		st.p = &codexExec{tr: tr, fc: fc}
 	default:
-		return &Stream{&codexRollout{tr: tr, fc: fc}}
+		st.p = &codexRollout{tr: tr, fc: fc}
 	}
+	return st
 }
 
 // Record translates one record; a non-empty skip says why it was not. An
 // error is the sink's: it stops the translation.
 func (st *Stream) Record(ctx context.Context, rec Record) (skip string, err error) {
-	return st.p.record(ctx, rec)
+	st.tr.last = nil
+	skip, err = st.p.record(ctx, rec)
+	if err == nil && st.live {
+		if s := st.tr.last; s != nil && !s.closed {
+			err = s.running(ctx)
+		}
+	}
+	return skip, err
 }
 
 // Done ends the source (its sessions stay open: a later source may
@@ -243,6 +259,7 @@ func (tr *Translator) session(fc *fileCtx, appSessionID string) *session {
 	} else if s.lru != nil {
 		tr.oneFile.MoveToBack(s.lru)
 	}
+	tr.last = s
 	if len(s.files) == 0 || s.files[len(s.files)-1] != fc.path && !slices.Contains(s.files, fc.path) {
 		s.files = append(s.files, fc.path)
 	}

@@ -135,7 +135,8 @@ func New(opts Options) (*Collector, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := &Collector{opts: opts, st: st, gate: &gate{Sink: opts.Sink, machine: opts.Machine}, tails: map[string]*tail{}, unreadable: map[string]bool{}, log: log, lock: lock}
-	c.tr = apps.NewTranslator(apps.Options{Owner: opts.Owner, Sink: c.gate, Skipped: c.skipped})
+	// Live: each session's usage so far is sent as it changes (session.usage).
+	c.tr = apps.NewTranslator(apps.Options{Owner: opts.Owner, Sink: c.gate, Skipped: c.skipped, Live: true})
 	return c, nil
 }
 

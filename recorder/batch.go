@@ -92,6 +92,8 @@ func (b *batch) apply(ctx context.Context, m streams.Message, e *streams.Envelop
 		return b.control(m, e), nil
 	case streams.TypeSessionEnd:
 		return b.end(m, e), nil
+	case streams.TypeSessionUsage:
+		return b.usage(m, e), nil
 	case streams.TypeMCPCall:
 		return b.mcpCall(ctx, m, e)
 	case streams.TypeWorkerDisconnect:
@@ -308,11 +310,34 @@ func (b *batch) end(m streams.Message, e *streams.Envelope) error {
 	s.Status, s.ExitCode, s.Error = e.Status, e.ExitCode, e.Error
 	s.Model, s.Effort = e.Model, e.Effort // as reported; empty means unknown
 	s.TotalCost, s.Billing, s.Door = e.TotalCost, e.Billing, e.Door
+	s.Usage = nil // the end's usage replaces the running one (session.usage), none included
 	if e.Usage != nil {
 		s.Usage, _ = json.Marshal(e.Usage)
 	}
 	b.endArtifacts(s, e)
 	b.finish(s, e.At)
+	return nil
+}
+
+// usage keeps a running session's usage so far on its row: the last
+// session.usage until the end replaces it. Nothing counts it (the
+// router-call row is the end's). One that comes after the end is passed
+// over as a duplicate: the end's usage stands.
+func (b *batch) usage(m streams.Message, e *streams.Envelope) error {
+	s, err := b.session(m, e)
+	if err != nil {
+		return err
+	}
+	if s.Ended() {
+		return errDuplicate
+	}
+	s.Usage, _ = json.Marshal(e.Usage)
+	s.TotalCost = e.TotalCost
+	if e.At.After(s.UpdatedAt) {
+		s.UpdatedAt = e.At
+	}
+	s.dirty = true
+	s.heard(m)
 	return nil
 }
 

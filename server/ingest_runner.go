@@ -62,12 +62,12 @@ func (s *Server) authedOrRunner(h http.HandlerFunc) http.Handler {
 // sender's word).
 func (s *Server) admitRunner(ctx context.Context, e *streams.Envelope, id desktop.RunnerIdentity) *refusal {
 	switch e.Type {
-	case streams.TypeSessionChunk, streams.TypeSessionControl, streams.TypeSessionEnd:
+	case streams.TypeSessionChunk, streams.TypeSessionControl, streams.TypeSessionEnd, streams.TypeSessionUsage:
 		return nil
 	case streams.TypeSessionStart:
 	default:
 		return &refusal{http.StatusForbidden, CodeForbidden,
-			"a runner token records only session envelopes (session.start, session.chunk, session.control, session.end)"}
+			"a runner token records only session envelopes (session.start, session.chunk, session.control, session.end, session.usage)"}
 	}
 	if e.TaskID == "" {
 		return &refusal{http.StatusBadRequest, streams.ReasonMissingField,

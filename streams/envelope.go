@@ -20,13 +20,18 @@ const (
 	TypeSessionChunk     = "session.chunk"
 	TypeSessionControl   = "session.control"
 	TypeSessionEnd       = "session.end"
+	// TypeSessionUsage is a running session's usage so far (usage, and
+	// totalCost when the app reports one): the recorder keeps the last on
+	// the session row until the end replaces it. It is never counted: the
+	// router-call row is the end's.
+	TypeSessionUsage = "session.usage"
 	TypeWorkerDisconnect = "worker.disconnect"
 	TypeMCPCall          = "mcp.call"
 )
 
 // Types lists every envelope type, for metrics and docs.
 var Types = []string{TypeSessionStart, TypeSessionChunk, TypeSessionControl,
-	TypeSessionEnd, TypeWorkerDisconnect, TypeMCPCall}
+	TypeSessionEnd, TypeSessionUsage, TypeWorkerDisconnect, TypeMCPCall}
 
 // MaxEnvelopeBytes bounds one message on the wire; limits.go bounds each field.
 const MaxEnvelopeBytes = 4 << 20
@@ -65,7 +70,7 @@ type Envelope struct {
 	Control string `json:"control,omitempty"`
 	Reason  string `json:"reason,omitempty"` // also worker.disconnect
 
-	// session.end
+	// session.end (usage and totalCost: also session.usage)
 	Status    string     `json:"status,omitempty"` // also mcp.call
 	ExitCode  *int       `json:"exitCode,omitempty"`
 	Error     string     `json:"error,omitempty"` // also mcp.call

@@ -65,6 +65,11 @@ func (e *Envelope) Validate() error {
 		return oneOf(ReasonInvalidField, "control", e.Control, Controls)
 	case TypeSessionEnd:
 		return e.validateEnd()
+	case TypeSessionUsage:
+		if e.Usage == nil {
+			return Reject(ReasonMissingField, "session.usage needs usage")
+		}
+		return e.checkUsage()
 	case TypeWorkerDisconnect:
 		return checkID("workerId", e.WorkerID)
 	case TypeMCPCall:
@@ -195,13 +200,29 @@ func (e *Envelope) validateEnd() error {
 	if err := oneOf(ReasonInvalidField, "door", e.Door, Doors); err != nil {
 		return err
 	}
-	if e.TotalCost != nil && (*e.TotalCost < 0 || *e.TotalCost > MaxCost) {
-		return Reject(ReasonInvalidField, "totalCost must be 0 to %g", float64(MaxCost))
-	}
 	// The session row keeps it as an integer (int4); one past it would fail
 	// the recorder's whole batch, not just this envelope.
 	if e.ExitCode != nil && (*e.ExitCode < math.MinInt32 || *e.ExitCode > math.MaxInt32) {
 		return Reject(ReasonInvalidField, "exitCode must fit in 32 bits")
+	}
+	if err := e.checkUsage(); err != nil {
+		return err
+	}
+	for i := range e.Artifacts {
+		if err := CheckSize(fmt.Sprintf("artifacts[%d].size", i), e.Artifacts[i].Size); err != nil {
+			return err
+		}
+		if err := checkDigest(fmt.Sprintf("artifacts[%d].contentDigest", i), e.Artifacts[i].ContentDigest); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkUsage checks an end's or a session.usage's totalCost and usage.
+func (e *Envelope) checkUsage() error {
+	if e.TotalCost != nil && (*e.TotalCost < 0 || *e.TotalCost > MaxCost) {
+		return Reject(ReasonInvalidField, "totalCost must be 0 to %g", float64(MaxCost))
 	}
 	if u := e.Usage; u != nil {
 		for _, n := range []int64{u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens} {
@@ -210,14 +231,6 @@ func (e *Envelope) validateEnd() error {
 			}
 		}
 		if err := CheckRawJSON("usage.raw", u.Raw); err != nil {
-			return err
-		}
-	}
-	for i := range e.Artifacts {
-		if err := CheckSize(fmt.Sprintf("artifacts[%d].size", i), e.Artifacts[i].Size); err != nil {
-			return err
-		}
-		if err := checkDigest(fmt.Sprintf("artifacts[%d].contentDigest", i), e.Artifacts[i].ContentDigest); err != nil {
 			return err
 		}
 	}

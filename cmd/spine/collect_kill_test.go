@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -89,6 +90,14 @@ func TestCollectKill9(t *testing.T) {
 			id = transcriptSession(c)
 		}
 		return id != "" && spineHas(t, id, "kill-marker-one")
+	})
+	// While the session runs its usage so far is on it: the first turn's.
+	u1 := servedUsage(srv.Log()[:1])
+	eventually(t, "the first turn's usage on the running session", func() bool {
+		s := sessionOf(t, id)
+		raw, _ := json.Marshal(s["tokens"])
+		var tk *accounting.Tokens
+		return json.Unmarshal(raw, &tk) == nil && s["endedAt"] == nil && tk != nil && *tk == *accounting.Normalise(&u1)
 	})
 	col.kill9(t)
 

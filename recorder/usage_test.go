@@ -1,0 +1,46 @@
+package recorder_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/spinehq/spine/internal/spinetest"
+	"github.com/spinehq/spine/streams"
+)
+
+func runningUsage(session string, n int64, cost *float64) *streams.Envelope {
+	return &streams.Envelope{V: 1, Type: streams.TypeSessionUsage, ID: session + "-usage-" + string(rune('a'+n)),
+		At: time.Date(2026, 12, 1, 10, 0, int(n), 0, time.UTC), SessionID: session,
+		Usage: &streams.Usage{InputTokens: n, OutputTokens: 2 * n, CacheReadTokens: 3 * n}, TotalCost: cost}
+}
+
+// A running session's usage so far (session.usage) is on its row — usage,
+// tokens and totalCost, the last one sent — until the end replaces it with
+// its own (none when the end has none); one sent after the end changes
+// nothing and is no dead letter.
+func TestRunningUsageOnTheSession(t *testing.T) {
+	h := running(t)
+	cost := func(v float64) *float64 { return &v }
+	h.Publish(spinetest.Start("u1"), spinetest.Text("u1", 1, "hi"), runningUsage("u1", 1, cost(0.1)), runningUsage("u1", 2, cost(0.2)),
+		spinetest.Start("u2"), runningUsage("u2", 5, nil))
+	h.WaitCaughtUp()
+	s := session(t, h, "u1")
+	if s.Ended() || s.Tokens == nil || s.Tokens.Input != 2+6 || s.Tokens.Output != 4 || s.TotalCost == nil || *s.TotalCost != 0.2 {
+		t.Fatalf("running session: tokens %+v cost %v ended %v", s.Tokens, s.TotalCost, s.Ended())
+	}
+
+	end := spinetest.End("u1", "done", "m", "")
+	end.Usage = &streams.Usage{InputTokens: 7, OutputTokens: 8}
+	h.Publish(end, runningUsage("u1", 3, cost(0.3)), spinetest.End("u2", "done", "m", ""))
+	h.WaitCaughtUp()
+	s = session(t, h, "u1")
+	if !s.Ended() || s.Tokens == nil || s.Tokens.Input != 7 || s.Tokens.Output != 8 || s.TotalCost != nil {
+		t.Fatalf("ended session: tokens %+v cost %v", s.Tokens, s.TotalCost)
+	}
+	if s := session(t, h, "u2"); s.Tokens != nil || s.Usage != nil {
+		t.Fatalf("a session ended without usage keeps its running usage: %+v %s", s.Tokens, s.Usage)
+	}
+	if dl := deadLetters(t, h); len(dl) != 0 {
+		t.Fatalf("dead letters: %+v", dl)
+	}
+}
