@@ -16,15 +16,15 @@ const Version = 1
 
 // Envelope types.
 const (
-	TypeSessionStart     = "session.start"
-	TypeSessionChunk     = "session.chunk"
-	TypeSessionControl   = "session.control"
-	TypeSessionEnd       = "session.end"
+	TypeSessionStart   = "session.start"
+	TypeSessionChunk   = "session.chunk"
+	TypeSessionControl = "session.control"
+	TypeSessionEnd     = "session.end"
 	// TypeSessionUsage is a running session's usage so far (usage, and
 	// totalCost when the app reports one): the recorder keeps the last on
 	// the session row until the end replaces it. It is never counted: the
 	// router-call row is the end's.
-	TypeSessionUsage = "session.usage"
+	TypeSessionUsage     = "session.usage"
 	TypeWorkerDisconnect = "worker.disconnect"
 	TypeMCPCall          = "mcp.call"
 )
