@@ -13,6 +13,7 @@ func TestSubject(t *testing.T) {
 		streams.TypeSessionChunk:     "spine.session.s-1.chunk",
 		streams.TypeSessionControl:   "spine.session.s-1.control",
 		streams.TypeSessionEnd:       "spine.session.s-1.end",
+		streams.TypeSessionUsage:     "spine.session.s-1.usage",
 		streams.TypeWorkerDisconnect: "spine.worker.w-1.disconnect",
 		streams.TypeMCPCall:          "spine.mcp.s-1.call",
 	}
