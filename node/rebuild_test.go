@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/spinehq/spine/internal/config"
 	"github.com/spinehq/spine/internal/pgtest"
@@ -57,6 +58,12 @@ func TestRebuildVerifies(t *testing.T) {
 		if s != 4 {
 			envs = append(envs, spinetest.End(id, "done", "m", "e"))
 		}
+	}
+	// Running totals: rb4's kept on its row (it never ends), rb0's after its end passed over.
+	for _, id := range []string{"rb4", "rb0"} {
+		cost := 0.25
+		envs = append(envs, &streams.Envelope{V: 1, Type: streams.TypeSessionUsage, ID: id + "-usage", At: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+			SessionID: id, Usage: &streams.Usage{InputTokens: 10, OutputTokens: 3}, TotalCost: &cost})
 	}
 	envs = append(envs, spinetest.Text("rb0", 13, "after the end")) // a dead letter, the caller's
 	f.do("POST", "/v1/ingest", alice, envelopes(t, envs...))
