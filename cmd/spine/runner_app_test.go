@@ -630,3 +630,21 @@ func TestRunnerLostLeaseStopsTheApp(t *testing.T) {
 		t.Fatalf("the runner completed a task it no longer held:\n%s", r.out)
 	}
 }
+
+// An app that fails (exits 3 without a word) ends the task failed, with
+// why; one that cannot start at all too.
+func TestRunnerAppFails(t *testing.T) {
+	r := newRunnerRig(t)
+	cfg := r.config(func(c map[string]any) {
+		c["apps"] = map[string]any{"claude-code": map[string]any{"bin": script(t, "exit 3")},
+			"codex": map[string]any{"bin": filepath.Join(t.TempDir(), "no-such-codex")}}
+	})
+	r.start("--config", cfg)
+	for app, want := range map[string]string{"claude-code": "exit code 3", "codex": "could not start"} {
+		id := r.create(map[string]any{"instructions": "fail", "app": app})
+		if rr := r.waitState(id, "failed"); !strings.Contains(rr.Session.Error, "app_failed") ||
+			!strings.Contains(rr.Session.Error, want) {
+			t.Fatalf("%s: failed with %q, want app_failed: …%s", app, rr.Session.Error, want)
+		}
+	}
+}

@@ -88,7 +88,7 @@ func (h *heldTask) run(ctx context.Context) error {
 	if err != nil {
 		return h.complete(ctx, "failed", "no_workspace: "+err.Error())
 	}
-	if h.r.confirm && !h.r.ask(fmt.Sprintf("Run it with %s in %s? [y/N] ", app, dir)) {
+	if h.r.confirm && !h.r.ask(fmt.Sprintf("%s\nRun it with %s in %s? [y/N] ", t.Instructions, app, dir)) {
 		return h.complete(ctx, "refused", "declined: the desktop's owner declined the task")
 	}
 	a := h.r.consent.Apps[app]
