@@ -370,8 +370,9 @@ func (r *runnerRig) waitTask(id, previous, state string) remoteRead {
 // does the recorded session.
 func TestRunnerCancelStopsTheApp(t *testing.T) {
 	r := newRunnerRig(t)
+	sleep := uniqueSleep(121)
 	r.srv.Anthropic(fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("waiting"),
-		fakemodel.Tool("Bash", map[string]any{"command": "sleep 121", "description": "wait"})}})
+		fakemodel.Tool("Bash", map[string]any{"command": sleep, "description": "wait"})}})
 	r.start("--config", r.config(nil))
 	id := r.create(map[string]any{"instructions": "wait a long time"})
 	for deadline := time.Now().Add(time.Minute); len(r.srv.Scripted()) == 0; time.Sleep(20 * time.Millisecond) {
@@ -394,8 +395,8 @@ func TestRunnerCancelStopsTheApp(t *testing.T) {
 	if rec := r.recorded(apps.SessionID("claude-code", rr.Session.LocalSessionID)); rec.Status != "cancelled" {
 		t.Fatalf("recorded session %+v, want cancelled", rec)
 	}
-	if out, _ := exec.Command("pgrep", "-f", "sleep 121").Output(); len(out) > 0 {
-		t.Fatalf("the Bash call's sleep 121 still runs after the cancel: %s", out)
+	if out, _ := exec.Command("pgrep", "-f", sleep).Output(); len(out) > 0 {
+		t.Fatalf("the Bash call's %s still runs after the cancel: %s", sleep, out)
 	}
 }
 
@@ -616,15 +617,16 @@ func TestRunnerPollsWithoutStream(t *testing.T) {
 // which answers stale_claim; the task stays interrupted, not completed.
 func TestRunnerLostLeaseStopsTheApp(t *testing.T) {
 	r := newRunnerRig(t)
+	sleep := uniqueSleep(122)
 	r.srv.Anthropic(fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("waiting"),
-		fakemodel.Tool("Bash", map[string]any{"command": "sleep 122", "description": "wait"})}})
+		fakemodel.Tool("Bash", map[string]any{"command": sleep, "description": "wait"})}})
 	heartbeatEvery = desktop.LeaseTTL + 5*time.Second // the second heartbeat comes after the lease ran out
 	r.start("--config", r.config(nil))
 	id := r.create(map[string]any{"instructions": "wait past the lease"})
 	r.waitStateWithin(id, "interrupted", 2*time.Minute)
 	r.waitOut("lost the task's lease")
-	if out, _ := exec.Command("pgrep", "-f", "sleep 122").Output(); len(out) > 0 {
-		t.Fatalf("the Bash call's sleep 122 still runs after the lease was lost: %s", out)
+	if out, _ := exec.Command("pgrep", "-f", sleep).Output(); len(out) > 0 {
+		t.Fatalf("the Bash call's %s still runs after the lease was lost: %s", sleep, out)
 	}
 	if strings.Contains(r.out.String(), "receipt") {
 		t.Fatalf("the runner completed a task it no longer held:\n%s", r.out)
@@ -647,4 +649,10 @@ func TestRunnerAppFails(t *testing.T) {
 			t.Fatalf("%s: failed with %q, want app_failed: …%s", app, rr.Session.Error, want)
 		}
 	}
+}
+
+// uniqueSleep is a sleep of about secs seconds whose command line no other
+// test's (another test binary's on the machine too) matches, for pgrep.
+func uniqueSleep(secs int) string {
+	return fmt.Sprintf("sleep %d.%09d", secs, time.Now().UnixNano()%1e9)
 }
