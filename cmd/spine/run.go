@@ -40,6 +40,8 @@ func runRun(ctx context.Context, args []string) error {
 	token := fs.String("token", "", "bearer token (default $SPINE_TOKEN); the session belongs to its member")
 	quiet := fs.Bool("quiet", false, "show nothing of the run on the terminal")
 	save := fs.String("save", "", "also write the app's output, as read, to `FILE` (spine import FILE records it later)")
+	level := fs.String("level", "", "run the app at `LEVEL`: fast, strong or reasoning (its model and effort flags from the levels table)")
+	levelsFile := fs.String("levels", "", "the levels table overriding the built-in one (default levels.json in spine's config directory)")
 	spoolFlag := fs.String("spool", "", "the spool `DIR` (default $SPINE_SPOOL_DIR, else spine/spool in the user's config directory)")
 	spoolMax := fs.Int64("spool-max", defaultSpoolMax, "the bytes the spool directory may hold, every run's together")
 	asJSON := fs.Bool("json", false, "print each envelope of the run, as sent to spine, as a JSON line instead of the readable rendering")
@@ -56,6 +58,21 @@ func runRun(ctx context.Context, args []string) error {
 	argv, format, err := appArgs(*app, fs.Args())
 	if err != nil {
 		return usageError{err.Error()}
+	}
+	if *level != "" {
+		path := *levelsFile
+		if path == "" {
+			if path, err = levelsPath(); err != nil {
+				return err
+			}
+		}
+		table, err := loadLevels(path)
+		if err != nil {
+			return usageError{err.Error()}
+		}
+		if argv, err = withLevel(table, *app, *level, argv); err != nil {
+			return usageError{err.Error()}
+		}
 	}
 	path := *bin
 	if path == "" {
@@ -74,6 +91,13 @@ func runRun(ctx context.Context, args []string) error {
 	}
 	spec := runSpec{Bin: path, Argv: argv, Format: format, Billing: *billing, API: c, Save: *save, Signals: true,
 		SpoolDir: dir, SpoolMax: *spoolMax}
+	if *level != "" {
+		spec.Stamp = func(e *streams.Envelope) {
+			if e.Type == streams.TypeSessionStart {
+				e.Level = *level // the level asked for; the end says the model the app reported
+			}
+		}
+	}
 	switch {
 	case *quiet:
 	case *asJSON:
@@ -139,6 +163,9 @@ func appArgs(app string, args []string) ([]string, apps.Format, error) {
 			args = slices.Insert(args, 1, "--json")
 		}
 		return args, apps.FormatCodexExec, nil
+	}
+	if app == "embeddings" {
+		return nil, "", fmt.Errorf("--app %w", errEmbeddings)
 	}
 	return nil, "", fmt.Errorf("--app %q: want claude-code or codex", app)
 }
