@@ -239,7 +239,10 @@ func (s *session) pause(ctx context.Context) error {
 // quiet is given the session's sources, in the order read.
 func (tr *Translator) EndQuiet(ctx context.Context, quiet func(files []string) bool) error {
 	for _, s := range tr.order {
-		if s == nil || !s.begun || !quiet(s.files) {
+		if s == nil || !s.begun || s.started && !s.rec.started && !s.hasNew() {
+			continue // nothing since its last end: its files need no look
+		}
+		if !quiet(s.files) {
 			continue
 		}
 		if err := s.pause(ctx); err != nil {

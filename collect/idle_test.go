@@ -155,3 +155,53 @@ func appendTo(t *testing.T, path string, data []byte) {
 		t.Fatal(err)
 	}
 }
+
+// A session imported first (spine import ends it) and then collected while
+// the app goes on: its later part is a continuation the collector records,
+// kind attach with the machine as its workerId and the app's session id
+// as its appSessionRef; the imported part stays as imported. An import of
+// the whole file afterwards publishes nothing.
+func TestImportedFirstThenCollected(t *testing.T) {
+	a, _ := testAPINode(t)
+	home := t.TempDir()
+	data := crudTranscript(t)
+	path := crudPath(home)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	half := lineEnd(data, len(data)/2)
+	if err := os.WriteFile(path, data[:half], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := importer.Import(context.Background(), []string{path}, importer.Options{Sink: importer.NewHTTPSink(a, 500)}); err != nil {
+		t.Fatal(err)
+	}
+	id := "8122657c-fe54-4dc9-89a3-20049e8a84f7"
+	imported := waitSession(t, a, id, "the import's end", func(s sessionRow) bool { return s.EndedAt != nil })
+
+	appendTo(t, path, data[half:])
+	c, err := New(Options{ClaudeDir: home, StatePath: filepath.Join(t.TempDir(), "state.json"), Machine: "m1",
+		Sink: importer.NewHTTPSink(a, 500)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Once(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cont := apps.ContinuationID("claude-code", id, imported.LastSeq, 0)
+	s := waitSession(t, a, cont, "the collected continuation", func(s sessionRow) bool { return s.LastSeq > 0 })
+	if s.Kind != "attach" || s.WorkerID != "m1" || s.AppSessionRef != id {
+		t.Fatalf("continuation of an imported session: %+v", s)
+	}
+	if again := waitSession(t, a, id, "the imported session", func(sessionRow) bool { return true }); again.Kind == "attach" ||
+		again.LastSeq != imported.LastSeq {
+		t.Fatalf("the imported session changed: %+v, was %+v", again, imported)
+	}
+	imp, err := importer.Import(context.Background(), []string{path}, importer.Options{Sink: importer.NewHTTPSink(a, 500)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if imp.Envelopes != 1 { // the continuation's end: the collector leaves it open (not idle yet)
+		t.Fatalf("import after collect published %d envelopes, want the continuation's end", imp.Envelopes)
+	}
+}
