@@ -234,10 +234,12 @@ func (s *session) pause(ctx context.Context) error {
 
 // EndQuiet ends, for every app session whose sources quiet says have had
 // nothing new for long enough, the spine session it is written to, with
-// its usage so far (so its router-call row exists). The app session stays
-// in the translation: what it gains later is recorded as a continuation.
-// quiet is given the session's sources, in the order read.
-func (tr *Translator) EndQuiet(ctx context.Context, quiet func(files []string) bool) error {
+// its usage so far (so its router-call row exists), and returns the ids of
+// the sessions it ended. The app session stays in the translation: what it
+// gains later is recorded as a continuation. quiet is given the session's
+// sources, in the order read.
+func (tr *Translator) EndQuiet(ctx context.Context, quiet func(files []string) bool) ([]string, error) {
+	var ended []string
 	for _, s := range tr.order {
 		if s == nil || !s.begun || s.started && !s.rec.started && !s.hasNew() {
 			continue // nothing since its last end: its files need no look
@@ -245,11 +247,18 @@ func (tr *Translator) EndQuiet(ctx context.Context, quiet func(files []string) b
 		if !quiet(s.files) {
 			continue
 		}
+		id := s.rec.id
+		was := s.published
+		s.published = false
 		if err := s.pause(ctx); err != nil {
-			return err
+			return ended, err
 		}
+		if s.published {
+			ended = append(ended, id)
+		}
+		s.published = s.published || was
 	}
-	return nil
+	return ended, nil
 }
 
 // running publishes the usage so far of the session written to, when a

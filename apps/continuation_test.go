@@ -105,12 +105,12 @@ func TestContinuationAfterQuietEnd(t *testing.T) {
 	tr := NewTranslator(opts(live))
 	st := tr.Stream(src)
 	feed(t, tr, st, first)
-	if err := tr.EndQuiet(ctx, always); err != nil {
-		t.Fatal(err)
+	if ended, err := tr.EndQuiet(ctx, always); err != nil || !slices.Equal(ended, []string{"c-1"}) {
+		t.Fatalf("quiet end: ended %v, %v", ended, err)
 	}
 	before := slices.Clone(live.envs)
-	if err := tr.EndQuiet(ctx, always); err != nil || len(live.envs) != len(before) {
-		t.Fatalf("a second quiet end with nothing new published %d envelopes (%v)", len(live.envs)-len(before), err)
+	if ended, err := tr.EndQuiet(ctx, always); err != nil || len(live.envs) != len(before) || len(ended) != 0 {
+		t.Fatalf("a second quiet end with nothing new published %d envelopes, ended %v (%v)", len(live.envs)-len(before), ended, err)
 	}
 	feed(t, tr, st, later)
 	if err := tr.Finish(ctx); err != nil {
@@ -244,7 +244,7 @@ func TestLiveRunningUsage(t *testing.T) {
 		tr := NewTranslator(Options{Owner: streams.Owner{Org: "o", Member: "m"}, Sink: log, Live: live})
 		st := tr.Stream(Source{Path: "/p/c-1.jsonl", Format: FormatClaudeTranscript})
 		feed(t, tr, st, lines[:2])
-		if err := tr.EndQuiet(ctx, always); err != nil {
+		if _, err := tr.EndQuiet(ctx, always); err != nil {
 			t.Fatal(err)
 		}
 		feed(t, tr, st, lines[2:])

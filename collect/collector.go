@@ -264,6 +264,9 @@ func (c *Collector) Run(ctx context.Context) error {
 // those lines' envelopes. Past it they are sent again, and spine passes
 // over what it recorded.
 func (c *Collector) replay(ctx context.Context) error {
+	if err := c.endsRecorded(ctx); err != nil {
+		return err
+	}
 	if len(c.st.Order) == 0 { // a state from before the order was kept
 		for path, saved := range c.st.Files {
 			c.st.Order = append(c.st.Order, segment{File: path, End: saved.Offset})
@@ -418,18 +421,62 @@ func (c *Collector) endIdle(ctx context.Context) error {
 		}
 		return true
 	}
-	sent := c.gate.sent
-	if err := c.tr.EndQuiet(ctx, quiet); err != nil {
+	ended, err := c.tr.EndQuiet(ctx, quiet)
+	if err != nil {
 		return err
 	}
-	if c.gate.sent == sent {
+	if len(ended) == 0 {
 		return nil
 	}
-	c.log.Info("idle sessions ended", "envelopes", c.gate.sent-sent)
+	c.log.Info("idle sessions ended", "sessions", ended)
 	stats, err := c.opts.Sink.Flush(ctx)
 	c.duplicates = stats.Duplicates
-	return err
+	if err != nil {
+		return err
+	}
+	c.st.Ending = append(c.st.Ending, ended...)
+	return c.st.save(c.opts.StatePath)
 }
+
+// endsRecorded waits, before a start-up asks spine where the sessions
+// stand, until spine has recorded the ends the last run sent (state.Ending):
+// spine accepts an envelope before it records it, and a session it still
+// reads as running would be sent more chunks after its end, which it
+// refuses. A wait past endWait is logged and given up.
+func (c *Collector) endsRecorded(ctx context.Context) error {
+	if len(c.st.Ending) == 0 {
+		return nil
+	}
+	deadline := time.Now().Add(endWait)
+	for _, id := range c.st.Ending {
+		for {
+			r, err := c.opts.Sink.Recorded(ctx, id)
+			if err != nil {
+				return err
+			}
+			if r.Ended || !r.Started {
+				break // recorded, or gone (nothing of it to write after its end)
+			}
+			if time.Now().After(deadline) {
+				c.log.Warn("spine has not recorded a session's end yet: going on", "session", id, "waited", endWait)
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(endPoll):
+			}
+		}
+	}
+	c.st.Ending = nil
+	return c.st.save(c.opts.StatePath)
+}
+
+// endWait bounds endsRecorded; endPoll is how often it asks.
+const (
+	endWait = 30 * time.Second
+	endPoll = 100 * time.Millisecond
+)
 
 // gone reports whether a file is known to be deleted: it does not exist,
 // and the nearest directory above it that does, inside the collected

@@ -205,3 +205,65 @@ func TestImportedFirstThenCollected(t *testing.T) {
 		t.Fatalf("import after collect published %d envelopes, want the continuation's end", imp.Envelopes)
 	}
 }
+
+// lagging is spine's projection behind its log for one session: it reads
+// the session as running for its first lies answers, as it does for a
+// moment after spine accepted the session's end.
+type lagging struct {
+	importer.Sink
+	id   string
+	lies int
+}
+
+func (l *lagging) Recorded(ctx context.Context, id string) (apps.Recorded, error) {
+	r, err := l.Sink.Recorded(ctx, id)
+	if id == l.id && r.Ended && l.lies > 0 {
+		l.lies--
+		r.Ended, r.Usage, r.Cost = false, nil, nil
+	}
+	return r, err
+}
+
+// A collector started again just after it ended a session as idle, while
+// spine has accepted the end but not yet recorded it, waits for the end
+// before it asks where the session stands: the lines the app added go to a
+// continuation, none to the ended session (which would refuse them).
+func TestRestartWaitsForTheIdleEnd(t *testing.T) {
+	a, _ := testAPINode(t)
+	home := t.TempDir()
+	data := crudTranscript(t)
+	path := crudPath(home)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(t.TempDir(), "state.json")
+	half := lineEnd(data, len(data)/2)
+	if err := os.WriteFile(path, data[:half], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	id := "8122657c-fe54-4dc9-89a3-20049e8a84f7"
+	collectOnce := func(sink importer.Sink) {
+		t.Helper()
+		c, err := New(Options{ClaudeDir: home, StatePath: state, Machine: "m1", Sink: sink})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Once(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	collectOnce(importer.NewHTTPSink(a, 500))
+	first := waitSession(t, a, id, "its idle end", func(s sessionRow) bool { return s.EndedAt != nil })
+
+	appendTo(t, path, data[half:])
+	collectOnce(&lagging{Sink: importer.NewHTTPSink(a, 500), id: id, lies: 3})
+	cont := apps.ContinuationID("claude-code", id, first.LastSeq, 0)
+	waitSession(t, a, cont, "the continuation", func(s sessionRow) bool { return s.LastSeq > 0 })
+	if again := waitSession(t, a, id, "the ended session", func(sessionRow) bool { return true }); again.LastSeq != first.LastSeq {
+		t.Fatalf("the ended session was sent chunks: last seq %d, was %d", again.LastSeq, first.LastSeq)
+	}
+}

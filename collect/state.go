@@ -36,6 +36,11 @@ type state struct {
 	// what it has). Empty in a state written before it existed: the files
 	// are then fed in name order.
 	Order []segment `json:"order,omitempty"`
+	// Ending are the spine sessions the collector ended as idle whose end
+	// spine accepted but may not have recorded yet: a restart waits for
+	// those ends before it asks spine where each session stands, so that
+	// nothing more is sent to a session already ended.
+	Ending []string `json:"ending,omitempty"`
 }
 
 // segment is one range of a file's lines fed in one go: from where the
