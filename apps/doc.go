@@ -87,9 +87,15 @@
 // every envelope's id is a hash of the app, the session and its place in it
 // ("start", "end", or the chunk's seq). Before a session's first envelope
 // the Sink says what spine already holds: a session recorded and ended is
-// skipped whole; one started but not ended resumes after its last recorded
-// seq; so translating the same output again publishes nothing the recorder
-// would store twice or dead-letter, however long after.
+// passed over up to where it ended, and what the output holds past that is
+// a continuation, a new spine session (see continuation.go, ContinuationID);
+// one started but not ended resumes after its last recorded seq; so
+// translating the same output again publishes nothing the recorder would
+// store twice or dead-letter, however long after. With Options.NewOutput
+// (a new process's output) a session spine holds is continued instead of
+// read again. With Options.Live a started session's usage so far is
+// published as it changes (session.usage), and Translator.EndQuiet ends the
+// sessions a caller says are idle.
 //
 // Example, one source read by hand:
 //
