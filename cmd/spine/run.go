@@ -304,6 +304,14 @@ func runApp(ctx context.Context, spec runSpec) (runResult, error) {
 	if !spec.NoStdin {
 		cmd.Stdin = os.Stdin
 	}
+	// With no terminal to read, the app gets a process group of its own,
+	// so a signal and the kill reach what it started (a tool's command)
+	// too. With one it shares spine run's: a background group reading the
+	// terminal would be stopped (docs/run.md).
+	group := !hasTerminal()
+	if group {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	}
 	err = cmd.Start()
 	w.Close()
 	if err != nil {
@@ -323,7 +331,7 @@ func runApp(ctx context.Context, spec runSpec) (runResult, error) {
 	// signal would: watchCancel cancels actx.
 	actx, cancelApp := context.WithCancelCause(ctx)
 	defer cancelApp(nil)
-	stop := forward(actx, cmd.Process, sigs, exited)
+	stop := forward(actx, appProcess{cmd.Process, group}, sigs, exited)
 	// Envelopes still go to spine after spine run is told to stop: the
 	// cancelled end is the last of them, sent within flushGrace of the
 	// app's exit.
@@ -441,7 +449,7 @@ var (
 // A second signal, or the app still running killGrace later, kills it
 // (SIGKILL). Call stop once the app has exited (exited closed): it says
 // why spine run was stopped, nil when it was not.
-func forward(ctx context.Context, p *os.Process, sigs <-chan os.Signal, exited <-chan struct{}) (stop func() error) {
+func forward(ctx context.Context, p appProcess, sigs <-chan os.Signal, exited <-chan struct{}) (stop func() error) {
 	var cancelled error
 	watched := make(chan struct{})
 	go func() {
@@ -475,6 +483,35 @@ func forward(ctx context.Context, p *os.Process, sigs <-chan os.Signal, exited <
 		<-watched // cancelled is set, or never will be
 		return cancelled
 	}
+}
+
+// appProcess is the app, signalled alone or, when it leads a process
+// group of its own, with its group.
+type appProcess struct {
+	p     *os.Process
+	group bool
+}
+
+// Signal sends sig to the app (and its group).
+func (a appProcess) Signal(sig os.Signal) error {
+	if s, ok := sig.(syscall.Signal); ok && a.group {
+		return syscall.Kill(-a.p.Pid, s)
+	}
+	return a.p.Signal(sig)
+}
+
+// Kill kills the app (and its group).
+func (a appProcess) Kill() error { return a.Signal(syscall.SIGKILL) }
+
+// hasTerminal: this process has a controlling terminal (it can open
+// /dev/tty), which an app may read.
+func hasTerminal() bool {
+	f, err := os.Open("/dev/tty")
+	if err != nil {
+		return false
+	}
+	f.Close()
+	return true
 }
 
 // translate reads the app's output to its end, each line into the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -312,5 +313,54 @@ func TestRunAppResult(t *testing.T) {
 	out, err := capture(t, "read", "session", id, "--json")
 	if err != nil || !strings.Contains(out, `"taskId":"task-1"`) {
 		t.Fatalf("session: %v\n%s", err, out)
+	}
+}
+
+// alive: the process runs (not gone, not a zombie left unreaped).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return !strings.HasPrefix(rest, "Z")
+}
+
+// With no terminal (a service, the runner), the app leads a process group
+// of its own: killing an app that ignores its signals kills what it
+// started too (a tool's command). Before, the app alone was killed and
+// its child ran on.
+func TestRunKillsTheAppsGroup(t *testing.T) {
+	_, _ = testNode(t)
+	dir := t.TempDir()
+	app := script(t, "trap 'echo TERM >> "+dir+"/log' TERM\nsleep 300 &\necho $! > "+dir+"/child\necho ready >> "+dir+
+		"/log\nwhile :; do sleep 0.05; done")
+	cmd := exec.Command(builtSpine(t), "run", "--quiet", "--bin", app, "--", "hi")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // no controlling terminal
+	stderr, err := os.Create(filepath.Join(dir, "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, dir+"/log", "ready")
+	b, _ := os.ReadFile(dir + "/child")
+	child, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	waitFile(t, dir+"/log", "TERM")
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	if ws := exitStatus(t, cmd); ws.ExitStatus() != 128+int(syscall.SIGKILL) {
+		t.Fatalf("spine run exited %v, want 137 (the app killed)", ws)
+	}
+	for deadline := time.Now().Add(10 * time.Second); alive(child); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the app's child %d runs on after the app was killed", child)
+		}
 	}
 }
