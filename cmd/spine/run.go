@@ -90,7 +90,7 @@ func runRun(ctx context.Context, args []string) error {
 		return err
 	}
 	spec := runSpec{Bin: path, Argv: argv, Format: format, Billing: *billing, API: c, Save: *save, Signals: true,
-		SpoolDir: dir, SpoolMax: *spoolMax}
+		SpoolDir: dir, SpoolMax: *spoolMax, Leftovers: true}
 	if *level != "" {
 		spec.Stamp = func(e *streams.Envelope) {
 			if e.Type == streams.TypeSessionStart {
@@ -210,6 +210,10 @@ type runSpec struct {
 	// process's: nobody types to a runner's task, and Codex reads a stdin
 	// that is not a terminal to its end before it starts.
 	NoStdin bool
+	// Leftovers: also deliver what earlier runs left in the spool, with
+	// this run's token (spine run; the runner's token may write only its
+	// tasks' sessions, so it does not).
+	Leftovers bool
 }
 
 // runResult is how a run ended.
@@ -365,6 +369,9 @@ func runApp(ctx context.Context, spec runSpec) (runResult, error) {
 	left := make(chan struct{})
 	go func() { // what earlier runs left in the spool
 		defer close(left)
+		if !spec.Leftovers {
+			return
+		}
 		if _, files, err := deliverLeftovers(pctx, spec.API, spec.SpoolDir); len(files) > 0 {
 			fmt.Fprintf(os.Stderr, "spine run: %d spool files of earlier runs not delivered yet: %v\n", len(files), err)
 		}

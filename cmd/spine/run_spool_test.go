@@ -287,3 +287,25 @@ func TestRunCancelledInSpine(t *testing.T) {
 		t.Fatalf("session %q (%q), want cancelled by spine run", status, why)
 	}
 }
+
+// runApp delivers leftovers only when asked (spine run does; the runner,
+// whose token writes only its tasks' sessions, does not).
+func TestRunAppLeftoversAsked(t *testing.T) {
+	_, _ = testNode(t)
+	shortRetries(t)
+	spoolDir := os.Getenv("SPINE_SPOOL_DIR")
+	if _, err := capture(t, "run", "--quiet", "--url", "http://"+freeAddr(t), "--bin", script(t, "cat "+fastFixture), "--", "hi"); err == nil {
+		t.Fatal("spine run to no spine succeeded")
+	}
+	c, err := newClient("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv, format, _ := appArgs("claude-code", []string{"hi"})
+	if _, err := runApp(context.Background(), runSpec{Bin: script(t, "exit 0"), Argv: argv, Format: format, API: c}); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(spoolDir, "*.jsonl")); len(left) != 1 {
+		t.Fatalf("the spool holds %v, want the earlier run's file left alone", left)
+	}
+}
