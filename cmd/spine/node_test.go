@@ -33,7 +33,7 @@ func testNodeWith(t *testing.T, set func(*config.Config)) (*node.Node, func()) {
 	tok, _ := n.DevToken()
 	t.Setenv(config.EnvURL, "http://"+n.HTTPAddr())
 	t.Setenv(config.EnvToken, tok)
-	t.Setenv("SPINE_SPOOL_DIR", t.TempDir()) // spine run's spool: never the user's
+	t.Setenv(config.EnvSpoolDir, t.TempDir()) // spine run's spool: never the user's
 	return n, func() {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), spinetest.WaitTimeout)

@@ -121,7 +121,7 @@ func TestRunSpineRestarted(t *testing.T) {
 	if status, _ := sessionStatus(t, id); status != "done" {
 		t.Fatalf("session %q, want done", status)
 	}
-	if left, _ := filepath.Glob(filepath.Join(os.Getenv("SPINE_SPOOL_DIR"), "*")); len(left) != 0 {
+	if left, _ := filepath.Glob(filepath.Join(os.Getenv(config.EnvSpoolDir), "*")); len(left) != 0 {
 		t.Fatalf("the spool still holds %v", left)
 	}
 	out, err := capture(t, "import", "--json", fastFixture)
@@ -173,7 +173,7 @@ func TestRunSpoolLeftover(t *testing.T) {
 	} {
 		t.Run(deliver[0], func(t *testing.T) {
 			n, _ := testNode(t) // a spine, and a spool, of its own
-			spoolDir := os.Getenv("SPINE_SPOOL_DIR")
+			spoolDir := os.Getenv(config.EnvSpoolDir)
 			_, err := capture(t, "run", "--quiet", "--url", "http://"+freeAddr(t), "--bin", script(t, "cat "+fastFixture), "--", "hi")
 			var code appExit
 			if !errors.As(err, &code) || code != notRecordedCode {
@@ -218,7 +218,7 @@ func TestRunSpoolFull(t *testing.T) {
 	if out, err := capture(t, "read", "session", id); err == nil {
 		t.Fatalf("session recorded from a full spool:\n%s", out)
 	}
-	if left, _ := filepath.Glob(filepath.Join(os.Getenv("SPINE_SPOOL_DIR"), "*")); len(left) != 0 {
+	if left, _ := filepath.Glob(filepath.Join(os.Getenv(config.EnvSpoolDir), "*")); len(left) != 0 {
 		t.Fatalf("the spool still holds %v", left)
 	}
 }
@@ -293,7 +293,7 @@ func TestRunCancelledInSpine(t *testing.T) {
 func TestRunAppLeftoversAsked(t *testing.T) {
 	_, _ = testNode(t)
 	shortRetries(t)
-	spoolDir := os.Getenv("SPINE_SPOOL_DIR")
+	spoolDir := os.Getenv(config.EnvSpoolDir)
 	if _, err := capture(t, "run", "--quiet", "--url", "http://"+freeAddr(t), "--bin", script(t, "cat "+fastFixture), "--", "hi"); err == nil {
 		t.Fatal("spine run to no spine succeeded")
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/spinehq/spine/importer"
+	"github.com/spinehq/spine/internal/config"
 	"github.com/spinehq/spine/streams"
 )
 
@@ -53,7 +54,7 @@ func spoolDir(flag string) (string, error) {
 	if flag != "" {
 		return flag, nil
 	}
-	if d := os.Getenv("SPINE_SPOOL_DIR"); d != "" {
+	if d := os.Getenv(config.EnvSpoolDir); d != "" {
 		return d, nil
 	}
 	base, err := os.UserConfigDir()

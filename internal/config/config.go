@@ -24,6 +24,7 @@ const (
 	EnvReplicas    = "SPINE_STREAM_REPLICAS"
 	EnvURL         = "SPINE_URL"                  // where CLI commands reach a running spine
 	EnvToken       = "SPINE_TOKEN"                // bearer token CLI commands send
+	EnvSpoolDir    = "SPINE_SPOOL_DIR"            // spine run's spool; empty = spine/spool in the user's config dir
 	EnvPublicURL   = "SPINE_PUBLIC_URL"           // where people reach spine, for links in cards and pages
 	EnvFileCap     = "SPINE_FILE_CAP"             // largest event content stored inline, bytes
 	EnvMaxUpload   = "SPINE_MAX_UPLOAD_BYTES"     // largest upload, bytes
@@ -50,7 +51,7 @@ const (
 var Vars = []string{EnvDatabaseURL, EnvNATSURL, EnvNATSListen, EnvNATSToken, EnvHTTPAddr, EnvDataDir,
 	EnvTokenSecret, EnvReplicas, EnvURL, EnvToken, EnvPublicURL, EnvFileCap, EnvMaxUpload, EnvPartitions,
 	EnvBodyMinRate, EnvBodyGrace, EnvInflightBytes, EnvOrgBytesPerSec, EnvOrgEnvelopesPerSec,
-	EnvIdleTimeout, EnvCancelGrace}
+	EnvIdleTimeout, EnvCancelGrace, EnvSpoolDir}
 
 // Config is spine serve's configuration.
 type Config struct {
