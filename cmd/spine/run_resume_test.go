@@ -125,3 +125,53 @@ func apiGet(t *testing.T, path string, out any) error {
 	}
 	return c.Do(context.Background(), http.MethodGet, path, nil, out)
 }
+
+// While spine run's app works, the session's usage so far is readable on
+// it (session.usage): here the first response's input, its Bash call
+// still waiting. At the end the row holds the end's usage, and the
+// router-call row counts the model's tokens once.
+func TestRunRunningUsage(t *testing.T) {
+	n, caughtUp := testNode(t)
+	srv := fakemodel.Start(t)
+	c := apprig.NewClaude(t, srv, nil)
+	gate := filepath.Join(c.Dir, "go")
+	srv.Anthropic(
+		fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("waiting-for-go"),
+			fakemodel.Tool("Bash", map[string]any{"command": "until [ -f " + gate + " ]; do sleep 0.05; done", "description": "wait"})},
+			Usage: fakemodel.Usage{Input: 12, Output: 40, CacheRead: 5000, CacheWrite5m: 300}},
+		fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("went")},
+			Usage: fakemodel.Usage{Input: 3, Output: 9, CacheRead: 5300}},
+	)
+	bin := appWrapper(t, c.Bin, c.Dir, c.Env(), "")
+	t.Cleanup(func() { _ = os.WriteFile(gate, nil, 0o644) }) // lets the app finish should the test fail first
+	done := make(chan error, 1)
+	go func() {
+		done <- run(context.Background(), []string{"run", "--quiet", "--bin", bin, "--", "wait", "--allowedTools", "Bash"})
+	}()
+	var id string
+	u1 := servedUsage(srv.Log()) // nothing yet
+	eventually(t, "the first response's usage on the running session", func() bool {
+		if log := srv.Log(); len(log) > 0 {
+			u1 = servedUsage(log[:1])
+		}
+		if id == "" {
+			id = transcriptSession(c)
+			return false
+		}
+		caughtUp()
+		s := sessionOf(t, id)
+		raw, _ := json.Marshal(s["tokens"])
+		var tk *accounting.Tokens
+		want := accounting.Normalise(&u1)
+		return json.Unmarshal(raw, &tk) == nil && s["endedAt"] == nil && tk != nil && tk.Input == want.Input && tk.CacheRead == want.CacheRead
+	})
+	touch(t, gate)
+	if err := <-done; err != nil {
+		t.Fatalf("spine run: %v", err)
+	}
+	caughtUp()
+	u := servedUsage(srv.Log())
+	if row := routerCall(t, n, id); row.tokens != *accounting.Normalise(&u) {
+		t.Fatalf("router call %+v, the model served %+v", row.tokens, *accounting.Normalise(&u))
+	}
+}
