@@ -77,8 +77,7 @@ func TestRunSpineRestarted(t *testing.T) {
 		"tail -n +4 "+fastFixture+"\necho > "+dir+"/wrote\nuntil [ -e "+dir+"/up ]; do sleep 0.05; done")
 	done := make(chan error, 1)
 	go func() {
-		_, err := capture(t, "run", "--quiet", "--bin", app, "--", "hi")
-		done <- err
+		done <- run(context.Background(), []string{"run", "--quiet", "--bin", app, "--", "hi"}) // not capture: the test reads beside it
 	}()
 	id := apps.SessionID("claude-code", "fa570000-aaaa-aaaa-aaaa-aaaaaaaaaaaa")
 	waitTranscript(t, n, id, "standard turn")
@@ -263,8 +262,7 @@ func TestRunCancelledInSpine(t *testing.T) {
 	app := script(t, "trap 'exit 0' INT\nhead -n 3 "+fastFixture+"\nwhile :; do sleep 0.05; done")
 	done := make(chan error, 1)
 	go func() {
-		_, err := capture(t, "run", "--quiet", "--bin", app, "--", "hi")
-		done <- err
+		done <- run(context.Background(), []string{"run", "--quiet", "--bin", app, "--", "hi"}) // not capture: the test reads beside it
 	}()
 	id := apps.SessionID("claude-code", "fa570000-aaaa-aaaa-aaaa-aaaaaaaaaaaa")
 	waitTranscript(t, n, id, "standard turn")
