@@ -62,6 +62,23 @@ type runner struct {
 	out     *runnerOut
 	// answers are the owner's lines typed on the terminal (--confirm).
 	answers *bufio.Reader
+	// spool is the runner's own spool directory (runnerSpoolDir).
+	spool string
+}
+
+// runnerSpoolDir is the runner's spool directory, runner-ID under spine
+// run's: its files are its tasks' sessions, which only its token (or the
+// member's) may write, so spine run never delivers them and it delivers
+// no other's.
+func runnerSpoolDir(runnerID string) (string, error) {
+	base, err := spoolDir("")
+	if err != nil {
+		return "", err
+	}
+	if !strings.HasPrefix(runnerID, "runner-") {
+		runnerID = "runner-" + runnerID
+	}
+	return filepath.Join(base, runnerID), nil
 }
 
 func newRunner(cfgPath string, confirm, asJSON bool) (*runner, error) {
@@ -95,8 +112,12 @@ func newRunner(cfgPath string, confirm, asJSON bool) (*runner, error) {
 	if err != nil {
 		return nil, err
 	}
+	spool, err := runnerSpoolDir(creds.RunnerID)
+	if err != nil {
+		return nil, err
+	}
 	return &runner{creds: creds, consent: cons, c: c, confirm: confirm, out: &runnerOut{json: asJSON},
-		answers: bufio.NewReader(runnerAnswers)}, nil
+		answers: bufio.NewReader(runnerAnswers), spool: spool}, nil
 }
 
 // runnerAnswers is where --confirm reads the owner's answers (tests set it).

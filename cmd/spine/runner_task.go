@@ -103,7 +103,8 @@ func (h *heldTask) run(ctx context.Context) error {
 			return h.complete(ctx, "failed", "app_not_found: "+name+" is not on this desktop's PATH: set its bin in the runner config")
 		}
 	}
-	return h.runApp(ctx, runSpec{Bin: bin, Argv: argv, Format: format, API: h.r.c, Dir: dir, NoStdin: true})
+	return h.runApp(ctx, runSpec{Bin: bin, Argv: argv, Format: format, API: h.r.c, Dir: dir, NoStdin: true,
+		SpoolDir: h.r.spool, Leftovers: true})
 }
 
 // runApp runs the app through spine run's machinery, heartbeating and

@@ -241,8 +241,16 @@ func (d *delivery) step(ctx context.Context) (int, error) {
 	}
 	took, refused := len(d.next), 0
 	var unstored error
+	var held *heldError
 	for _, r := range resp.Results {
 		switch {
+		case heldStatus(r.Status):
+			if r.Index < took {
+				took, held = r.Index, &heldError{&apiError{Status: r.Status}, r.ID}
+				if r.Error != nil {
+					held.Code, held.Message = r.Error.Code, r.Error.Message
+				}
+			}
 		case r.Status >= 500:
 			if r.Index < took {
 				took = r.Index
@@ -270,8 +278,34 @@ func (d *delivery) step(ctx context.Context) (int, error) {
 	if err := writeFileAtomic(d.path+".sent", []byte(strconv.FormatInt(d.off, 10))); err != nil {
 		return took, err
 	}
+	if held != nil {
+		return took, held
+	}
 	return took, unstored
 }
+
+// heldStatus is a refusal for who sent the envelope, not for what it says
+// (401, 403, 404, 409: this token may not write that session now, as a
+// runner's token a task it no longer holds): the delivery stops at it and
+// the file is kept, for one with a token that may (spine spool with the
+// member's). A refusal of the envelope itself (400) is passed over.
+func heldStatus(status int) bool {
+	switch status {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusConflict:
+		return true
+	}
+	return false
+}
+
+// heldError is the envelope a delivery stopped at (heldStatus): spine's
+// refusal, and the envelope's id.
+type heldError struct {
+	*apiError
+	ID string
+}
+
+func (e *heldError) Error() string { return fmt.Sprintf("spine refused %s: %v", e.ID, e.apiError) }
+func (e *heldError) Unwrap() error { return e.apiError }
 
 // done: every line written so far was taken.
 func (d *delivery) done() bool { return len(d.next) == 0 && len(d.part) == 0 }
@@ -315,19 +349,30 @@ func leftovers(dir string) []string {
 // deliverLeftovers sends each spool file an earlier run left in dir,
 // oldest first, and removes each spine took all of. It returns how many
 // envelopes it delivered and what is left undelivered; an error stops it.
+//
+// A file spine refused an envelope of for who sent it (heldError) is kept
+// and told, and the next file goes on: it is left, and err says why.
 func deliverLeftovers(ctx context.Context, api importer.API, dir string) (delivered int, left []string, err error) {
 	files := leftovers(dir)
+files:
 	for i, path := range files {
-		d, err := openDelivery(api, path)
-		if err != nil {
-			return delivered, files[i:], err
+		d, oerr := openDelivery(api, path)
+		if oerr != nil {
+			return delivered, append(left, files[i:]...), oerr
 		}
 		for {
-			n, err := d.step(ctx)
+			n, serr := d.step(ctx)
 			delivered += n
-			if err != nil {
+			var held *heldError
+			if errors.As(serr, &held) {
+				fmt.Fprintf(os.Stderr, "spine: %v: %s kept from there\n", serr, filepath.Base(path))
 				d.close()
-				return delivered, files[i:], err
+				left, err = append(left, path), serr
+				continue files
+			}
+			if serr != nil {
+				d.close()
+				return delivered, append(left, files[i:]...), serr
 			}
 			if n == 0 {
 				break
@@ -341,7 +386,7 @@ func deliverLeftovers(ctx context.Context, api importer.API, dir string) (delive
 			removeSpool(path)
 		}
 	}
-	return delivered, nil, nil
+	return delivered, left, err
 }
 
 // runSpool is `spine spool`: it delivers what earlier runs left in the
