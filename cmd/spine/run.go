@@ -644,6 +644,7 @@ func (r *runSink) deliver(ctx context.Context) {
 		if n > 0 {
 			continue
 		}
+		r.sp.compact(r.d)
 		select {
 		case <-r.sp.more:
 		case <-r.closed:

@@ -307,3 +307,57 @@ func TestRunAppLeftoversAsked(t *testing.T) {
 		t.Fatalf("the spool holds %v, want the earlier run's file left alone", left)
 	}
 }
+
+// A long run's spool file holds what waits, not the whole run: once spine
+// took all of a file of 1 MiB or more it is emptied, and what is written
+// after is delivered from its start, every envelope once.
+func TestRunSpoolCompacts(t *testing.T) {
+	n, _ := testNode(t)
+	c, err := newClient("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := openSpool(os.Getenv(config.EnvSpoolDir), defaultSpoolMax)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	rs := &runSink{api: c, sp: sp}
+	if err := rs.start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_ = rs.Publish(ctx, spinetest.Start("compacted"))
+	text := strings.Repeat("x", 1000)
+	seq := int64(0)
+	write := func(k int) {
+		for range k {
+			seq++
+			_ = rs.Publish(ctx, spinetest.Text("compacted", seq, text))
+		}
+	}
+	write(1500) // 1.5 MB
+	for deadline := time.Now().Add(spinetest.WaitTimeout); ; time.Sleep(20 * time.Millisecond) {
+		if fi, err := os.Stat(sp.path); err == nil && fi.Size() == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			fi, _ := os.Stat(sp.path)
+			t.Fatalf("the spool file was never emptied: %d bytes", fi.Size())
+		}
+	}
+	write(500)
+	rs.close(ctx)
+	rs.d.close()
+	if waiting := sp.written - rs.d.taken; waiting != 0 || rs.err != nil {
+		t.Fatalf("%d envelopes wait, %v", waiting, rs.err)
+	}
+	sp.close(true)
+	waitIdle(t, n)
+	var chunks, last int64
+	if err := n.Pool.QueryRow(ctx, `SELECT count(*), max(seq) FROM session_chunks WHERE session_id = 'compacted'`).Scan(&chunks, &last); err != nil {
+		t.Fatal(err)
+	}
+	if chunks != seq || last != seq {
+		t.Fatalf("%d chunks up to %d, want %d", chunks, last, seq)
+	}
+}

@@ -72,6 +72,7 @@ type spool struct {
 
 	mu      sync.Mutex
 	used    int64 // bytes waiting: the other files' at open, plus this run's not yet taken
+	size    int64 // bytes in this run's file
 	written int
 	full    int // envelopes not written: the spool was full
 	more    chan struct{}
@@ -129,11 +130,37 @@ func (s *spool) write(e *streams.Envelope) bool {
 		return false
 	}
 	s.used += int64(len(data))
+	s.size += int64(len(data))
 	s.written++
 	select {
 	case s.more <- struct{}{}:
 	default:
 	}
+	return true
+}
+
+// compactBytes: once spine took all of a file this long, it is emptied,
+// so a long run's file holds what waits, not its whole output.
+const compactBytes = 1 << 20
+
+// compact empties the file when spine took all of it (off, the delivery's
+// offset, is its size) and it is compactBytes or more: the writer waits
+// meanwhile. It says whether it did; the delivery then reads from 0.
+func (s *spool) compact(d *delivery) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d.off != s.size || d.off < compactBytes || !d.done() {
+		return false
+	}
+	if err := s.f.Truncate(0); err != nil {
+		return false
+	}
+	// A crash here leaves FILE.sent past the end of an empty file: nothing
+	// is left to send, which is so.
+	if err := d.restart(); err != nil {
+		return false
+	}
+	s.size = 0
 	return true
 }
 
@@ -193,6 +220,16 @@ func openDelivery(api importer.API, path string) (*delivery, error) {
 }
 
 func (d *delivery) close() { d.f.Close() }
+
+// restart reads the file from its start again (emptied by compact).
+func (d *delivery) restart() error {
+	if _, err := d.f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	d.r.Reset(d.f)
+	d.off = 0
+	return writeFileAtomic(d.path+".sent", []byte("0"))
+}
 
 // fill reads the whole lines written since, up to a batch.
 func (d *delivery) fill() error {
