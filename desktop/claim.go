@@ -2,9 +2,13 @@ package desktop
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Claim is a won claim: the fencing token every later call must carry.
@@ -227,18 +231,89 @@ func (e *NotHeldError) Error() string {
 	return "task_not_held: the task is " + e.State + " and not held by this runner"
 }
 
-// Holds reports whether the runner holds taskID now: it claimed it, the
-// task is claimed or running, and its lease has not run out. A task that
-// is not its member's (or none) is ErrUnknownTask, one answer; a task of
-// its member it does not hold is a *NotHeldError. The session ingest asks
-// this before it takes a session.start a runner sends for a task.
-func (s *Service) Holds(ctx context.Context, id RunnerIdentity, taskID string) error {
+// LinkSession links the spine session sessionID to taskID, which the runner
+// must hold now: it claimed it, the task is claimed or running, and its
+// lease has not run out. The session ingest calls it before it takes a
+// runner's session.start, so the link is in the tasks log ahead of the
+// start and, decided there in log order, ahead of the task's end:
+// remoteSession.read then knows every session a task records before the
+// recorder has projected any, and waits for them (docs/desktop.md#reading).
+// A task that is not its member's (or none) is ErrUnknownTask, one answer;
+// one of its member it does not hold is a *NotHeldError; a session linked
+// to another task is ErrSessionLinked. Linking again what is linked is a
+// no-op (a retried start).
+func (s *Service) LinkSession(ctx context.Context, id RunnerIdentity, taskID, sessionID string) error {
 	t, err := s.task(ctx, id.Owner, taskID)
 	if err != nil {
+		return err
+	}
+	if err := s.linked(ctx, id, taskID, sessionID); !errors.Is(err, errNotLinked) {
 		return err
 	}
 	if !Active(t.State) || t.ClaimedBy != id.RunnerID || t.LeaseExpiresAt == nil || !t.LeaseExpiresAt.After(s.now()) {
 		return &NotHeldError{State: t.State}
 	}
-	return nil
+	m := &Message{Type: TypeSessionLinked, ID: linkID(taskID, sessionID), At: s.now(), Org: id.Org, Member: id.Member,
+		TaskID: taskID, RunnerID: id.RunnerID, Fence: t.Fence, RecordedSession: sessionID}
+	if _, err := s.publish(ctx, m, publishOpts{}); err != nil {
+		return err
+	}
+	s.announceTask(t, m.At)
+	if err := s.linked(ctx, id, taskID, sessionID); !errors.Is(err, errNotLinked) {
+		return err
+	}
+	if t, err = s.task(ctx, id.Owner, taskID); err != nil { // the projection refused it: the task ended first
+		return err
+	}
+	return &NotHeldError{State: t.State}
+}
+
+var errNotLinked = errors.New("not linked")
+
+// RunnerSessions says which of sessionIDs the runner may write to: those
+// linked to it (LinkSession took its start for a task it held) whose
+// recorded row, once there is one, is that start's: the runner's id and
+// the task's (a session id its member started first stays the member's).
+func (s *Service) RunnerSessions(ctx context.Context, id RunnerIdentity, sessionIDs []string) (map[string]bool, error) {
+	rows, err := s.cfg.Pool.Query(ctx, `SELECT l.session_id FROM desktop_task_sessions l
+		LEFT JOIN sessions s ON s.id = l.session_id
+		WHERE l.session_id = ANY($1) AND l.runner_id = $2 AND l.org = $3 AND l.member = $4
+		AND (s.id IS NULL OR (s.worker_id = l.runner_id AND s.task_id = l.task_id))`, sessionIDs, id.RunnerID, id.Org, id.Member)
+	if err != nil {
+		return nil, fmt.Errorf("read runner's sessions: %w", err)
+	}
+	out := map[string]bool{}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	for _, sid := range ids {
+		out[sid] = true
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read runner's sessions: %w", err)
+	}
+	return out, nil
+}
+
+// linked is nil when sessionID is linked to taskID for this runner,
+// ErrSessionLinked when it is linked to anything else, errNotLinked when
+// it is linked to nothing.
+func (s *Service) linked(ctx context.Context, id RunnerIdentity, taskID, sessionID string) error {
+	var task, runner string
+	err := s.cfg.Pool.QueryRow(ctx, `SELECT task_id, runner_id FROM desktop_task_sessions WHERE session_id = $1`,
+		sessionID).Scan(&task, &runner)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return errNotLinked
+	case err != nil:
+		return fmt.Errorf("read link of %s: %w", sessionID, err)
+	case task == taskID && runner == id.RunnerID:
+		return nil
+	}
+	return ErrSessionLinked
+}
+
+// linkID is the link's message id: one per task and session, so a retried
+// start publishes it once.
+func linkID(taskID, sessionID string) string {
+	sum := sha256.Sum256([]byte(taskID + "/" + sessionID))
+	return "ln-" + hex.EncodeToString(sum[:16])
 }

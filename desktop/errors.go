@@ -29,6 +29,9 @@ var (
 	ErrRunnerTaken = errors.New("runner_taken")
 	// ErrTooLarge: a write whose message would not fit in the log (4 MiB).
 	ErrTooLarge = errors.New("message too large")
+	// ErrSessionLinked: a session a runner records is already linked to
+	// another task (a session serves one task).
+	ErrSessionLinked = errors.New("session_linked")
 	// ErrBusy: the log did not take a write in time; the caller may retry.
 	ErrBusy = errors.New("busy")
 )

@@ -91,7 +91,7 @@ var messageBounds = []messageBound{
 // ruledMessageFields are held by a rule other than a length: ids
 // (streams.ValidID) and closed value sets.
 var ruledMessageFields = []string{"type", "id", "org", "member", "taskId", "runnerId", "task.kind", "task.target",
-	"task.remoteSessionId", "task.runnerId", "task.app", "events.type", "complete.status", "complete.receiptId"}
+	"task.remoteSessionId", "task.runnerId", "recordedSession", "task.app", "events.type", "complete.status", "complete.receiptId"}
 
 // createRequestBounds are remoteSession.create's string fields; their
 // bounds are proven over HTTP by TestRunnerAndRemoteSessionFieldBounds

@@ -24,13 +24,14 @@ const (
 	TypeInterrupted     = "task.interrupted"
 	TypeExpired         = "task.expired"
 	TypeCancelled       = "task.cancelled"
+	TypeSessionLinked   = "task.session_linked"
 	TypeRegistered      = "runner.registered"
 	TypeSeen            = "runner.seen"
 )
 
 var knownTypes = map[string]bool{
 	TypeQueued: true, TypeClaimed: true, TypeHeartbeat: true, TypeEvents: true, TypeCancelRequested: true,
-	TypeCompleted: true, TypeInterrupted: true, TypeExpired: true, TypeCancelled: true,
+	TypeCompleted: true, TypeInterrupted: true, TypeExpired: true, TypeCancelled: true, TypeSessionLinked: true,
 	TypeRegistered: true, TypeSeen: true,
 }
 
@@ -63,6 +64,9 @@ type Message struct {
 	Complete *Completion   `json:"complete,omitempty"` // completed
 	Runner   *Inventory    `json:"runner,omitempty"`   // registered
 	Reason   string        `json:"reason,omitempty"`   // interrupted, expired, cancelled, cancel_requested
+	// RecordedSession is the spine session a runner records for the task
+	// (session_linked): the session.start spine takes next.
+	RecordedSession string `json:"recordedSession,omitempty"`
 }
 
 // TaskSpec is what a queued task asks for.

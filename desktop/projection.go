@@ -158,6 +158,11 @@ func transition(ctx context.Context, tx pgx.Tx, t *Task, m *Message, seq uint64)
 		}
 		t.State, t.LeaseExpiresAt = StateRunning, ptr(m.At.Add(LeaseTTL))
 		return true, appendEvents(ctx, tx, t, m)
+	case TypeSessionLinked:
+		if !holds || t.ClaimedBy != m.RunnerID {
+			return false, nil
+		}
+		return true, linkSession(ctx, tx, t, m)
 	case TypeCancelRequested:
 		if !Active(t.State) || t.CancelRequested {
 			return false, nil
@@ -196,6 +201,18 @@ func end(ctx context.Context, tx pgx.Tx, t *Task, m *Message) error {
 	t.LeaseExpiresAt, t.EndedAt = nil, ptr(m.At)
 	return insertEntries(ctx, tx, streams.Owner{Org: t.org, Member: t.member}, t.RemoteSessionID, t.ID, m.At,
 		[]RunnerEvent{{Type: KindEnd, Text: t.Error, Status: t.State}})
+}
+
+// linkSession records that the runner holding t records m's session for
+// it, after the task's earlier links (the task's row is locked: one link
+// at a time). A session links to one task: a second link of it changes
+// nothing.
+func linkSession(ctx context.Context, tx pgx.Tx, t *Task, m *Message) error {
+	_, err := tx.Exec(ctx, `INSERT INTO desktop_task_sessions (session_id, task_id, remote_session_id, org, member, runner_id, at, pos)
+		SELECT $1, $2, $3, $4, $5, $6, $7, coalesce(max(pos), 0) + 1 FROM desktop_task_sessions WHERE task_id = $2
+		ON CONFLICT (session_id) DO NOTHING`,
+		m.RecordedSession, t.ID, t.RemoteSessionID, t.org, t.member, m.RunnerID, m.At)
+	return err
 }
 
 func ptr[T any](v T) *T { return &v }

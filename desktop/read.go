@@ -95,10 +95,14 @@ func (s *Service) SessionURL(id string) string { return s.cfg.BaseURL + "/ui/ses
 // Session reads one of owner's remote sessions, or ErrUnknownSession (also
 // for another member's: the two are one answer).
 func (s *Service) Session(ctx context.Context, owner streams.Owner, id string) (*Session, error) {
+	return s.session(ctx, s.cfg.Pool, owner, id)
+}
+
+func (s *Service) session(ctx context.Context, q streams.Querier, owner streams.Owner, id string) (*Session, error) {
 	if !streams.ValidID(id) {
 		return nil, ErrUnknownSession
 	}
-	ss, err := s.scanSession(s.cfg.Pool.QueryRow(ctx, `SELECT `+sessionColumns+sessionFrom+`
+	ss, err := s.scanSession(q.QueryRow(ctx, `SELECT `+sessionColumns+sessionFrom+`
 		WHERE s.id = $1 AND s.org = $2 AND s.member = $3`, id, owner.Org, owner.Member))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrUnknownSession

@@ -238,11 +238,7 @@ func (s *Service) Read(ctx context.Context, owner streams.Owner, sessionID, sinc
 	if err != nil {
 		return nil, err
 	}
-	sess, err := s.sessionForWrite(ctx, owner, sessionID)
-	if err != nil {
-		return nil, err
-	}
-	return s.read(ctx, owner, sess, cur, limit)
+	return s.readTx(ctx, owner, sessionID, cur, limit)
 }
 
 // ListResult is remoteSession.list's answer.

@@ -62,6 +62,15 @@ func (m *Message) validateTask() error {
 			return streams.Reject(streams.ReasonMissingField, "fence is required")
 		}
 		return ValidateEvents(m.Events)
+	case TypeSessionLinked:
+		switch {
+		case m.Fence == 0:
+			return streams.Reject(streams.ReasonMissingField, "fence is required")
+		case !streams.ValidID(m.RunnerID):
+			return streams.Reject(streams.ReasonInvalidID, "runnerId")
+		case !streams.ValidID(m.RecordedSession):
+			return streams.Reject(streams.ReasonInvalidID, "recordedSession")
+		}
 	case TypeCompleted:
 		if m.Fence == 0 || m.Complete == nil {
 			return streams.Reject(streams.ReasonMissingField, "fence and complete are required")

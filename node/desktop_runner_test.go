@@ -345,3 +345,134 @@ func TestSessionPageHearsTheRecordedSession(t *testing.T) {
 	f.ingest(r.token, spinetest.Text("live-1", 1, "still working\n"))
 	nextEvent(t, events, "change")
 }
+
+// A session names a task by taskId alone only when the runner holding the
+// task started it: a member token's start with the task's id (any taskId
+// it likes) is not the task's transcript (it was: read served it).
+func TestRecordedSessionIsTheRunnersLink(t *testing.T) {
+	f := newFixture(t)
+	alice := f.token("acme", "alice")
+	r := f.desktopRunner(alice, "alice-laptop")
+	sess := decode[desktop.Session](t, f.mustDo(201, "POST", "/v1/remote-sessions", alice,
+		map[string]any{"target": "desktop", "instructions": "x"}))
+	c := r.claim(sess.LatestTaskID)
+	forged := spinetest.Start("forged")
+	forged.TaskID, forged.WorkerID = c.Task.ID, "alice-laptop"
+	f.ingest(alice, forged, spinetest.Text("forged", 1, "not the runner's\n"), usageEnd("forged"))
+	f.ingest(r.token, runnerStart("real", c.Task.ID), spinetest.Text("real", 1, "the runner's\n"), usageEnd("real"))
+	r.complete(c, "done", "")
+	f.waitCaughtUp()
+	res := f.readRemote(alice, sess.ID, "0", 1000)
+	var lines []string
+	for _, e := range res.Entries {
+		lines = append(lines, entryLine(e))
+	}
+	if len(res.RecordedSessions) != 1 || res.RecordedSessions[0].SessionID != "real" ||
+		strings.Join(lines, "|") != "task:prompt=x|session:stdout=the runner's|task:end" || !res.Ended {
+		t.Fatalf("read = %q %+v", lines, res)
+	}
+}
+
+// Two runners of one member: each writes and reads only the sessions it
+// recorded for its own tasks; a start for a task the other holds is
+// task_not_held and never reaches that task's read; a session linked to
+// one task cannot be started again for another (session id taken), and a
+// session of one task is not read in another remote session.
+func TestRunnersOfOneMemberAreKeptApart(t *testing.T) {
+	f := newFixture(t)
+	alice := f.token("acme", "alice")
+	r1, r2 := f.desktopRunner(alice, "alice-laptop"), f.desktopRunner(alice, "alice-desktop")
+	create := func(runner string) desktop.Session {
+		return decode[desktop.Session](t, f.mustDo(201, "POST", "/v1/remote-sessions", alice,
+			map[string]any{"target": "desktop", "instructions": "on " + runner, "runnerId": runner}))
+	}
+	a, b, other := create(r1.id), create(r2.id), create(r1.id)
+	ca, cb, co := r1.claim(a.LatestTaskID), r2.claim(b.LatestTaskID), r1.claim(other.LatestTaskID)
+	f.ingest(r1.token, runnerStart("s-a", ca.Task.ID), spinetest.Text("s-a", 1, "r1 on a\n"))
+	f.ingest(r2.token, runnerStart("s-b", cb.Task.ID), spinetest.Text("s-b", 1, "r2 on b\n"))
+	f.waitCaughtUp()
+
+	// r2 neither writes to nor reads r1's session: the answers of one never started.
+	res := f.ingest(r2.token, spinetest.Text("s-a", 2, "r2 injected\n"), spinetest.Text("s-never", 1, "x\n")).Results
+	if res[0].Status != 404 || res[0].Error == nil || res[0].Error.Code != streams.ReasonUnknownSession ||
+		strings.Replace(res[0].Error.Message, "s-a", "s-never", 1) != res[1].Error.Message {
+		t.Fatalf("r2 writing to r1's session = %+v", res)
+	}
+	_, missing := f.do("GET", "/v1/sessions/s-never", r2.token, nil)
+	for _, path := range []string{"/v1/sessions/s-a", "/v1/sessions/s-a/transcript"} {
+		if code, body := f.do("GET", path, r2.token, nil); code != 404 || !bytes.Equal(body, missing) {
+			t.Fatalf("r2 reading %s = %d %s, missing = %s", path, code, body, missing)
+		}
+	}
+	// r1 starts a session for r2's task: refused, and b's read never shows it.
+	res = f.ingest(r1.token, runnerStart("s-steal", cb.Task.ID), spinetest.Text("s-steal", 1, "r1 on b\n")).Results
+	if res[0].Status != 409 || res[0].Error.Code != "task_not_held" {
+		t.Fatalf("r1's start for r2's task = %+v", res)
+	}
+	// r1 records s-a again for its other task: the id is taken by a's task.
+	res = f.ingest(r1.token, runnerStart("s-a", co.Task.ID)).Results
+	if res[0].Status != 409 || res[0].Error.Code != "session_exists" {
+		t.Fatalf("s-a started again for another task = %+v", res)
+	}
+	f.ingest(r1.token, runnerStart("s-o", co.Task.ID), spinetest.Text("s-o", 1, "r1 on other\n"))
+	f.waitCaughtUp()
+	for sess, want := range map[string]string{a.ID: "s-a=r1 on a", b.ID: "s-b=r2 on b", other.ID: "s-o=r1 on other"} {
+		page := f.readRemote(alice, sess, "0", 1000)
+		var got []string
+		for _, e := range page.Entries {
+			if e.Source == desktop.SourceSession {
+				got = append(got, e.SessionID+"="+strings.TrimSpace(e.Text))
+			}
+		}
+		if strings.Join(got, "|") != want || len(page.RecordedSessions) != 1 {
+			t.Errorf("read of %s = %q (%+v), want %s", sess, got, page.RecordedSessions, want)
+		}
+	}
+}
+
+// Before the recorder has projected a runner's session, another runner of
+// the same member still cannot write to it: the door holds a runner to the
+// sessions linked to it, and the link is stored before the start is
+// published (the recorder is held here by a lock on its checkpoint). It
+// could: the door looked only at projected rows, and "r2 injected" was
+// recorded in r1's session.
+func TestRunnerCannotWriteAnotherRunnersUnprojectedSession(t *testing.T) {
+	f := newFixture(t)
+	alice := f.token("acme", "alice")
+	r1, r2 := f.desktopRunner(alice, "alice-laptop"), f.desktopRunner(alice, "alice-desktop")
+	sess := decode[desktop.Session](t, f.mustDo(201, "POST", "/v1/remote-sessions", alice,
+		map[string]any{"target": "desktop", "instructions": "x", "runnerId": r1.id}))
+	c := r1.claim(sess.LatestTaskID)
+	ctx := context.Background()
+	hold, err := f.n.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hold.Exec(ctx, `INSERT INTO projector_checkpoints (name, last_seq) VALUES ('recorder', 0) ON CONFLICT DO NOTHING`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hold.Exec(ctx, `SELECT 1 FROM projector_checkpoints WHERE name = 'recorder' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	res := f.ingest(r1.token, runnerStart("s-1", c.Task.ID), spinetest.Text("s-1", 1, "r1\n")).Results
+	res = append(res, f.ingest(r2.token, spinetest.Text("s-1", 2, "r2 injected\n"), usageEnd("s-1")).Results...)
+	var projected int
+	if err := f.n.Pool.QueryRow(ctx, `SELECT count(*) FROM sessions WHERE id = 's-1'`).Scan(&projected); err != nil {
+		t.Fatal(err)
+	}
+	if err := hold.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if projected != 0 {
+		t.Fatalf("the recorder projected s-1 while held")
+	}
+	if res[0].Status != 202 || res[1].Status != 202 || res[2].Status != 404 || res[3].Status != 404 ||
+		res[2].Error.Code != streams.ReasonUnknownSession {
+		t.Fatalf("results = %+v", res)
+	}
+	f.waitCaughtUp()
+	if tr := f.mustDo(200, "GET", "/v1/sessions/s-1/transcript", r1.token, nil); bytes.Contains(tr, []byte("injected")) ||
+		!bytes.Contains(tr, []byte("r1")) {
+		t.Fatalf("transcript of s-1 = %s", tr)
+	}
+}

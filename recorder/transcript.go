@@ -173,23 +173,35 @@ func ReadTranscript(ctx context.Context, q streams.Querier, owner streams.Owner,
 	}
 	page := &TranscriptPage{SessionID: id, Status: s.Status, Ended: s.Ended(), Complete: s.Complete,
 		Next: since, Chunks: []Chunk{}, TranscriptFileID: s.TranscriptFileID}
+	return page, readChunks(ctx, q, page, id, since, limit)
+}
+
+// ReadChunks is ReadTranscript's page of chunks (Chunks, Next, More)
+// without the session's row, for a reader that read the row itself and
+// checked its owner: remoteSession.read, over the sessions it lists.
+func ReadChunks(ctx context.Context, q streams.Querier, id string, since int64, limit int) (*TranscriptPage, error) {
+	page := &TranscriptPage{SessionID: id, Next: since, Chunks: []Chunk{}}
+	return page, readChunks(ctx, q, page, id, since, limit)
+}
+
+func readChunks(ctx context.Context, q streams.Querier, page *TranscriptPage, id string, since int64, limit int) error {
 	if err := readPage(ctx, q, page, id, since, limit); err != nil {
-		return nil, err
+		return err
 	}
 	before, err := neighbours(ctx, q, `SELECT stream, right(text, $3) FROM session_chunks
 		WHERE session_id = $1 AND seq <= $2 ORDER BY seq DESC LIMIT $4`, id, since)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	after := map[string]string{}
 	if page.More {
 		if after, err = neighbours(ctx, q, `SELECT stream, left(text, $3) FROM session_chunks
 			WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $4`, id, page.Next); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	redactAcross(before, page.Chunks, after)
-	return page, nil
+	return nil
 }
 
 func readPage(ctx context.Context, q streams.Querier, page *TranscriptPage, id string, since int64, limit int) error {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/spinehq/spine/desktop"
 	"github.com/spinehq/spine/streams"
 )
 
@@ -50,7 +51,7 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 			res.ID = e.ID
 		}
 		if rej == nil && isRunner {
-			if rej = s.admitRunner(r.Context(), e, runner); rej != nil {
+			if rej = s.admitRunner(e, runner); rej != nil {
 				s.m.ingested.WithLabelValues(e.Type, "rejected").Inc()
 			}
 		}
@@ -66,9 +67,9 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "session owners unavailable; nothing was stored, retry the batch")
 		return
 	}
-	var others map[string]bool
+	var mine map[string]bool // a runner's: the sessions it may write to
 	if isRunner {
-		if others, err = s.othersSessions(r.Context(), envs, runner); err != nil {
+		if mine, err = s.runnerSessions(r.Context(), envs, runner); err != nil {
 			s.log.Error("read session workers failed", "err", err)
 			writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "sessions unavailable; nothing was stored, retry the batch")
 			return
@@ -81,8 +82,8 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		rej := s.checkHolder(e, held, opts)
-		if rej == nil && others[e.SessionID] && e.Type != streams.TypeSessionStart {
-			rej = s.noStart(e)
+		if rej == nil && isRunner {
+			rej = s.checkRunner(r, e, runner, mine)
 		}
 		if rej != nil {
 			res.Status, res.Error = rej.status, &streams.ErrorDetail{Code: rej.code, Message: rej.msg}
@@ -104,6 +105,24 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 	}
 	s.await(r, futures, &resp)
 	writeJSON(w, http.StatusMultiStatus, resp)
+}
+
+// checkRunner links a runner's start to its task (then the session is the
+// runner's for the rest of the batch) and refuses anything else for a
+// session that is not the runner's.
+func (s *Server) checkRunner(r *http.Request, e *streams.Envelope, runner desktop.RunnerIdentity, mine map[string]bool) *refusal {
+	if e.Type != streams.TypeSessionStart {
+		if !mine[e.SessionID] {
+			return s.noStart(e)
+		}
+		return nil
+	}
+	if rej := s.linkRunner(r.Context(), e, runner); rej != nil {
+		s.m.ingested.WithLabelValues(e.Type, "rejected").Inc()
+		return rej
+	}
+	mine[e.SessionID] = true
+	return nil
 }
 
 func (s *Server) await(r *http.Request, futures []jetstream.PubAckFuture, resp *streams.IngestResponse) {

@@ -57,10 +57,11 @@ func (s *Server) authedOrRunner(h http.HandlerFunc) http.Handler {
 }
 
 // admitRunner holds an envelope a runner token sends to what a runner may
-// record: session envelopes only, and a session.start only for a task the
-// runner holds now, whose workerId becomes the runner's id (never the
-// sender's word).
-func (s *Server) admitRunner(ctx context.Context, e *streams.Envelope, id desktop.RunnerIdentity) *refusal {
+// record: session envelopes only, and a session.start only with a taskId,
+// whose workerId becomes the runner's id (never the sender's word). Whether
+// the runner holds the task is linkRunner's, once the start passed every
+// other check.
+func (s *Server) admitRunner(e *streams.Envelope, id desktop.RunnerIdentity) *refusal {
 	switch e.Type {
 	case streams.TypeSessionChunk, streams.TypeSessionControl, streams.TypeSessionEnd, streams.TypeSessionUsage:
 		return nil
@@ -73,26 +74,39 @@ func (s *Server) admitRunner(ctx context.Context, e *streams.Envelope, id deskto
 		return &refusal{http.StatusBadRequest, streams.ReasonMissingField,
 			"taskId is required: a runner token records a session only for a task it holds"}
 	}
+	e.WorkerID = id.RunnerID
+	return nil
+}
+
+// linkRunner links a runner's session.start to the task it names, which
+// the runner must hold now (desktop.Service.LinkSession): the link is in
+// the tasks log before the start is published, so remoteSession.read knows
+// the task's session before the recorder projects it.
+func (s *Server) linkRunner(ctx context.Context, e *streams.Envelope, id desktop.RunnerIdentity) *refusal {
 	var notHeld *desktop.NotHeldError
-	switch err := s.cfg.Desktop.Holds(ctx, id, e.TaskID); {
+	switch err := s.cfg.Desktop.LinkSession(ctx, id, e.TaskID, e.SessionID); {
 	case errors.Is(err, desktop.ErrUnknownTask):
 		return &refusal{http.StatusNotFound, CodeUnknownTask, "task not found"}
 	case errors.As(err, &notHeld):
 		return &refusal{http.StatusConflict, CodeTaskNotHeld, "task " + e.TaskID + " is " + notHeld.State +
 			" and not held by this runner: record a session only for a task this runner claimed and still holds"}
+	case errors.Is(err, desktop.ErrSessionLinked):
+		return &refusal{http.StatusConflict, CodeSessionExists,
+			"session id " + e.SessionID + " is taken by another owner: start the session under a new id"}
 	case err != nil:
-		s.log.Error("check runner's task failed", "err", err)
-		return &refusal{http.StatusServiceUnavailable, CodeUnavailable, "could not check the task; retry"}
+		s.log.Error("link runner's session failed", "err", err)
+		return &refusal{http.StatusServiceUnavailable, CodeUnavailable, "could not link the session to the task; retry"}
 	}
-	e.WorkerID = id.RunnerID
 	return nil
 }
 
-// othersSessions are the sessions envs write to (other than by a start)
-// that are recorded and are not this runner's (not started by it for a
-// task): a runner token writes only to its own. A session the recorder has
-// not projected yet is left to the holder check (its member holds it).
-func (s *Server) othersSessions(ctx context.Context, envs []*streams.Envelope, id desktop.RunnerIdentity) (map[string]bool, error) {
+// runnerSessions are the sessions of envs (other than starts) this runner
+// may write to: those linked to it when it sent their start for a task it
+// held (desktop.Service.RunnerSessions). The link is stored before the
+// start is published, so this holds from the first chunk on, before the
+// recorder has projected anything; any other session, another runner's of
+// the same member included, gets the answer of a session never started.
+func (s *Server) runnerSessions(ctx context.Context, envs []*streams.Envelope, id desktop.RunnerIdentity) (map[string]bool, error) {
 	var ids []string
 	for _, e := range envs {
 		if e != nil && e.SessionID != "" && e.Type != streams.TypeSessionStart {
@@ -100,23 +114,9 @@ func (s *Server) othersSessions(ctx context.Context, envs []*streams.Envelope, i
 		}
 	}
 	if len(ids) == 0 {
-		return nil, nil
+		return map[string]bool{}, nil
 	}
-	rows, err := s.cfg.Pool.Query(ctx, `SELECT id FROM sessions WHERE id = ANY($1) AND NOT (worker_id = $2 AND task_id <> '')`,
-		ids, id.RunnerID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string]bool{}
-	for rows.Next() {
-		var sid string
-		if err := rows.Scan(&sid); err != nil {
-			return nil, err
-		}
-		out[sid] = true
-	}
-	return out, rows.Err()
+	return s.cfg.Desktop.RunnerSessions(ctx, id, ids)
 }
 
 // runnerMaySee: a runner token reads only the sessions that runner recorded

@@ -84,6 +84,10 @@ func (s *Server) sessionPageEvents(w http.ResponseWriter, r *http.Request) {
 	defer poll.Stop()
 	progress, _ := s.cfg.Desktop.RecordedProgress(r.Context(), owner(r), id)
 	for {
+		polling := poll.C // the recorded sessions are polled only while something can still change them
+		if progress.Settled {
+			polling = nil
+		}
 		select {
 		case <-r.Context().Done():
 			return
@@ -92,12 +96,17 @@ func (s *Server) sessionPageEvents(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			writeSSE(w, "change", map[string]any{"sessionId": id})
-		case <-poll.C:
+			progress.Settled = false // a task changed (a follow-up, say): look again
+		case <-polling:
 			now, err := s.cfg.Desktop.RecordedProgress(r.Context(), owner(r), id)
 			if err != nil || now == progress {
 				continue
 			}
+			changed := now.Mark != progress.Mark
 			progress = now
+			if !changed {
+				continue
+			}
 			writeSSE(w, "change", map[string]any{"sessionId": id})
 		case <-tick.C:
 			_, _ = w.Write([]byte(": keepalive\n\n"))
@@ -108,5 +117,6 @@ func (s *Server) sessionPageEvents(w http.ResponseWriter, r *http.Request) {
 
 // recordedPoll is how often an open session page looks for new content in
 // the app sessions recorded for its tasks (the recorder's, which the
-// desktop service does not announce).
+// desktop service does not announce), until the session and all of them
+// have ended.
 const recordedPoll = time.Second

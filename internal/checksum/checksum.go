@@ -31,6 +31,7 @@ var Tables = map[string]string{
 	"cost_days":             "org, day, billing, app, served_model, member, plan_id",
 	"desktop_tasks":         "id",
 	"desktop_task_events":   "remote_session_id, pos",
+	"desktop_task_sessions": "session_id",
 	"desktop_runners":       "id",
 	"remote_sessions":       "id",
 	"projector_checkpoints": "name",
