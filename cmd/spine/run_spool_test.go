@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -74,7 +75,7 @@ func TestRunSpineRestarted(t *testing.T) {
 	t.Cleanup(func() { maxTransientWait = old })
 	dir := t.TempDir()
 	app := script(t, "head -n 3 "+fastFixture+"\nuntil [ -e "+dir+"/down ]; do sleep 0.05; done\n"+
-		"tail -n +4 "+fastFixture+"\necho > "+dir+"/wrote\nuntil [ -e "+dir+"/up ]; do sleep 0.05; done")
+		"tail -n +4 "+fastFixture+"\necho wrote > "+dir+"/wrote\nuntil [ -e "+dir+"/up ]; do sleep 0.05; done")
 	done := make(chan error, 1)
 	go func() {
 		done <- run(context.Background(), []string{"run", "--quiet", "--bin", app, "--", "hi"}) // not capture: the test reads beside it
@@ -83,7 +84,7 @@ func TestRunSpineRestarted(t *testing.T) {
 	waitTranscript(t, n, id, "standard turn")
 	n.Stop()
 	touch(t, dir+"/down")
-	waitFile(t, dir+"/wrote", "")
+	waitFile(t, dir+"/wrote", "wrote")
 	// Down longer than any retry: client.do gives up after 500 ms here, and spine run before the spool gave up after
 	// six tries of it, 6.2 s apart in all (some 10 s).
 	time.Sleep(12 * time.Second)
@@ -359,5 +360,59 @@ func TestRunSpoolCompacts(t *testing.T) {
 	}
 	if chunks != seq || last != seq {
 		t.Fatalf("%d chunks up to %d, want %d", chunks, last, seq)
+	}
+}
+
+// A spine that takes nothing for a while (every ingest held) does not
+// block the app: it writes 12,000 lines and exits while spine has taken
+// none; then spine answers and every line is delivered. Before the spool,
+// a queue of 10,000 envelopes made the reading wait, so the app blocked
+// writing its output.
+func TestRunNeverBlocksTheApp(t *testing.T) {
+	n, _ := testNode(t)
+	target, _ := url.Parse(os.Getenv(config.EnvURL))
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	release := make(chan struct{})
+	var once sync.Once
+	open := func() { once.Do(func() { close(release) }) }
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/ingest" {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	defer open()
+	dir := t.TempDir()
+	const lines = 12000
+	app := script(t, "head -n 1 "+fastFixture+"\nfor i in $(seq 1 "+fmt.Sprint(lines)+"); do printf "+
+		`'{"type":"assistant","message":{"model":"m","id":"msg_%d","type":"message","role":"assistant","content":[{"type":"text","text":"line %d "}],"usage":{"input_tokens":1,"output_tokens":1}},"session_id":"fa570000-aaaa-aaaa-aaaa-aaaaaaaaaaaa","uuid":"00000000-0000-0000-0000-%012d"}\n' $i $i $i`+
+		"; done\necho wrote > "+dir+"/wrote")
+	done := make(chan error, 1)
+	go func() {
+		done <- run(context.Background(), []string{"run", "--quiet", "--url", srv.URL, "--bin", app, "--", "hi"})
+	}()
+	waitFile(t, dir+"/wrote", "wrote") // the app wrote it all and exited while spine took nothing
+	open()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("spine run: %v", err)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("spine run did not end")
+	}
+	waitIdle(t, n)
+	id := apps.SessionID("claude-code", "fa570000-aaaa-aaaa-aaaa-aaaaaaaaaaaa")
+	var chunks int64
+	if err := n.Pool.QueryRow(context.Background(), `SELECT count(*) FROM session_chunks WHERE session_id = $1`, id).Scan(&chunks); err != nil {
+		t.Fatal(err)
+	}
+	if chunks < lines {
+		t.Fatalf("%d chunks, want the %d lines'", chunks, lines)
 	}
 }
