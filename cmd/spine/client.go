@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spinehq/spine/internal/config"
@@ -21,8 +22,9 @@ type client struct {
 	base  string
 	token string
 	http  *http.Client
-	// told is set once the user has been told spine is slowing requests.
-	told bool
+	// told is set once the user has been told spine is slowing requests
+	// or not answering; goroutines of one run share the client.
+	told atomic.Bool
 }
 
 func newClient(url, token string) (*client, error) {
@@ -116,9 +118,8 @@ func (c *client) do(ctx context.Context, method, path string, body []byte, out a
 
 // tell says msg on stderr, once per client.
 func (c *client) tell(msg string) {
-	if !c.told {
+	if c.told.CompareAndSwap(false, true) {
 		fmt.Fprintln(os.Stderr, msg)
-		c.told = true
 	}
 }
 
