@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spinehq/spine/desktop"
@@ -61,7 +62,9 @@ type runner struct {
 	confirm bool
 	out     *runnerOut
 	// answers are the owner's lines typed on the terminal (--confirm).
-	answers *bufio.Reader
+	answers  *bufio.Reader
+	lines    chan string // answers' lines (typed)
+	lineOnce sync.Once
 	// spool is the runner's own spool directory (runnerSpoolDir).
 	spool string
 }

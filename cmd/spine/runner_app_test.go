@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -117,27 +118,36 @@ func (r *runnerRig) config(set func(map[string]any)) string {
 }
 
 // start runs spine runner with args beside the test until it ends; the
-// runner is stopped (and waited for) when the test ends.
-func (r *runnerRig) start(args ...string) {
+// runner is stopped (and waited for) when the test ends, or by stop, which
+// says whether it stopped within its bound, and how.
+func (r *runnerRig) start(args ...string) (stop func(within time.Duration) error) {
 	r.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	old := stdout
 	stdout = r.out
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, append([]string{"runner"}, args...)) }()
-	r.t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				r.t.Errorf("spine runner: %v\n%s", err, r.out)
+	var once sync.Once
+	var stopErr error
+	stop = func(within time.Duration) error {
+		once.Do(func() {
+			cancel()
+			select {
+			case stopErr = <-done:
+			case <-time.After(within):
+				stopErr = fmt.Errorf("spine runner did not stop within %s", within)
 			}
-		case <-time.After(time.Minute):
-			r.t.Errorf("spine runner did not stop\n%s", r.out)
+		})
+		return stopErr
+	}
+	r.t.Cleanup(func() {
+		if err := stop(time.Minute); err != nil {
+			r.t.Errorf("spine runner: %v\n%s", err, r.out)
 		}
 		stdout = old
 	})
 	r.waitOut("ready at")
+	return stop
 }
 
 // waitOut waits until the runner has printed want.
@@ -489,21 +499,78 @@ func TestRunnerMCPClientToDesktop(t *testing.T) {
 // yes runs it.
 func TestRunnerConfirm(t *testing.T) {
 	r := newRunnerRig(t)
-	old := runnerAnswers
-	runnerAnswers = strings.NewReader("n\ny\n")
-	t.Cleanup(func() { runnerAnswers = old })
+	prompt := r.confirmWith(strings.NewReader("n\ny\n"))
 	r.srv.Anthropic(fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("ran after a yes")}})
 	r.start("--config", r.config(nil), "--confirm")
-	declined := r.create(map[string]any{"instructions": "first"})
-	if rr := r.waitState(declined, "refused"); !strings.Contains(rr.Session.Error, "declined") {
+	declined := r.create(map[string]any{"instructions": "first: look at the thing\nthen tell me"})
+	if rr := r.waitState(declined, "refused"); rr.Session.Error != "declined by the owner" {
 		t.Fatalf("declined task: %q", rr.Session.Error)
 	}
 	if n := len(r.srv.Log()); n != 0 {
 		t.Fatalf("a declined task asked the model %d times", n)
 	}
+	if want := "first: look at the thing\nthen tell me\nRun it with claude-code in "; !strings.Contains(prompt.String(), want) {
+		t.Fatalf("the owner was asked:\n%s\nwant the whole instructions, then %q", prompt, want)
+	}
 	ran := r.create(map[string]any{"instructions": "second"})
 	if rr := r.waitState(ran, "done"); !strings.Contains(rr.text(), "ran after a yes") {
 		t.Fatalf("confirmed task:\n%s", rr.text())
+	}
+}
+
+// confirmWith makes answers the owner's answers to --confirm; what the
+// runner asks is returned.
+func (r *runnerRig) confirmWith(answers io.Reader) *syncBuffer {
+	oldA, oldP := runnerAnswers, runnerPrompt
+	prompt := &syncBuffer{}
+	runnerAnswers, runnerPrompt = answers, prompt
+	r.t.Cleanup(func() { runnerAnswers, runnerPrompt = oldA, oldP })
+	return prompt
+}
+
+// While --confirm waits for the owner the task is held: heartbeated (it
+// goes running, so its lease is renewed), and a cancel or the runner
+// stopped ends the wait without an answer. Before, nothing heartbeated
+// until the app ran (the lease ran out under a slow owner), and the
+// question waited for Enter whatever happened.
+func TestRunnerConfirmHoldsTheTask(t *testing.T) {
+	r := newRunnerRig(t)
+	pr, pw, err := os.Pipe() // the owner never answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pw.Close(); pr.Close() })
+	prompt := r.confirmWith(pr)
+	stop := r.start("--config", r.config(nil), "--confirm")
+	waitPrompt := func(n int) {
+		for deadline := time.Now().Add(time.Minute); strings.Count(prompt.String(), "[y/N]") < n; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the owner was never asked:\n%s", r.out)
+			}
+		}
+	}
+	id := r.create(map[string]any{"instructions": "wait for me"})
+	waitPrompt(1)
+	for deadline := time.Now().Add(time.Minute); r.read(id, "").Session.State != "running"; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the task is %s while the owner is asked, want running (heartbeated)", r.read(id, "").Session.State)
+		}
+	}
+	if err := r.member.do(context.Background(), http.MethodPost, "/v1/remote-sessions/"+id+"/cancel", []byte(`{}`), &json.RawMessage{}); err != nil {
+		t.Fatal(err)
+	}
+	r.waitStateWithin(id, "cancelled", 30*time.Second)
+
+	other := r.create(map[string]any{"instructions": "wait for me again"})
+	waitPrompt(2)
+	if err := stop(30 * time.Second); err != nil {
+		t.Fatalf("spine runner stopped while asking: %v", err)
+	}
+	if rr := r.waitStateWithin(other, "cancelled", 30*time.Second); !strings.Contains(rr.Session.Error, "was stopped") {
+		t.Fatalf("the task asked about when the runner stopped: %q", rr.Session.Error)
+	}
+	if n := len(r.srv.Log()); n != 0 {
+		t.Fatalf("an unanswered task asked the model %d times", n)
 	}
 }
 

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -44,15 +46,46 @@ func (o *runnerOut) envelopes() func(*streams.Envelope) {
 	}
 }
 
-// ask puts a yes/no question on the terminal; anything but y or yes, or
-// no terminal answer at all, is no.
-func (r *runner) ask(question string) bool {
-	fmt.Fprint(os.Stderr, question)
-	line, err := r.answers.ReadString('\n')
-	if err != nil && line == "" {
-		fmt.Fprintln(os.Stderr)
+// ask puts a yes/no question to the owner (runnerPrompt) and waits for
+// the answer, or for ctx (a Ctrl-C, a cancel or a lost lease does not wait
+// for Enter); anything but y or yes, or no answer at all, is no.
+func (r *runner) ask(ctx context.Context, question string) bool {
+	fmt.Fprint(runnerPrompt, question)
+	select {
+	case line, ok := <-r.typed():
+		if !ok {
+			fmt.Fprintln(runnerPrompt)
+			return false
+		}
+		a := strings.ToLower(strings.TrimSpace(line))
+		return a == "y" || a == "yes"
+	case <-ctx.Done():
+		fmt.Fprintln(runnerPrompt)
 		return false
 	}
-	a := strings.ToLower(strings.TrimSpace(line))
-	return a == "y" || a == "yes"
 }
+
+// typed is the owner's lines, read from runnerAnswers by a goroutine of
+// their own (started on the first question), closed at its end.
+func (r *runner) typed() <-chan string {
+	r.lineOnce.Do(func() {
+		r.lines = make(chan string)
+		go func() {
+			defer close(r.lines)
+			for {
+				line, err := r.answers.ReadString('\n')
+				if err != nil && line == "" {
+					return
+				}
+				r.lines <- line
+				if err != nil {
+					return
+				}
+			}
+		}()
+	})
+	return r.lines
+}
+
+// runnerPrompt is where --confirm asks (tests set it).
+var runnerPrompt io.Writer = os.Stderr

@@ -74,56 +74,94 @@ type heldTask struct {
 	ev    *eventPoster
 }
 
-// run decides the task under the runner's consent, runs it and completes
-// it with the receipt.
+// run decides the task under the runner's consent, asks the owner with
+// --confirm, runs it and completes it with the receipt. From the claim's
+// consent check on, one heartbeat loop holds the task for the whole of it:
+// the owner's answer as much as the app's run.
 func (h *heldTask) run(ctx context.Context) error {
 	t := &h.task
 	h.r.out.say("task", fmt.Sprintf("▶ task %s (remote session %s): %s", t.ID, t.RemoteSessionID, firstLine(t.Instructions)),
 		map[string]any{"taskId": t.ID, "remoteSessionId": t.RemoteSessionID, "resume": t.LocalSessionID})
+	spec, app, status, msg := h.prepare()
+	if status != "" {
+		return h.complete(ctx, status, msg)
+	}
+	hctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	beat := make(chan struct{})
+	go func() {
+		defer close(beat)
+		h.heartbeat(hctx, stop)
+	}()
+	halt := func() error { // stops the heartbeats; why the task's context ended, if it did
+		stop(nil)
+		<-beat
+		return context.Cause(hctx)
+	}
+	if h.r.confirm {
+		yes := h.r.ask(hctx, fmt.Sprintf("%s\nRun it with %s in %s? [y/N] ", t.Instructions, app, spec.Dir))
+		if hctx.Err() != nil {
+			return h.interrupted(ctx, halt())
+		}
+		if !yes {
+			halt()
+			return h.complete(ctx, "refused", "declined by the owner")
+		}
+	}
+	return h.runApp(ctx, hctx, stop, halt, spec)
+}
+
+// prepare is the task's run as the consent allows it, or how the task
+// ends without one (status "refused" or "failed", with why).
+func (h *heldTask) prepare() (spec runSpec, app, status, msg string) {
+	t := &h.task
 	app, dir, err := h.r.consent.allow(t)
 	var ref *refusal
 	if errors.As(err, &ref) {
-		return h.complete(ctx, "refused", ref.reason)
+		return spec, "", "refused", ref.reason
 	}
 	if err != nil {
-		return h.complete(ctx, "failed", "no_workspace: "+err.Error())
-	}
-	if h.r.confirm && !h.r.ask(fmt.Sprintf("%s\nRun it with %s in %s? [y/N] ", t.Instructions, app, dir)) {
-		return h.complete(ctx, "refused", "declined: the desktop's owner declined the task")
+		return spec, "", "failed", "no_workspace: " + err.Error()
 	}
 	a := h.r.consent.Apps[app]
 	argv, format, err := a.appCommand(app, t.Instructions, t.LocalSessionID)
 	if err != nil {
-		return h.complete(ctx, "failed", err.Error())
+		return spec, "", "failed", err.Error()
 	}
 	bin := a.Bin
 	if bin == "" {
 		name := map[string]string{"claude-code": "claude", "codex": "codex"}[app]
 		if bin, err = exec.LookPath(name); err != nil {
-			return h.complete(ctx, "failed", "app_not_found: "+name+" is not on this desktop's PATH: set its bin in the runner config")
+			return spec, "", "failed", "app_not_found: " + name + " is not on this desktop's PATH: set its bin in the runner config"
 		}
 	}
-	return h.runApp(ctx, runSpec{Bin: bin, Argv: argv, Format: format, API: h.r.c, Dir: dir, NoStdin: true,
-		SpoolDir: h.r.spool, Leftovers: true})
+	return runSpec{Bin: bin, Argv: argv, Format: format, API: h.r.c, Dir: dir, NoStdin: true,
+		SpoolDir: h.r.spool, Leftovers: true}, app, "", ""
 }
 
-// runApp runs the app through spine run's machinery, heartbeating and
+// interrupted ends a task stopped before its app ran (while the owner was
+// asked): a lost lease leaves it (it is no longer this runner's), a cancel
+// or the runner stopping completes it cancelled.
+func (h *heldTask) interrupted(ctx context.Context, why error) error {
+	if errors.Is(why, errLeaseLost) {
+		h.r.out.say("task", fmt.Sprintf("■ task %s: %v: spine no longer holds it for this runner", h.task.ID, why), nil)
+		return nil
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishGrace)
+	defer cancel()
+	status, msg := taskEnd(runResult{}, nil, why, ctx.Err() != nil, h.r.creds.Machine)
+	return h.complete(fctx, status, msg)
+}
+
+// runApp runs the app through spine run's machinery with the task's
+// context (hctx: the heartbeats, or an event post, stop it through stop),
 // posting events beside it, and completes the task as the app ended.
-func (h *heldTask) runApp(ctx context.Context, spec runSpec) error {
-	actx, stop := context.WithCancelCause(ctx)
-	defer stop(nil)
+func (h *heldTask) runApp(ctx, hctx context.Context, stop context.CancelCauseFunc, halt func() error, spec runSpec) error {
 	fin := context.WithoutCancel(ctx)
 	h.ev = newEventPoster(h, stop)
 	spec.Show, spec.Stamp = h.show(), h.stamp
-	beat := make(chan struct{})
-	go func() {
-		defer close(beat)
-		h.heartbeat(actx, stop)
-	}()
-	res, err := runApp(actx, spec)
-	why := context.Cause(actx)
-	stop(nil)
-	<-beat
+	res, err := runApp(hctx, spec)
+	why := halt()
 	if errors.Is(why, errLeaseLost) {
 		gone, cancel := context.WithCancel(fin)
 		cancel()
