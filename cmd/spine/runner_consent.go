@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -201,6 +202,9 @@ func (c *consent) allow(t *runnerTask) (app string, dir string, err error) {
 // prompt comes after "--" (Claude) or last (Codex), so it is never read as
 // a flag.
 func (a appConsent) appCommand(app, prompt, resume string) ([]string, apps.Format, error) {
+	if err := checkLocalSession(resume); err != nil {
+		return nil, "", err
+	}
 	var args []string
 	switch app {
 	case "claude-code":
@@ -212,7 +216,7 @@ func (a appConsent) appCommand(app, prompt, resume string) ([]string, apps.Forma
 			args = append(args, "--allowedTools", strings.Join(a.AllowedTools, ","))
 		}
 		if resume != "" {
-			args = append(args, "--resume", resume)
+			args = append(args, "--resume="+resume) // one argument: never read as a flag of its own
 		}
 		args = append(args, a.Args...)
 		args = append(args, "--output-format", "stream-json", "--verbose", "--", prompt)
@@ -229,11 +233,25 @@ func (a appConsent) appCommand(app, prompt, resume string) ([]string, apps.Forma
 		case a.Sandbox != "":
 			args = append(args, "--sandbox", a.Sandbox)
 		}
-		args = append(args, a.Args...)
+		args = append(append(args, a.Args...), "--")
 		if resume != "" {
-			args = append(args, resume)
+			args = append(args, resume) // exec resume's SESSION_ID, then its PROMPT, both after "--"
 		}
-		return append(args, "--", prompt), apps.FormatCodexExec, nil
+		return append(args, prompt), apps.FormatCodexExec, nil
 	}
 	return nil, "", fmt.Errorf("app %q: want claude-code or codex", app)
+}
+
+// localSessionRe is an app's own session id as both apps make them: a
+// UUID (Claude Code's session id, Codex's thread id).
+var localSessionRe = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// checkLocalSession refuses a follow-up's local session id that is not an
+// app's session id: it goes on the app's command line, where one like
+// "--dangerously-skip-permissions" would be a flag the owner never allowed.
+func checkLocalSession(id string) error {
+	if id == "" || localSessionRe.MatchString(id) {
+		return nil
+	}
+	return &refusal{fmt.Sprintf("invalid_local_session: the local session id to resume is not an app's session id (a UUID): %.40q", id)}
 }

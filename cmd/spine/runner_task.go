@@ -125,6 +125,9 @@ func (h *heldTask) prepare() (spec runSpec, app, status, msg string) {
 	}
 	a := h.r.consent.Apps[app]
 	argv, format, err := a.appCommand(app, t.Instructions, t.LocalSessionID)
+	if errors.As(err, &ref) {
+		return spec, "", "refused", ref.reason
+	}
 	if err != nil {
 		return spec, "", "failed", err.Error()
 	}

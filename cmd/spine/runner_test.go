@@ -80,8 +80,9 @@ func TestConsentRefusesBadConfig(t *testing.T) {
 // prompt that looks like a flag is still the prompt.
 func TestAppCommand(t *testing.T) {
 	claude := appConsent{PermissionMode: "plan", AllowedTools: []string{"Read", "Grep"}}
-	got, _, _ := claude.appCommand("claude-code", "--help", "S1")
-	want := []string{"-p", "--permission-mode", "plan", "--allowedTools", "Read,Grep", "--resume", "S1",
+	const s1 = "0b0a5d1e-7c1f-4a59-9d5e-2f6f1d2c3b4a"
+	got, _, _ := claude.appCommand("claude-code", "--help", s1)
+	want := []string{"-p", "--permission-mode", "plan", "--allowedTools", "Read,Grep", "--resume=" + s1,
 		"--output-format", "stream-json", "--verbose", "--", "--help"}
 	if !slices.Equal(got, want) {
 		t.Errorf("claude: %q\nwant %q", got, want)
@@ -91,9 +92,32 @@ func TestAppCommand(t *testing.T) {
 	if want := []string{"exec", "--json", "--sandbox", "read-only", "--skip-git-repo-check", "--", "fix it"}; !slices.Equal(got, want) {
 		t.Errorf("codex: %q\nwant %q", got, want)
 	}
-	got, _, _ = codex.appCommand("codex", "again", "T1")
-	if want := []string{"exec", "resume", "--json", "-c", `sandbox_mode="read-only"`, "--skip-git-repo-check", "T1", "--", "again"}; !slices.Equal(got, want) {
+	got, _, _ = codex.appCommand("codex", "again", s1)
+	if want := []string{"exec", "resume", "--json", "-c", `sandbox_mode="read-only"`, "--skip-git-repo-check", "--", s1, "again"}; !slices.Equal(got, want) {
 		t.Errorf("codex resume: %q\nwant %q", got, want)
+	}
+}
+
+// A follow-up whose local session id is not an app's session id (a flag,
+// say) is refused invalid_local_session before any command line is made:
+// claude -p --resume --dangerously-skip-permissions would read it as the
+// flag. Before, it went on the command line as it came.
+func TestRunnerRefusesInvalidLocalSession(t *testing.T) {
+	c, err := parseConsent([]byte(`{"apps": {"claude-code": {"bin": "/bin/true"}, "codex": {"bin": "/bin/true"}}, "workspaces": ["` + t.TempDir() + `"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, app := range []string{"claude-code", "codex"} {
+		for _, id := range []string{"--dangerously-skip-permissions", "-c", "../x", "0b0a5d1e-7c1f-4a59-9d5e-2f6f1d2c3b4a --last", "not-a-uuid"} {
+			h := &heldTask{r: &runner{consent: c}, task: runnerTask{App: app, LocalSessionID: id}}
+			if spec, _, status, msg := h.prepare(); status != "refused" || !strings.HasPrefix(msg, "invalid_local_session: ") {
+				t.Errorf("%s resuming %q: %s %q, argv %q; want refused invalid_local_session", app, id, status, msg, spec.Argv)
+			}
+		}
+		h := &heldTask{r: &runner{consent: c}, task: runnerTask{App: app, LocalSessionID: "0B0A5D1E-7c1f-4a59-9d5e-2f6f1d2c3b4a"}}
+		if _, _, status, msg := h.prepare(); status != "" {
+			t.Errorf("%s resuming a UUID: %s %q", app, status, msg)
+		}
 	}
 }
 
