@@ -7,10 +7,11 @@
 // spine.task.<taskId>.<event> for a task's lifecycle, spine.runner.<id>.<event>
 // for a runner's inventory and presence — and the "tasks" projector
 // (Projection) turns them into desktop_tasks, desktop_task_events,
-// desktop_runners and remote_sessions. Reads touch those tables, and
-// remoteSession.read also the recorder's (sessions, session_chunks, steps,
-// observations): each task's transcript is the app session its runner
-// recorded with the task's id (a session.start with taskId).
+// desktop_task_sessions, desktop_runners and remote_sessions. Reads touch
+// those tables, and remoteSession.read also the recorder's (sessions,
+// session_chunks, steps, observations): each task's transcript is the app
+// sessions linked to it, one task.session_linked each, which the session
+// ingest publishes (LinkSession) before it takes a runner's session.start.
 //
 // A task is queued → claimed → running → done, or interrupted (no heartbeat
 // for LeaseTTL; what it posted is kept), expired (unclaimed past deliverBy),
