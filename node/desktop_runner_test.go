@@ -393,9 +393,11 @@ func TestRunnersOfOneMemberAreKeptApart(t *testing.T) {
 	f.waitCaughtUp()
 
 	// r2 neither writes to nor reads r1's session: the answers of one never started.
-	res := f.ingest(r2.token, spinetest.Text("s-a", 2, "r2 injected\n"), spinetest.Text("s-never", 1, "x\n")).Results
+	usage := &streams.Envelope{V: 1, Type: streams.TypeSessionUsage, ID: "s-a-u1", At: time.Now().UTC(), SessionID: "s-a",
+		Usage: &streams.Usage{InputTokens: 1}}
+	res := f.ingest(r2.token, spinetest.Text("s-a", 2, "r2 injected\n"), spinetest.Text("s-never", 1, "x\n"), usage).Results
 	if res[0].Status != 404 || res[0].Error == nil || res[0].Error.Code != streams.ReasonUnknownSession ||
-		strings.Replace(res[0].Error.Message, "s-a", "s-never", 1) != res[1].Error.Message {
+		strings.Replace(res[0].Error.Message, "s-a", "s-never", 1) != res[1].Error.Message || res[2].Status != 404 {
 		t.Fatalf("r2 writing to r1's session = %+v", res)
 	}
 	_, missing := f.do("GET", "/v1/sessions/s-never", r2.token, nil)
