@@ -416,3 +416,41 @@ func TestRunNeverBlocksTheApp(t *testing.T) {
 		t.Fatalf("%d chunks, want the %d lines'", chunks, lines)
 	}
 }
+
+// One process at a time delivers a leftover file: while another holds it,
+// spine spool (or a spine run) passes it over; once it is free, it is
+// delivered and removed.
+func TestRunSpoolLeftoverClaimed(t *testing.T) {
+	n, _ := testNode(t)
+	shortRetries(t)
+	spoolDir := os.Getenv(config.EnvSpoolDir)
+	if _, err := capture(t, "run", "--quiet", "--url", "http://"+freeAddr(t), "--bin", script(t, "cat "+fastFixture), "--", "hi"); err == nil {
+		t.Fatal("spine run to no spine succeeded")
+	}
+	files, _ := filepath.Glob(filepath.Join(spoolDir, "*.jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("the spool holds %v", files)
+	}
+	c, err := newClient("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := claimDelivery(c, files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := deliverLeftovers(context.Background(), c, spoolDir); got != 0 || err != nil {
+		t.Fatalf("delivered %d (%v) of a file another process holds", got, err)
+	}
+	held.close()
+	if got, left, err := deliverLeftovers(context.Background(), c, spoolDir); got == 0 || len(left) != 0 || err != nil {
+		t.Fatalf("delivered %d, left %v (%v) once free", got, left, err)
+	}
+	waitIdle(t, n)
+	if status, _ := sessionStatus(t, apps.SessionID("claude-code", "fa570000-aaaa-aaaa-aaaa-aaaaaaaaaaaa")); status != "done" {
+		t.Fatalf("session %q, want done", status)
+	}
+	if left, _ := filepath.Glob(filepath.Join(spoolDir, "*")); len(left) != 0 {
+		t.Fatalf("the spool still holds %v", left)
+	}
+}

@@ -207,6 +207,33 @@ func openDelivery(api importer.API, path string) (*delivery, error) {
 	if err != nil {
 		return nil, err
 	}
+	return startDelivery(api, path, f)
+}
+
+// errBusy: another process delivers the file.
+var errBusy = errors.New("delivered by another process")
+
+// claimDelivery opens a leftover file for sending, locked (flock) so that
+// one process at a time delivers it: errBusy when another does, and
+// os.ErrNotExist when it has just been delivered and removed.
+func claimDelivery(api importer.API, path string) (*delivery, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		f.Close()
+		return nil, errBusy
+	}
+	if _, err := os.Stat(path); err != nil { // removed by whoever held it before
+		f.Close()
+		return nil, err
+	}
+	return startDelivery(api, path, f)
+}
+
+// startDelivery reads f, the spool file at path, from its saved offset.
+func startDelivery(api importer.API, path string, f *os.File) (*delivery, error) {
 	d := &delivery{api: api, path: path, f: f}
 	if b, err := os.ReadFile(path + ".sent"); err == nil {
 		d.off, _ = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
@@ -364,23 +391,13 @@ func spoolWaiting(err error) bool {
 		!errors.As(err, &ae) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
-// leftovers are the spool files in dir no running spine run holds, oldest
-// first.
+// leftovers are the spool files in dir, oldest first (named by creation
+// time). The running runs' own are among them: claimDelivery passes them
+// over, as their runs hold them.
 func leftovers(dir string) []string {
 	files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
-	slices.Sort(files) // named by creation time
-	var free []string
-	for _, path := range files {
-		f, err := os.Open(path)
-		if err != nil {
-			continue
-		}
-		if syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB) == nil {
-			free = append(free, path)
-		}
-		f.Close()
-	}
-	return free
+	slices.Sort(files)
+	return files
 }
 
 // deliverLeftovers sends each spool file an earlier run left in dir,
@@ -393,7 +410,10 @@ func deliverLeftovers(ctx context.Context, api importer.API, dir string) (delive
 	files := leftovers(dir)
 files:
 	for i, path := range files {
-		d, oerr := openDelivery(api, path)
+		d, oerr := claimDelivery(api, path)
+		if errors.Is(oerr, errBusy) || errors.Is(oerr, os.ErrNotExist) {
+			continue // another process delivers it, or did
+		}
 		if oerr != nil {
 			return delivered, append(left, files[i:]...), oerr
 		}
@@ -418,10 +438,10 @@ files:
 		for _, r := range d.refusals {
 			fmt.Fprintf(os.Stderr, "spine: spine refused %s from %s: %s: %s\n", r.ID, filepath.Base(path), r.Code, r.Reason)
 		}
-		d.close()
 		if d.done() {
-			removeSpool(path)
+			removeSpool(path) // before the lock goes: nobody else sends it again
 		}
+		d.close()
 	}
 	return delivered, left, err
 }
