@@ -454,3 +454,21 @@ func TestRunSpoolLeftoverClaimed(t *testing.T) {
 		t.Fatalf("the spool still holds %v", left)
 	}
 }
+
+// A spool directory spine run cannot write is said before the app starts,
+// with how to name another.
+func TestRunSpoolUnwritable(t *testing.T) {
+	_, _ = testNode(t)
+	ro := filepath.Join(t.TempDir(), "a-file") // a file, no directory: even root cannot make one in it
+	if err := os.WriteFile(ro, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	started := filepath.Join(t.TempDir(), "started")
+	_, err := capture(t, "run", "--quiet", "--spool", filepath.Join(ro, "spool"), "--bin", script(t, "echo > "+started), "--", "hi")
+	if err == nil || !strings.Contains(err.Error(), "--spool DIR") {
+		t.Fatalf("spine run with an unwritable spool: %v", err)
+	}
+	if _, err := os.Stat(started); err == nil {
+		t.Fatal("the app started without a spool")
+	}
+}

@@ -82,13 +82,13 @@ type spool struct {
 // bytes in the directory in all.
 func openSpool(dir string, max int64) (*spool, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("spool: %w", err)
+		return nil, fmt.Errorf("spool (pass --spool DIR or set SPINE_SPOOL_DIR for another): %w", err)
 	}
 	name := fmt.Sprintf("%s-%d.jsonl", time.Now().UTC().Format("20060102T150405.000000000Z"), os.Getpid())
 	path := filepath.Join(dir, name)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("spool: %w", err)
+		return nil, fmt.Errorf("spool (pass --spool DIR or set SPINE_SPOOL_DIR for another): %w", err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
