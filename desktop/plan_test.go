@@ -5,9 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/spinehq/spine/desktop"
+	"github.com/spinehq/spine/streams"
 )
 
 // bulkSessions writes n ended sessions of alice for taskID (ids prefix
@@ -135,5 +141,77 @@ func TestCursorStaysWithinItsBounds(t *testing.T) {
 				t.Fatalf("ids of %d: %s read twice", idLen, seen[i])
 			}
 		}
+	}
+}
+
+// queryCounter counts the statements a pool runs that contain each of its
+// keys.
+type queryCounter struct {
+	mu   sync.Mutex
+	keys map[string]int
+}
+
+func (c *queryCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.keys {
+		if strings.Contains(d.SQL, k) {
+			c.keys[k]++
+		}
+	}
+	return ctx
+}
+
+func (c *queryCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// A read costs about a page, however many sessions are live: with 50
+// sessions of 100 chunks each under one task, a read of 10 entries reads
+// the chunks of the first session only and never reads a session's row
+// again (it read every session's chunks, 150 chunk statements, and each
+// session's row once more).
+func TestReadCostsAboutAPage(t *testing.T) {
+	e := newEnv(t)
+	alice := e.member("acme", "alice")
+	r := e.runner(alice, "laptop", "laptop")
+	sess := e.create(alice, map[string]any{"target": "desktop", "instructions": "x"})
+	c := r.claim(sess.LatestTaskID)
+	e.bulkSessions("s", 12, 50, c.Task.ID, sess.ID)
+	ctx := context.Background()
+	for _, sql := range []string{
+		`INSERT INTO session_chunks (session_id, seq, stream, text, at) SELECT s.id, g, 'stdout', 'more', now()
+			FROM sessions s, generate_series(2, 100) g WHERE s.task_id = $1`,
+		`UPDATE sessions SET last_seq = 100, ended_at = NULL, status = 'running' WHERE task_id = $1`,
+	} {
+		if _, err := e.h.Pool.Exec(ctx, sql, c.Task.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := pgxpool.ParseConfig(e.h.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := &queryCounter{keys: map[string]int{"FROM session_chunks": 0, "FROM sessions WHERE id": 0}}
+	cfg.ConnConfig.Tracer = count
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	svc, err := desktop.New(desktop.Config{Pool: pool, JS: e.h.JS, NC: e.h.NC, Signer: e.signer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := svc.Read(ctx, streams.Owner{Org: "acme", Member: "alice"}, sess.ID, "0", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Entries) != 10 || !res.More {
+		t.Fatalf("read = %d entries, more %v", len(res.Entries), res.More)
+	}
+	if n := count.keys["FROM session_chunks"]; n > 3 {
+		t.Errorf("%d statements read chunks, want one session's (at most 3)", n)
+	}
+	if n := count.keys["FROM sessions WHERE id"]; n != 0 {
+		t.Errorf("%d statements read a session's row again", n)
 	}
 }
