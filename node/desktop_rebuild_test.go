@@ -15,7 +15,7 @@ import (
 )
 
 // Desktop traffic — tasks queued, claimed, heartbeats, events (with a
-// duplicate and a NUL), a completion, a lost lease, an expiry, a machine
+// duplicate and a NUL), sessions linked (and a link refused), a completion, a lost lease, an expiry, a machine
 // gone, a cancel and a cancel request, a refused claim — rebuilt from the
 // log gives the same desktop projections.
 func TestDesktopRebuildVerifies(t *testing.T) {
@@ -41,7 +41,7 @@ func TestDesktopRebuildVerifies(t *testing.T) {
 	for _, tbl := range rb.Differ {
 		t.Errorf("%s: live %s, rebuilt %s", tbl, rb.Live[tbl], rb.Rebuilt[tbl])
 	}
-	for _, tbl := range []string{"desktop_tasks", "desktop_task_events", "desktop_runners", "remote_sessions"} {
+	for _, tbl := range []string{"desktop_tasks", "desktop_task_events", "desktop_task_sessions", "desktop_runners", "remote_sessions"} {
 		if strings.HasPrefix(rb.Live[tbl], "0:") || rb.Live[tbl] == "" {
 			t.Errorf("%s is empty: the workload did not exercise it (%s)", tbl, rb.Live[tbl])
 		}
@@ -96,6 +96,14 @@ func desktopTraffic(t *testing.T, n *node.Node) {
 		desktop.RunnerEvent{Seq: 2, Type: desktop.EventAssistantText, Text: "ok"})
 	events(laptop, c, desktop.RunnerEvent{Seq: 2, Type: desktop.EventAssistantText, Text: "ok"},
 		desktop.RunnerEvent{Seq: 3, Type: desktop.EventUsage, Usage: []byte(`{"inputTokens":7}`)})
+	// Two sessions linked to it (one linked twice: a retried start); another
+	// runner's link of it refused.
+	must(svc.LinkSession(ctx, laptop, c.Task.ID, "rec-1"))
+	must(svc.LinkSession(ctx, laptop, c.Task.ID, "rec-2"))
+	must(svc.LinkSession(ctx, laptop, c.Task.ID, "rec-1"))
+	if err := svc.LinkSession(ctx, studio, c.Task.ID, "rec-3"); err == nil {
+		t.Fatal("a runner linked a session to a task it does not hold")
+	}
 	_, err = svc.Complete(ctx, laptop, c.Task.ID, c.Fence, desktop.Completion{Status: desktop.StateDone})
 	must(err)
 	// A follow-up that loses its lease: interrupted, its events kept.
