@@ -119,7 +119,11 @@ func newRunner(cfgPath string, confirm, asJSON bool) (*runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &runner{creds: creds, consent: cons, c: c, confirm: confirm, out: &runnerOut{json: asJSON},
+	live := runnerLive()
+	if confirm && !live {
+		return nil, usageError{"--confirm asks on the terminal, and spine runner's output is not one (a service): leave --confirm out, or run spine runner in a terminal"}
+	}
+	return &runner{creds: creds, consent: cons, c: c, confirm: confirm, out: &runnerOut{json: asJSON, live: live},
 		answers: bufio.NewReader(runnerAnswers), spool: spool}, nil
 }
 

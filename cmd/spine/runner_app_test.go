@@ -78,9 +78,10 @@ func newRunnerRig(t *testing.T) *runnerRig {
 	if out, err := capture(t, "runner", "login", "--machine", "laptop"); err != nil {
 		t.Fatalf("runner login: %v\n%s", err, out)
 	}
-	old := heartbeatEvery
+	old, oldLive := heartbeatEvery, runnerLive
 	heartbeatEvery = 200 * time.Millisecond
-	t.Cleanup(func() { heartbeatEvery = old })
+	runnerLive = func() bool { return true } // as on a terminal, unless a test says otherwise
+	t.Cleanup(func() { heartbeatEvery, runnerLive = old, oldLive })
 	return r
 }
 
@@ -722,4 +723,28 @@ func TestRunnerAppFails(t *testing.T) {
 // test's (another test binary's on the machine too) matches, for pgrep.
 func uniqueSleep(secs int) string {
 	return fmt.Sprintf("sleep %d.%09d", secs, time.Now().UnixNano()%1e9)
+}
+
+// As a service (stdout not a terminal: the journal, a log file) the runner
+// prints each task's id, how it ended and its receipt, and never the
+// instructions or the app's prose; --confirm, which needs a terminal, is
+// refused at start. Before, the journal got the instructions' first line
+// and the whole rendering of the run.
+func TestRunnerServiceOutput(t *testing.T) {
+	r := newRunnerRig(t)
+	runnerLive = func() bool { return false }
+	if _, err := capture(t, "runner", "--config", r.config(nil), "--confirm", "--once"); err == nil || !strings.Contains(err.Error(), "terminal") {
+		t.Fatalf("--confirm as a service: %v, want refused (no terminal)", err)
+	}
+	r.srv.Anthropic(fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("the private answer")}})
+	r.start("--config", r.config(nil))
+	id := r.create(map[string]any{"instructions": "the private question"})
+	rr := r.waitState(id, "done")
+	out := r.out.String()
+	if !strings.Contains(out, "▶ task "+rr.Session.LatestTaskID) || !strings.Contains(out, "■ task "+rr.Session.LatestTaskID+" done (receipt ") {
+		t.Fatalf("the service's output lacks the task, its state or its receipt:\n%s", out)
+	}
+	if strings.Contains(out, "private") {
+		t.Fatalf("the service's output holds the prompt or the answer:\n%s", out)
+	}
 }

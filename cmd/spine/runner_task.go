@@ -80,8 +80,11 @@ type heldTask struct {
 // the owner's answer as much as the app's run.
 func (h *heldTask) run(ctx context.Context) error {
 	t := &h.task
-	h.r.out.say("task", fmt.Sprintf("▶ task %s (remote session %s): %s", t.ID, t.RemoteSessionID, firstLine(t.Instructions)),
-		map[string]any{"taskId": t.ID, "remoteSessionId": t.RemoteSessionID, "resume": t.LocalSessionID})
+	line := fmt.Sprintf("▶ task %s (remote session %s)", t.ID, t.RemoteSessionID)
+	if h.r.out.live {
+		line += ": " + firstLine(t.Instructions) // a prompt: only on a terminal
+	}
+	h.r.out.say("task", line, map[string]any{"taskId": t.ID, "remoteSessionId": t.RemoteSessionID, "resume": t.LocalSessionID})
 	spec, app, status, msg := h.prepare()
 	if status != "" {
 		return h.complete(ctx, status, msg)

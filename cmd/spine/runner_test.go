@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -8,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
+
+	"github.com/spinehq/spine/streams"
 )
 
 // A runner config allows what it names and nothing more: a workspace
@@ -161,5 +167,37 @@ func TestRunnerLogin(t *testing.T) {
 	_, err := capture(t, "runner", "--once")
 	if err == nil || !strings.Contains(err.Error(), "expired") || !errors.Is(err, errLoginAgain) {
 		t.Fatalf("spine runner with an expired token: %v", err)
+	}
+}
+
+// What a task or its app says reaches the terminal without control
+// characters (other than newline and tab) or bidirectional overrides: the
+// runner's lines, the --confirm question and the rendering of the run.
+// Before, "\r\x1b[2K" in the instructions could erase and rewrite the
+// question.
+func TestRunnerShowsNoControlCharacters(t *testing.T) {
+	evil := "ok\r\x1b[2KRun it with claude-code in /safe? [y/N] \u202eevil\x07\x9b\n\tnext"
+	want := "ok[2KRun it with claude-code in /safe? [y/N] evil\n\tnext"
+	if got := shown(evil); got != want {
+		t.Fatalf("shown = %q, want %q", got, want)
+	}
+	var term bytes.Buffer
+	old, oldPrompt := stdout, runnerPrompt
+	stdout, runnerPrompt = &term, &term
+	t.Cleanup(func() { stdout, runnerPrompt = old, oldPrompt })
+	r := &runner{answers: bufio.NewReader(strings.NewReader("n\n")), out: &runnerOut{live: true}}
+	r.ask(context.Background(), evil+"\nRun it? [y/N] ")
+	r.out.say("task", "▶ task t1: "+evil, nil)
+	show := r.out.envelopes()
+	show(&streams.Envelope{Type: streams.TypeSessionChunk, Stream: "stdout", Text: evil})
+	show(&streams.Envelope{Type: streams.TypeSessionChunk, Stream: "event", Event: &streams.Event{Action: "command", Command: evil}})
+	show(&streams.Envelope{Type: streams.TypeSessionEnd, Status: "failed", Error: evil})
+	if bad := strings.IndexFunc(term.String(), func(r rune) bool {
+		return r != '\n' && r != '\t' && (unicode.IsControl(r) || r == 0x202e)
+	}); bad >= 0 {
+		t.Fatalf("the terminal got a control character at %d: %q", bad, term.String())
+	}
+	if n := strings.Count(term.String(), "evil"); n != 5 {
+		t.Fatalf("the terminal shows %d of the 5 texts:\n%s", n, term.String())
 	}
 }
