@@ -99,15 +99,14 @@ func newRunner(cfgPath string, confirm, asJSON bool) (*runner, error) {
 	if err := creds.usable(time.Now()); err != nil {
 		return nil, err
 	}
-	explicit := cfgPath != ""
-	if !explicit {
+	if cfgPath == "" {
 		dir, err := spineConfigDir()
 		if err != nil {
 			return nil, err
 		}
 		cfgPath = filepath.Join(dir, "runner-config.json")
 	}
-	cons, err := loadConsent(cfgPath, explicit)
+	cons, err := loadConsent(cfgPath)
 	if err != nil {
 		return nil, err
 	}

@@ -24,9 +24,9 @@ type consent struct {
 	// with the app's own defaults.
 	Apps map[string]appConsent `json:"apps"`
 	// Workspaces are the directories a task may run in (each with what is
-	// under it). A task naming none runs in the first, or, with none
-	// listed, in the runner's working directory; one naming another is
-	// refused.
+	// under it), at least one: a task naming none runs in the first; one
+	// naming another is refused. A relative one is the config file's
+	// directory's.
 	Workspaces []string `json:"workspaces"`
 }
 
@@ -53,31 +53,31 @@ var (
 	codexSandboxes = []string{"read-only", "workspace-write", "danger-full-access"}
 )
 
-// defaultConsent is the consent without a config file.
-func defaultConsent() *consent {
-	return &consent{Apps: map[string]appConsent{"claude-code": {}}}
-}
+// consentExample is a config to start from, for the errors that say how.
+const consentExample = `{"apps": {"claude-code": {}}, "workspaces": ["/path/to/your/project"]}`
 
-// loadConsent reads the config file at path; a missing file at the default
-// path (explicit false) is the default consent.
-func loadConsent(path string, explicit bool) (*consent, error) {
+// loadConsent reads the config file at path. There is none by default: the
+// owner says where tasks may run before the runner takes any.
+func loadConsent(path string) (*consent, error) {
 	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) && !explicit {
-		return defaultConsent(), nil
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("no runner config at %s: spine runner runs tasks only with the apps and in the workspaces its owner allows: write it, e.g. %s (docs/runner.md)",
+			path, consentExample)
 	}
 	if err != nil {
 		return nil, err
 	}
-	c, err := parseConsent(data)
+	c, err := parseConsent(data, filepath.Dir(path))
 	if err != nil {
 		return nil, fmt.Errorf("runner config %s: %w", path, err)
 	}
 	return c, nil
 }
 
-// parseConsent decodes and checks a runner config; an unknown field is an
-// error (a misspelt setting must not pass silently).
-func parseConsent(data []byte) (*consent, error) {
+// parseConsent decodes and checks a runner config, its relative workspaces
+// under dir; an unknown field is an error (a misspelt setting must not pass
+// silently).
+func parseConsent(data []byte, dir string) (*consent, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var c consent
@@ -92,10 +92,16 @@ func parseConsent(data []byte) (*consent, error) {
 			return nil, err
 		}
 	}
+	if len(c.Workspaces) == 0 {
+		return nil, fmt.Errorf(`"workspaces" names none: list the directories a task may run in, e.g. %s`, consentExample)
+	}
 	for i, w := range c.Workspaces {
+		if !filepath.IsAbs(w) {
+			w = filepath.Join(dir, w)
+		}
 		abs, err := realDir(w)
 		if err != nil {
-			return nil, fmt.Errorf("workspace %q: %w", w, err)
+			return nil, fmt.Errorf("workspace %q: %w", c.Workspaces[i], err)
 		}
 		c.Workspaces[i] = abs
 	}
@@ -171,11 +177,7 @@ func (c *consent) allow(t *runnerTask) (app string, dir string, err error) {
 		return "", "", &refusal{fmt.Sprintf("app_not_allowed: this desktop does not run %s: its runner config allows %s", app, strings.Join(c.appNames(), ", "))}
 	}
 	if t.Workspace == "" {
-		if len(c.Workspaces) > 0 {
-			return app, c.Workspaces[0], nil
-		}
-		dir, err := os.Getwd()
-		return app, dir, err
+		return app, c.Workspaces[0], nil
 	}
 	if !filepath.IsAbs(t.Workspace) {
 		return "", "", &refusal{fmt.Sprintf("workspace_not_allowed: workspace %q is not an absolute path", t.Workspace)}
@@ -185,15 +187,17 @@ func (c *consent) allow(t *runnerTask) (app string, dir string, err error) {
 		return "", "", &refusal{fmt.Sprintf("workspace_not_found: workspace %q is not a directory on this desktop", t.Workspace)}
 	}
 	for _, w := range c.Workspaces {
-		if dir == w || strings.HasPrefix(dir, w+string(filepath.Separator)) {
+		if within(dir, w) {
 			return app, dir, nil
 		}
 	}
-	if len(c.Workspaces) == 0 {
-		return "", "", &refusal{fmt.Sprintf("workspace_not_allowed: workspace %q is not allowed: this desktop's runner config allows no workspace", t.Workspace)}
-	}
 	return "", "", &refusal{fmt.Sprintf("workspace_not_allowed: workspace %q is not allowed: this desktop's runner config allows %s", t.Workspace,
 		strings.Join(c.Workspaces, ", "))}
+}
+
+// within: dir is w or under it (both clean and absolute; w may be "/").
+func within(dir, w string) bool {
+	return dir == w || strings.HasPrefix(dir, strings.TrimSuffix(w, string(filepath.Separator))+string(filepath.Separator))
 }
 
 // appCommand is the app's command line for a task: a new session with the

@@ -30,7 +30,7 @@ func TestConsentAllows(t *testing.T) {
 	if err := os.Symlink(other, escape); err != nil {
 		t.Fatal(err)
 	}
-	c, err := parseConsent([]byte(`{"apps": {"claude-code": {"permissionMode": "acceptEdits"}}, "workspaces": ["` + allowed + `"]}`))
+	c, err := parseConsent([]byte(`{"apps": {"claude-code": {"permissionMode": "acceptEdits"}}, "workspaces": ["`+allowed+`"]}`), "/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,10 +57,51 @@ func TestConsentAllows(t *testing.T) {
 			t.Errorf("%+v: %s in %s (%v), want %s in %s", tc.task, app, dir, err, tc.app, tc.dir)
 		}
 	}
-	// No workspace listed: a task naming one is refused.
-	d := defaultConsent()
-	if _, _, err := d.allow(&runnerTask{Workspace: allowed}); err == nil || !strings.Contains(err.Error(), "allows no workspace") {
-		t.Errorf("default consent, a workspace: %v", err)
+}
+
+// The root as a workspace admits what is under it (before, "/" admitted
+// only "/": the check was w+"/", "//"); a relative workspace is the config
+// file's directory's, not the directory spine runner was started in.
+func TestConsentWorkspaces(t *testing.T) {
+	root, err := parseConsent([]byte(`{"apps": {"claude-code": {}}, "workspaces": ["/"]}`), "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := t.TempDir()
+	real, _ := filepath.EvalSymlinks(sub)
+	if _, dir, err := root.allow(&runnerTask{Workspace: sub}); err != nil || dir != real {
+		t.Errorf("workspace / and a task in %s: %s, %v", sub, dir, err)
+	}
+	cfgDir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(cfgDir, "api"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(cfgDir, "runner-config.json")
+	if err := os.WriteFile(path, []byte(`{"apps": {"claude-code": {}}, "workspaces": ["api"]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir()) // somewhere with no api
+	c, err := loadConsent(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	realCfg, _ := filepath.EvalSymlinks(cfgDir)
+	if want := filepath.Join(realCfg, "api"); c.Workspaces[0] != want {
+		t.Errorf("relative workspace api is %s, want %s", c.Workspaces[0], want)
+	}
+}
+
+// With no config file, or one listing no workspace, spine runner takes no
+// task: it refuses to start, saying what to write. Before, it ran tasks
+// in whatever directory it was started in.
+func TestConsentRequiresAWorkspace(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "runner-config.json")
+	if _, err := loadConsent(missing); err == nil || !strings.Contains(err.Error(), "no runner config at "+missing) ||
+		!strings.Contains(err.Error(), `"workspaces": [`) {
+		t.Errorf("no config: %v, want told to write one with workspaces", err)
+	}
+	if _, err := parseConsent([]byte(`{"apps": {"claude-code": {}}}`), "/"); err == nil || !strings.Contains(err.Error(), `"workspaces" names none`) {
+		t.Errorf("no workspace: %v", err)
 	}
 }
 
@@ -68,6 +109,7 @@ func TestConsentAllows(t *testing.T) {
 func TestConsentRefusesBadConfig(t *testing.T) {
 	for cfg, want := range map[string]string{
 		`{"apps": {}}`: "names no app",
+		`{"apps": {"claude-code": {}}, "workspaces": []}`:               "names none",
 		`{"apps": {"claude-code": {"permissionMode": "yolo"}}}`:         "permissionMode",
 		`{"apps": {"codex": {"sandbox": "none"}}}`:                      "sandbox",
 		`{"apps": {"codex": {"allowedTools": ["Bash"]}}}`:               "codex has no permissionMode",
@@ -75,7 +117,7 @@ func TestConsentRefusesBadConfig(t *testing.T) {
 		`{"apps": {"claude-code": {}}, "workspace": ["/"]}`:             "unknown field",
 		`{"apps": {"claude-code": {}}, "workspaces": ["/no/such/dir"]}`: "workspace",
 	} {
-		if _, err := parseConsent([]byte(cfg)); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := parseConsent([]byte(cfg), "/"); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", cfg, err, want)
 		}
 	}
@@ -109,7 +151,7 @@ func TestAppCommand(t *testing.T) {
 // claude -p --resume --dangerously-skip-permissions would read it as the
 // flag. Before, it went on the command line as it came.
 func TestRunnerRefusesInvalidLocalSession(t *testing.T) {
-	c, err := parseConsent([]byte(`{"apps": {"claude-code": {"bin": "/bin/true"}, "codex": {"bin": "/bin/true"}}, "workspaces": ["` + t.TempDir() + `"]}`))
+	c, err := parseConsent([]byte(`{"apps": {"claude-code": {"bin": "/bin/true"}, "codex": {"bin": "/bin/true"}}, "workspaces": ["`+t.TempDir()+`"]}`), "/")
 	if err != nil {
 		t.Fatal(err)
 	}
