@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spinehq/spine/desktop"
+	"github.com/spinehq/spine/streams"
 )
 
 // recordLate writes an ended recorded session of taskID with one stdout
@@ -200,5 +201,46 @@ func TestChunkAndEventCommittedMidReadAreBothRead(t *testing.T) {
 	}
 	if strings.Join(got, " ") != "1:stdoutone 2:stdouttwo 3:event" {
 		t.Fatalf("read %q", got)
+	}
+}
+
+// The page's progress is settled (its poll stops) only once the remote
+// session and every linked session have ended: a link not projected yet,
+// or a running session, keeps it polling.
+func TestProgressSettlesWhenAllHaveEnded(t *testing.T) {
+	e := newEnv(t)
+	alice := e.member("acme", "alice")
+	r := e.runner(alice, "laptop", "laptop")
+	sess := e.create(alice, map[string]any{"target": "desktop", "instructions": "x"})
+	c := r.claim(sess.LatestTaskID)
+	ctx := context.Background()
+	owner := streams.Owner{Org: "acme", Member: "alice"}
+	progress := func() desktop.Progress {
+		t.Helper()
+		p, err := e.svc.RecordedProgress(ctx, owner, sess.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	r.link(c.Task.ID, "s-p")
+	e.must(200, "POST", "/v1/desktop-runner/tasks/"+c.Task.ID+"/complete", r.token, map[string]any{"fence": c.Fence})
+	pending := progress()
+	if pending.Settled {
+		t.Fatalf("settled with a link not projected: %+v", pending)
+	}
+	e.recordLate("s-p", c.Task.ID, "x")
+	if _, err := e.h.Pool.Exec(ctx, `UPDATE sessions SET ended_at = NULL, status = 'running' WHERE id = 's-p'`); err != nil {
+		t.Fatal(err)
+	}
+	running := progress()
+	if running.Settled || running.Mark == pending.Mark {
+		t.Fatalf("running session: %+v (pending %+v)", running, pending)
+	}
+	if _, err := e.h.Pool.Exec(ctx, `UPDATE sessions SET ended_at = now(), status = 'done' WHERE id = 's-p'`); err != nil {
+		t.Fatal(err)
+	}
+	if ended := progress(); !ended.Settled {
+		t.Fatalf("all ended: %+v", ended)
 	}
 }
