@@ -139,6 +139,13 @@ func callerMismatch(m streams.Message, org, member string) bool {
 	return hOrg != "" && (hOrg != org || m.Header.Get(streams.HeaderMember) != member)
 }
 
+// runnerMismatch reports whether a desktop runner's message acts on a
+// session that runner did not start; the recorder refuses those too.
+func runnerMismatch(m streams.Message, workerID string) bool {
+	r := m.Header.Get(streams.HeaderRunner)
+	return r != "" && r != workerID
+}
+
 func (b *batch) start(m streams.Message, e *streams.Envelope) {
 	if b.sessions[e.SessionID] != nil || callerMismatch(m, e.Owner.Org, e.Owner.Member) {
 		return // a duplicate start, or another owner's: the recorder dead-letters it
@@ -149,7 +156,7 @@ func (b *batch) start(m streams.Message, e *streams.Envelope) {
 
 func (b *batch) end(m streams.Message, e *streams.Envelope) {
 	s := b.sessions[e.SessionID]
-	if s == nil || s.ended() || callerMismatch(m, s.Org, s.Member) {
+	if s == nil || s.ended() || callerMismatch(m, s.Org, s.Member) || runnerMismatch(m, s.WorkerID) {
 		return
 	}
 	b.calls = append(b.calls, callFromEnd(s, e))

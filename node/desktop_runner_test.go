@@ -478,3 +478,67 @@ func TestRunnerCannotWriteAnotherRunnersUnprojectedSession(t *testing.T) {
 		t.Fatalf("transcript of s-1 = %s", tr)
 	}
 }
+
+// holdRecorder keeps the recorder from committing until the returned func
+// runs: a lock on its checkpoint row.
+func (f *fixture) holdRecorder() func() {
+	f.t.Helper()
+	ctx := context.Background()
+	hold, err := f.n.Pool.Begin(ctx)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, sql := range []string{`INSERT INTO projector_checkpoints (name, last_seq) VALUES ('recorder', 0) ON CONFLICT DO NOTHING`,
+		`SELECT 1 FROM projector_checkpoints WHERE name = 'recorder' FOR UPDATE`} {
+		if _, err := hold.Exec(ctx, sql); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	return func() {
+		if err := hold.Rollback(ctx); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+}
+
+// A runner that starts a session id its member started first, both before
+// the recorder projected either, gets past the door (the member's start
+// is not projected yet), but the recorder, in log order, takes nothing of
+// the runner's into the member's session: its chunk and end are dead
+// letters, and the session has no router-call row of the runner's. It
+// did: "runner's" was in the member's transcript and the runner's end
+// made the row.
+func TestRunnerNeverWritesItsMembersSession(t *testing.T) {
+	f := newFixture(t)
+	alice := f.token("acme", "alice")
+	r := f.desktopRunner(alice, "alice-laptop")
+	sess := decode[desktop.Session](t, f.mustDo(201, "POST", "/v1/remote-sessions", alice,
+		map[string]any{"target": "desktop", "instructions": "x"}))
+	c := r.claim(sess.LatestTaskID)
+	release := f.holdRecorder()
+	mine := spinetest.Start("shared")
+	mine.WorkerID = "alice-desk"
+	f.ingest(alice, mine, spinetest.Text("shared", 1, "member's\n"))
+	res := f.ingest(r.token, runnerStart("shared", c.Task.ID), spinetest.Text("shared", 2, "runner's\n"), usageEnd("shared")).Results
+	release()
+	if res[1].Status != 202 || res[2].Status != 202 {
+		t.Fatalf("the door took the runner's chunk and end: %+v", res)
+	}
+	f.waitCaughtUp()
+	if tr := f.mustDo(200, "GET", "/v1/sessions/shared/transcript", alice, nil); bytes.Contains(tr, []byte("runner's")) ||
+		!bytes.Contains(tr, []byte("member's")) {
+		t.Fatalf("member's transcript = %s", tr)
+	}
+	if got := decode[recorder.Session](t, f.mustDo(200, "GET", "/v1/sessions/shared", alice, nil)); got.Ended() {
+		t.Fatalf("the runner's end ended the member's session: %+v", got)
+	}
+	if calls := f.routerCalls("shared"); len(calls) != 0 {
+		t.Fatalf("router calls = %+v", calls)
+	}
+	// Nor is it the task's: the read does not serve it, and waits for nothing.
+	r.complete(c, "done", "")
+	f.waitCaughtUp()
+	if page := f.readRemote(alice, sess.ID, "0", 1000); len(page.RecordedSessions) != 0 || !page.Ended {
+		t.Fatalf("read = %+v", page)
+	}
+}

@@ -114,6 +114,11 @@ func (b *batch) session(m streams.Message, e *streams.Envelope) (*Session, error
 		// Same words as a missing session: the caller learns nothing.
 		return nil, streams.Reject(streams.ReasonOwnerMismatch, "session %s has no start", e.SessionID)
 	}
+	if runner := m.Header.Get(streams.HeaderRunner); runner != "" && runner != s.WorkerID {
+		// A runner writes only the sessions it started (its start made it
+		// the workerId): not its member's others, whatever reached the door.
+		return nil, streams.Reject(streams.ReasonOwnerMismatch, "session %s has no start", e.SessionID)
+	}
 	return s, nil
 }
 

@@ -41,6 +41,9 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 	countEnvelopes(r.Context(), len(items))
 	opts := &streams.PublishOpts{Caller: owner(r)}
 	runner, isRunner := runnerCaller(r)
+	if isRunner {
+		opts.Runner = runner.RunnerID
+	}
 	resp := streams.IngestResponse{Results: make([]streams.IngestResult, len(items))}
 	envs := make([]*streams.Envelope, len(items))
 	for i, raw := range items {

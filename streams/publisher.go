@@ -16,6 +16,11 @@ const (
 	// into another member's session. NATS producers are trusted and omit them.
 	HeaderOrg    = "Spine-Org"
 	HeaderMember = "Spine-Member"
+	// HeaderRunner names the desktop runner whose token sent the envelope
+	// (docs/desktop.md#recording-the-tasks-app-session): the recorder takes
+	// its envelopes other than a start only for a session whose workerId is
+	// that runner, in log order.
+	HeaderRunner = "Spine-Runner"
 )
 
 // Publisher validates envelopes, removes the secrets from their free text
@@ -39,6 +44,9 @@ type PublishOpts struct {
 	// Caller is the verified caller, stamped as headers; it also scopes the
 	// envelope's Nats-Msg-Id (see MsgID). Empty: a trusted producer.
 	Caller Owner
+	// Runner is the runnerId of the desktop runner token that sent it,
+	// stamped as HeaderRunner; "" for a member or a trusted producer.
+	Runner string
 }
 
 // MsgID is the Nats-Msg-Id an envelope is published with. A verified
@@ -120,6 +128,9 @@ func (p *Publisher) message(e *Envelope, opts *PublishOpts) (*nats.Msg, error) {
 	if opts != nil && opts.Caller.Org != "" {
 		msg.Header.Set(HeaderOrg, opts.Caller.Org)
 		msg.Header.Set(HeaderMember, opts.Caller.Member)
+	}
+	if opts != nil && opts.Runner != "" {
+		msg.Header.Set(HeaderRunner, opts.Runner)
 	}
 	return msg, nil
 }
