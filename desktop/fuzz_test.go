@@ -14,6 +14,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add("spine.task.t1.events", []byte(`{"v":1,"type":"task.events","id":"m-2","at":"2026-01-01T00:00:00Z","org":"o","member":"m","taskId":"t1","fence":3,"events":[{"seq":1,"type":"assistant_text","text":"hi"}]}`))
 	f.Add("spine.runner.r1.registered", []byte(`{"v":1,"type":"runner.registered","id":"m-3","at":"2026-01-01T00:00:00Z","org":"o","member":"m","runnerId":"r1","runner":{"machine":"x","protocolVersion":1}}`))
 	f.Add("spine.task.t1.queued", []byte(`{"v":1,"type":"task.queued","id":"m-4","at":"2026-01-01T00:00:00Z","org":"o","member":"m","taskId":"t1","task":{"kind":"remote_session","target":"desktop","remoteSessionId":"rs-1","instructions":"x"}}`))
+	f.Add("spine.task.t1.session_linked", []byte(`{"v":1,"type":"task.session_linked","id":"ln-1","at":"2026-01-01T00:00:00Z","org":"o","member":"m","taskId":"t1","runnerId":"r1","fence":3,"recordedSession":"s-1"}`))
 	f.Add("", []byte(`null`))
 	f.Fuzz(func(t *testing.T, subject string, data []byte) {
 		m, err := desktop.Decode(subject, data)
