@@ -3,7 +3,10 @@ package apps
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -259,6 +262,51 @@ func TestLiveRunningUsage(t *testing.T) {
 			if got := usages(log, id); !slices.Equal(got, w) {
 				t.Fatalf("live=%v: %s's running usage %v, want %v", live, id, got, w)
 			}
+		}
+	}
+}
+
+// Codex's records name their session on the first line only (a rollout's
+// session_meta, an exec log's thread.started): the usage its later lines
+// report is published as it changes all the same, one session.usage per
+// new total, the last equal to the end's.
+func TestLiveRunningUsageCodex(t *testing.T) {
+	ctx := context.Background()
+	rollout, err := os.ReadFile(filepath.Join("..", "..", "shared", "fixtures", "codex-rollout", "tomjnsn-agentlogs__codex_crud.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := append(slices.Clone(liveRuns[1].lines), `{"type":"turn.started"}`,
+		`{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"5"}}`,
+		`{"type":"turn.completed","usage":{"input_tokens":30,"cached_input_tokens":0,"output_tokens":9}}`)
+	runs := []struct {
+		name   string
+		format Format
+		path   string
+		lines  []string
+	}{
+		{"rollout", FormatCodexRollout, "/h/.codex/sessions/rollout-crud.jsonl", strings.Split(strings.TrimSpace(string(rollout)), "\n")},
+		{"exec", FormatCodexExec, "codex output", exec},
+	}
+	for _, r := range runs {
+		log := &logSink{}
+		var ended *Ended
+		tr := NewTranslator(Options{Owner: streams.Owner{Org: "o", Member: "m"}, Sink: log, Live: true,
+			Ended: func(e *Ended) { ended = e }})
+		st := tr.Stream(Source{Path: r.path, ModTime: time.Now(), Format: r.format})
+		feed(t, tr, st, r.lines)
+		if err := st.Done(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := tr.Finish(ctx); err != nil {
+			t.Fatal(err)
+		}
+		id := ended.SessionID
+		usage, end := log.of(id, streams.TypeSessionUsage), log.of(id, streams.TypeSessionEnd)
+		if len(usage) == 0 || len(usage) != ended.Responses || len(end) != 1 ||
+			!usage[len(usage)-1].Usage.SameCounts(*end[0].Usage) {
+			t.Fatalf("%s: %d session.usage for %d responses (the last %+v, the end %+v)", r.name, len(usage), ended.Responses,
+				usage, end)
 		}
 	}
 }

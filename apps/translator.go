@@ -176,7 +176,13 @@ func (st *Stream) Record(ctx context.Context, rec Record) (skip string, err erro
 	st.tr.last = nil
 	skip, err = st.p.record(ctx, rec)
 	if err == nil && st.live {
-		if s := st.tr.last; s != nil && !s.closed {
+		s := st.tr.last
+		if s == nil {
+			// A record that named no session (most of a Codex rollout's or
+			// exec log's) went to the source's current one.
+			s = st.p.current()
+		}
+		if s != nil && !s.closed {
 			err = s.running(ctx)
 		}
 	}
