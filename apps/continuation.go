@@ -81,6 +81,9 @@ func (s *session) resolve(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if s.tr.opts.LeaveRun && r.Kind == "run" {
+			s.left = true
+		}
 		if !r.Ended {
 			s.rec.started = r.Started
 			if r.Started {
@@ -139,6 +142,9 @@ func (s *session) open(ctx context.Context, at time.Time) error {
 	if s.rec.started {
 		return nil
 	}
+	if err := s.leaveRun(ctx); err != nil {
+		return err
+	}
 	s.rec.started = true
 	pre := s.pre
 	s.pre = nil // published: nothing keeps them
@@ -159,6 +165,30 @@ func (s *session) open(ctx context.Context, at time.Time) error {
 		}
 	}
 	return s.tr.publish(ctx, s, e)
+}
+
+// leaveRun asks spine, just before a start would be published, whether
+// another producer records the app session now (Options.LeaveRun): its
+// own session or the one to start is kind run. It closes the window in
+// which spine run began the session after resolve asked.
+func (s *session) leaveRun(ctx context.Context) error {
+	if !s.tr.opts.LeaveRun || s.left {
+		return nil
+	}
+	for _, id := range []string{s.id, s.rec.id} {
+		r, err := s.tr.opts.Sink.Recorded(ctx, id)
+		if err != nil {
+			return err
+		}
+		if r.Kind == "run" {
+			s.left = true
+			return nil
+		}
+		if s.rec.id == s.id {
+			break
+		}
+	}
+	return nil
 }
 
 // since is what the session used past the ended sessions' ends: its total
@@ -241,7 +271,7 @@ func (s *session) pause(ctx context.Context) error {
 func (tr *Translator) EndQuiet(ctx context.Context, quiet func(files []string) bool) ([]string, error) {
 	var ended []string
 	for _, s := range tr.order {
-		if s == nil || !s.begun || s.started && !s.rec.started && !s.hasNew() {
+		if s == nil || s.left || !s.begun || s.started && !s.rec.started && !s.hasNew() {
 			continue // nothing since its last end: its files need no look
 		}
 		if !quiet(s.files) {

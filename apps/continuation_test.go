@@ -25,7 +25,7 @@ func (l *logSink) Recorded(_ context.Context, id string) (Recorded, error) {
 		}
 		switch e.Type {
 		case streams.TypeSessionStart:
-			r.Started = true
+			r.Started, r.Kind = true, e.Kind
 		case streams.TypeSessionChunk:
 			r.LastSeq = max(r.LastSeq, e.Seq)
 		case streams.TypeSessionEnd:
@@ -307,6 +307,51 @@ func TestLiveRunningUsageCodex(t *testing.T) {
 			!usage[len(usage)-1].Usage.SameCounts(*end[0].Usage) {
 			t.Fatalf("%s: %d session.usage for %d responses (the last %+v, the end %+v)", r.name, len(usage), ended.Responses,
 				usage, end)
+		}
+	}
+}
+
+// With Options.LeaveRun an app session spine run records (kind run) is
+// not published at all: neither when spine holds it before the first
+// record, nor when spine run starts its continuation after the
+// translation ended the session as quiet (asked again before the
+// continuation's start). Without it, both would be written to.
+func TestLeaveRun(t *testing.T) {
+	ctx := context.Background()
+	first := []string{claudeLine(0, "do one", 0), claudeLine(1, "one done", 1)}
+	later := []string{claudeLine(2, "do two", 0), claudeLine(3, "two done", 10)}
+	src := Source{Path: "/h/.claude/projects/p/c-1.jsonl", Format: FormatClaudeTranscript}
+	owner := streams.Owner{Org: "o", Member: "m"}
+	runStart := func(id string) *streams.Envelope {
+		return &streams.Envelope{V: streams.Version, Type: streams.TypeSessionStart, ID: id + "-run-start", At: time.Now(),
+			SessionID: id, App: "claude-code", Kind: "run", AppSessionRef: "c-1", Owner: &owner}
+	}
+	for _, leave := range []bool{true, false} {
+		log := &logSink{envs: []*streams.Envelope{runStart("c-1")}}
+		tr := NewTranslator(Options{Owner: owner, Sink: log, Live: true, LeaveRun: leave})
+		feed(t, tr, tr.Stream(src), first)
+		if err := tr.Finish(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(log.envs) - 1; (n == 0) != leave {
+			t.Fatalf("leave=%v: %d envelopes published to spine run's session", leave, n)
+		}
+
+		log = &logSink{}
+		tr = NewTranslator(Options{Owner: owner, Sink: log, Live: true, LeaveRun: leave})
+		st := tr.Stream(src)
+		feed(t, tr, st, first)
+		if _, err := tr.EndQuiet(ctx, always); err != nil {
+			t.Fatal(err)
+		}
+		log.envs = append(log.envs, runStart(ContinuationID("claude-code", "c-1", 1, 0)))
+		n := len(log.envs)
+		feed(t, tr, st, later)
+		if err := tr.Finish(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := len(log.envs) - n; (got == 0) != leave {
+			t.Fatalf("leave=%v: %d envelopes published after spine run began the continuation", leave, got)
 		}
 	}
 }

@@ -38,6 +38,7 @@ type session struct {
 	started   bool          // spine was asked where it is recorded (resolve)
 	baseEnded bool          // spine held its own session ended: what it had is passed over
 	published bool          // this translation published something of it
+	left      bool          // another producer records it (Options.LeaveRun): nothing is published
 	sawProse  bool
 	id, appID string
 	format    Format

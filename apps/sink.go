@@ -20,6 +20,10 @@ type Recorded struct {
 	Started bool  // its start is recorded: do not publish another
 	Ended   bool  // its end is recorded: publish nothing more
 	LastSeq int64 // chunks at or below this seq are recorded
+	// Kind is its start's kind (run, attach, open...), "" when unknown: a
+	// session of kind run is spine run's, recorded from the app's own
+	// output (see Options.LeaveRun).
+	Kind string
 	// Usage and Cost are what its end reported, when it has ended (nil:
 	// none), for a continuation to count only what came after.
 	Usage *streams.Usage

@@ -46,6 +46,20 @@ type Options struct {
 	// record changes a started session's usage, a session.usage carries
 	// the usage so far (see session.running).
 	Live bool
+	// LeaveRun leaves alone the app sessions another producer records
+	// from the app's own output: one whose spine session, or one of its
+	// continuations, is kind run (spine run), is not published at all, in
+	// any format (its chunks are numbered by that output, not by these
+	// records). Asked when the session is first resolved and again just
+	// before each start the translation would publish (a continuation
+	// included), for the base session and the one to start. spine collect
+	// sets it; its Sink answers kind run also for a session spine run has
+	// marked on this machine before spine has its start.
+	LeaveRun bool
+	// Seen, when set, hears of each app session the translation meets, by
+	// its spine id (SessionID), before anything of it is published: spine
+	// run marks it as its own for a collector on the same machine.
+	Seen func(sessionID string)
 	Bounds
 }
 
@@ -259,6 +273,9 @@ func (tr *Translator) session(fc *fileCtx, appSessionID string) *session {
 			fallback: fc.mtime.UnixMilli()}
 		tr.sessions[id] = s
 		tr.order = append(tr.order, s)
+		if tr.opts.Seen != nil {
+			tr.opts.Seen(id)
+		}
 		if s.format.OneFile() {
 			s.lru = tr.oneFile.PushBack(s)
 		}
@@ -437,6 +454,9 @@ func (tr *Translator) seenLine(s *session, uuid string) bool {
 }
 
 func (tr *Translator) publish(ctx context.Context, s *session, e *streams.Envelope) error {
+	if s.left {
+		return nil // another producer's (Options.LeaveRun)
+	}
 	fit(e)
 	if err := e.Validate(); err != nil {
 		return fmt.Errorf("import built an invalid envelope %s: %w", e.ID, err)

@@ -54,6 +54,11 @@ type Options struct {
 	// as a continuation, a new spine session with the same appSessionRef.
 	// 0 means DefaultIdle; below 0, never.
 	Idle time.Duration
+	// ClaimsDir is where spine run claims the app sessions it records
+	// (see Claim); the collector leaves those alone, as it does every
+	// session spine holds as kind run. "" means none are claimed (spine
+	// says kind run all the same, once it has spine run's start).
+	ClaimsDir string
 	// Logger hears what was skipped and what failed; nil discards.
 	Logger *slog.Logger
 }
@@ -78,6 +83,10 @@ type Collector struct {
 	unreadable map[string]bool
 	log        *slog.Logger
 	lock       *os.File // held on the state file from New to the end of the run
+	// firstSeen is when each new file (no offset yet) was first listed;
+	// wake, when not zero, is when the first one held is due (see fresh).
+	firstSeen map[string]time.Time
+	wake      time.Time
 }
 
 // New checks the options and loads the state.
@@ -134,9 +143,11 @@ func New(opts Options) (*Collector, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := &Collector{opts: opts, st: st, gate: &gate{Sink: opts.Sink, machine: opts.Machine}, tails: map[string]*tail{}, unreadable: map[string]bool{}, log: log, lock: lock}
+	c := &Collector{opts: opts, st: st, gate: &gate{Sink: opts.Sink, machine: opts.Machine, claims: opts.ClaimsDir}, tails: map[string]*tail{}, unreadable: map[string]bool{}, log: log, lock: lock,
+		firstSeen: map[string]time.Time{}}
 	// Live: each session's usage so far is sent as it changes (session.usage).
-	c.tr = apps.NewTranslator(apps.Options{Owner: opts.Owner, Sink: c.gate, Skipped: c.skipped, Live: true})
+	// LeaveRun: spine run's sessions are recorded from its own output.
+	c.tr = apps.NewTranslator(apps.Options{Owner: opts.Owner, Sink: c.gate, Skipped: c.skipped, Live: true, LeaveRun: true})
 	return c, nil
 }
 
@@ -217,8 +228,18 @@ func (c *Collector) Once(ctx context.Context) error {
 	if err := c.replay(ctx); err != nil {
 		return err
 	}
-	if err := c.pass(ctx); err != nil {
-		return err
+	for {
+		if err := c.pass(ctx); err != nil {
+			return err
+		}
+		if c.wake.IsZero() {
+			break
+		}
+		select { // a file too new to read yet (see fresh)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Until(c.wake)):
+		}
 	}
 	return c.endIdle(ctx)
 }
@@ -248,11 +269,16 @@ func (c *Collector) Run(ctx context.Context) error {
 			}
 			return err
 		}
+		var due <-chan time.Time // a file held as too new (see fresh)
+		if !c.wake.IsZero() {
+			due = time.After(time.Until(c.wake))
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
 		case <-w.events:
+		case <-due:
 		}
 	}
 }
@@ -315,6 +341,9 @@ func (c *Collector) replay(ctx context.Context) error {
 	for path := range bad {
 		c.forget(path)
 	}
+	if a, ok := c.opts.Sink.(interface{ AskEach() }); ok {
+		a.AskEach() // from now on, sessions spine started since must be seen
+	}
 	return nil
 }
 
@@ -351,8 +380,12 @@ func (c *Collector) pass(ctx context.Context) error {
 	}
 	var feeds []feed
 	seen := map[string]bool{}
+	c.wake = time.Time{}
 	for _, src := range srcs {
 		seen[src.path] = true
+		if c.fresh(src.path) {
+			continue
+		}
 		t := c.file(src)
 		if t == nil {
 			continue
@@ -403,6 +436,42 @@ func (c *Collector) pass(ctx context.Context) error {
 	}
 	c.refused = len(stats.Refused)
 	return c.commit()
+}
+
+// claimWait is how long a new file that is being written is left unread
+// after it is first listed: spine run claims its session (see Claim) as
+// soon as the app names it on its output, about when the app begins the
+// transcript, so the collector finds the claim before it reads a line.
+const claimWait = time.Second
+
+// fresh reports whether a file the collector has never read is too new to
+// read yet: written within claimWait and first listed less than claimWait
+// ago. It sets c.wake to when the next pass may read it.
+func (c *Collector) fresh(path string) bool {
+	if c.tails[path] != nil || c.st.Files[path] != nil {
+		delete(c.firstSeen, path)
+		return false
+	}
+	fi, err := os.Stat(path)
+	now := time.Now()
+	if err != nil || now.Sub(fi.ModTime()) >= claimWait {
+		delete(c.firstSeen, path)
+		return false // older than any claim could be late
+	}
+	first, ok := c.firstSeen[path]
+	if !ok {
+		first = now
+		c.firstSeen[path] = now
+	}
+	due := first.Add(claimWait)
+	if !now.Before(due) {
+		delete(c.firstSeen, path)
+		return false
+	}
+	if c.wake.IsZero() || due.Before(c.wake) {
+		c.wake = due
+	}
+	return true
 }
 
 // endIdle ends the sessions whose files have all been quiet for

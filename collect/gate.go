@@ -19,6 +19,7 @@ import (
 type gate struct {
 	importer.Sink
 	machine string
+	claims  string // spine run's claims directory (see claim.go); "" for none
 	muted   bool
 	sent    int // envelopes passed on
 }

@@ -62,10 +62,13 @@ func (h *HTTPSink) Recorded(ctx context.Context, sessionID string) (apps.Recorde
 			return apps.Recorded{}, err
 		}
 	}
-	if _, ok := h.recorded[maphash.String(h.seed, sessionID)]; !ok && !h.byID {
-		return apps.Recorded{}, nil
+	if !h.byID {
+		if _, ok := h.recorded[maphash.String(h.seed, sessionID)]; !ok {
+			return apps.Recorded{}, nil
+		}
 	}
 	var s struct {
+		Kind      string         `json:"kind"`
 		LastSeq   int64          `json:"lastSeq"`
 		EndedAt   *time.Time     `json:"endedAt"`
 		Usage     *streams.Usage `json:"usage"`
@@ -79,12 +82,17 @@ func (h *HTTPSink) Recorded(ctx context.Context, sessionID string) (apps.Recorde
 	if err != nil {
 		return apps.Recorded{}, err
 	}
-	r := apps.Recorded{Started: true, Ended: s.EndedAt != nil, LastSeq: s.LastSeq}
+	r := apps.Recorded{Started: true, Ended: s.EndedAt != nil, LastSeq: s.LastSeq, Kind: s.Kind}
 	if r.Ended {
 		r.Usage, r.Cost = s.Usage, s.TotalCost // the end's (a running session's usage is not)
 	}
 	return r, nil
 }
+
+// AskEach makes every later Recorded ask spine about the session itself,
+// not the list read at the first: a long-running caller (spine collect,
+// once its start-up replay is done) must see sessions started since.
+func (h *HTTPSink) AskEach() { h.byID = true }
 
 // listRecorded pages through GET /v1/sessions once.
 func (h *HTTPSink) listRecorded(ctx context.Context) error {

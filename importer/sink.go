@@ -89,12 +89,18 @@ func (j *JetStreamSink) Recorded(ctx context.Context, sessionID string) (apps.Re
 	// Listed (or sharing a key with a listed one): the log says exactly.
 	var r apps.Recorded
 	var err error
-	if r.Started, _, err = j.last(ctx, streams.SessionSubject(sessionID, streams.TypeSessionStart)); err != nil {
+	var start []byte
+	if r.Started, start, err = j.last(ctx, streams.SessionSubject(sessionID, streams.TypeSessionStart)); err != nil {
 		return r, err
 	}
 	if !r.Started {
 		return r, nil
 	}
+	var st struct {
+		Kind string `json:"kind"`
+	}
+	_ = json.Unmarshal(start, &st)
+	r.Kind = st.Kind
 	var end []byte
 	if r.Ended, end, err = j.last(ctx, streams.SessionSubject(sessionID, streams.TypeSessionEnd)); err != nil {
 		return r, err

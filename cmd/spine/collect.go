@@ -52,7 +52,8 @@ func runCollect(ctx context.Context, args []string) error {
 			return err
 		}
 		col, err := collect.New(collect.Options{ClaudeDir: *claudeDir, CodexDir: *codexDir, Machine: *machine,
-			StatePath: *statePath, Sink: importer.NewHTTPSink(c, 500), Idle: idleOption(*idle), Logger: log})
+			StatePath: *statePath, Sink: importer.NewHTTPSink(c, 500), Idle: idleOption(*idle), Logger: log,
+			ClaimsDir: claimsDir()})
 		if errors.Is(err, collect.ErrBadOption) {
 			return usageError{err.Error()}
 		}
@@ -90,3 +91,30 @@ func idleOption(d time.Duration) time.Duration {
 
 // collectRetry is the wait before a failed collector starts again.
 const collectRetry = 5 * time.Second
+
+// claimsDir is where spine run claims the sessions it records, for a
+// collector on the same machine to leave alone (collect.Claim): in the
+// default spool directory ($SPINE_SPOOL_DIR, else spine/spool in the
+// user's config dir), whatever --spool a run was given. "" when there is
+// none.
+func claimsDir() string {
+	dir, err := spoolDir("")
+	if err != nil {
+		return ""
+	}
+	return collect.DefaultClaimsDir(dir)
+}
+
+// claimSession claims an app session spine run (or the runner) records,
+// before anything of it is sent. A claim that cannot be made is said once
+// on stderr: the run goes on, and a collector on this machine may record
+// the session too.
+func claimSession(sessionID string) {
+	dir := claimsDir()
+	if dir == "" {
+		return
+	}
+	if err := collect.Claim(dir, sessionID); err != nil {
+		fmt.Fprintf(os.Stderr, "spine run: %v (a spine collect here may record the session too)\n", err)
+	}
+}

@@ -378,7 +378,8 @@ func runApp(ctx context.Context, spec runSpec) (runResult, error) {
 	}()
 	var res runResult
 	owner, src := streams.Owner{Org: "dev", Member: "dev"}, apps.Source{Path: filepath.Base(spec.Bin) + " stdout", ModTime: time.Now(), Format: spec.Format}
-	tr := apps.NewTranslator(apps.Options{Owner: owner, Billing: spec.Billing, Sink: rs, Live: true, NewOutput: true})
+	tr := apps.NewTranslator(apps.Options{Owner: owner, Billing: spec.Billing, Sink: rs, Live: true, NewOutput: true,
+		Seen: claimSession})
 	st := tr.Stream(src)
 	// The rendering is a translation of its own that takes every session
 	// as new, so a session spine already has (recorded before, resumed)
