@@ -47,7 +47,10 @@ const maxClaimRetries = 3
 
 // Claim takes a queued task for this runner. Of many runners racing, the
 // claim published first on the task's subjects with the sequence it read
-// wins; every other gets ErrAlreadyClaimed.
+// wins; every other gets ErrAlreadyClaimed. A claim of a task this runner
+// holds already (claimed or running, its lease not run out) is its claim
+// again, same fence and lease: a claim whose answer was lost and is asked
+// again is not taken for another runner's win.
 func (s *Service) Claim(ctx context.Context, id RunnerIdentity, taskID string) (*Claim, error) {
 	r, err := s.registered(ctx, id)
 	if err != nil {
@@ -59,6 +62,8 @@ func (s *Service) Claim(ctx context.Context, id RunnerIdentity, taskID string) (
 			return nil, err
 		}
 		switch {
+		case Active(t.State) && t.ClaimedBy == id.RunnerID && t.LeaseExpiresAt != nil && t.LeaseExpiresAt.After(s.now()):
+			return &Claim{Task: t, Fence: t.Fence, LeaseExpiresAt: *t.LeaseExpiresAt}, nil
 		case t.State != StateQueued:
 			return nil, ErrAlreadyClaimed
 		case !t.forRunner(id.RunnerID) || !r.Takes(t.Kind, TargetDesktop) || t.deadlinePassed(s.now()):

@@ -15,8 +15,9 @@ import (
 	"github.com/spinehq/spine/streams"
 )
 
-// 100 claims race for one task from five runners: exactly one wins, every
-// other gets a clean already_claimed, and the log holds one claim.
+// 100 claims race for one task from five runners: exactly one runner wins,
+// every claim of the others gets a clean already_claimed, the winner's
+// every claim is its one claim (one fence), and the log holds one claim.
 func TestHundredRacingClaims(t *testing.T) {
 	e := newEnv(t)
 	alice := e.member("acme", "alice")
@@ -27,8 +28,9 @@ func TestHundredRacingClaims(t *testing.T) {
 		runners = append(runners, e.runner(alice, fmt.Sprintf("r%d", i), fmt.Sprintf("machine-%d", i)))
 	}
 	type result struct {
-		code int
-		body string
+		runner int
+		code   int
+		body   string
 	}
 	results := make(chan result, 100)
 	start := make(chan struct{})
@@ -39,28 +41,64 @@ func TestHundredRacingClaims(t *testing.T) {
 			defer wg.Done()
 			<-start
 			code, body := runners[i%5].post(sess.LatestTaskID, "claim", nil)
-			results <- result{code, string(body)}
+			results <- result{i % 5, code, string(body)}
 		}()
 	}
 	close(start)
 	wg.Wait()
 	close(results)
-	wins, lost := 0, 0
+	winners, fences := map[int]int{}, map[uint64]bool{}
+	lost := 0
 	for r := range results {
 		switch {
 		case r.code == 200:
-			wins++
+			winners[r.runner]++
+			fences[decode[desktop.Claim](t, []byte(r.body)).Fence] = true
 		case r.code == 409 && strings.Contains(r.body, `"code":"already_claimed"`):
 			lost++
 		default:
 			t.Errorf("claim = %d %s", r.code, r.body)
 		}
 	}
-	if wins != 1 || lost != 99 {
-		t.Fatalf("wins %d, already_claimed %d; want 1 and 99", wins, lost)
+	// A claim of the winner's that read the task queued and lost the race
+	// to its own win reads it again and gets that win; one that came after
+	// gets it too. So the winner's 20 all win, with one fence.
+	if len(winners) != 1 || len(fences) != 1 || lost != 80 {
+		t.Fatalf("winning runners %v (fences %v), already_claimed %d; want one runner with 20, one fence, and 80", winners, fences, lost)
 	}
 	if n := countOnSubject(t, e, "spine.task."+sess.LatestTaskID+".claimed"); n != 1 {
 		t.Fatalf("%d claims in the log, want 1", n)
+	}
+}
+
+// A claim asked again by the runner that holds the task (its first answer
+// lost on the way) is its claim: the same fence and lease, nothing
+// published; another runner still gets already_claimed, and once the lease
+// ran out the holder's claim is refused too.
+func TestClaimAgainByTheHolder(t *testing.T) {
+	e := newEnv(t)
+	alice := e.member("acme", "alice")
+	r := e.runner(alice, "laptop", "laptop")
+	other := e.runner(alice, "desk", "desk")
+	sess := e.create(alice, map[string]any{"target": "desktop", "instructions": "once", "runnerId": "laptop"})
+	c := r.claim(sess.LatestTaskID)
+	again := r.claim(sess.LatestTaskID)
+	if again.Fence != c.Fence || !again.LeaseExpiresAt.Equal(c.LeaseExpiresAt) || again.Task.ID != c.Task.ID {
+		t.Fatalf("claim again = fence %d lease %v; want the first's, %d %v", again.Fence, again.LeaseExpiresAt, c.Fence, c.LeaseExpiresAt)
+	}
+	r.heartbeat(c.Task.ID, c.Fence) // running now: still the holder's claim
+	if again := r.claim(sess.LatestTaskID); again.Fence != c.Fence {
+		t.Fatalf("claim of a running task again = fence %d, want %d", again.Fence, c.Fence)
+	}
+	if n := countOnSubject(t, e, "spine.task."+sess.LatestTaskID+".claimed"); n != 1 {
+		t.Fatalf("%d claims in the log, want 1", n)
+	}
+	if code, body := other.post(sess.LatestTaskID, "claim", nil); code != 409 && code != 403 {
+		t.Fatalf("another runner's claim = %d %s, want refused", code, body)
+	}
+	e.clock.Advance(desktop.LeaseTTL + time.Second)
+	if code, body := r.post(sess.LatestTaskID, "claim", nil); code != 409 {
+		t.Fatalf("claim after the lease ran out = %d %s, want 409", code, body)
 	}
 }
 

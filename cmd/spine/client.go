@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -63,8 +64,13 @@ const expectContinueBytes = 64 << 10
 // refused or reset, a timeout) and 502, 503 or 504 are retried with
 // backoff from firstBackoff, doubling to maxBackoff, for up to
 // maxTransientWait in all: a spine restarting or behind a proxy that lost
-// it for a moment. Everything spine's API takes twice is taken once:
-// ingest by envelope id, a cancel by its derived id.
+// it for a moment. That is for a request spine takes twice as once
+// (repeatable): ingest by envelope id, a cancel by its derived id, a
+// runner's register, claim (the holder's claim again is its claim),
+// heartbeat, events (by seq) and complete (its receipt), and every GET.
+// Any other request (a token mint: a second one is a second live token)
+// may have been handled when its answer was lost: it is retried only when
+// it never reached spine (the connection was never made) or on a 429.
 var (
 	maxRetryAfter    = time.Minute      // longest one wait, whatever the server says
 	maxBusyWait      = 15 * time.Minute // longest a request keeps retrying a 429
@@ -98,7 +104,7 @@ func (c *client) do(ctx context.Context, method, path string, body []byte, out a
 			d = min(max(ae.RetryAfter, time.Second), maxRetryAfter)
 			busy += d
 			c.tell(fmt.Sprintf("spine is slowing requests (%s); retrying after %s, as it asks", ae.Code, d))
-		case transientErr(err):
+		case transientErr(err) && (repeatable(method, path) || notSent(err)):
 			if transient >= maxTransientWait {
 				return err
 			}
@@ -128,6 +134,38 @@ type noAnswerError struct{ err error }
 
 func (e *noAnswerError) Error() string { return e.err.Error() }
 func (e *noAnswerError) Unwrap() error { return e.err }
+
+// repeatable: spine takes method path twice as once (the retry rule).
+func repeatable(method, path string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead:
+		return true
+	case http.MethodPost:
+	default:
+		return false
+	}
+	path, _, _ = strings.Cut(path, "?")
+	switch path {
+	case "/v1/ingest", "/v1/desktop-runner/register":
+		return true
+	}
+	if rest, ok := strings.CutPrefix(path, "/v1/desktop-runner/tasks/"); ok {
+		_, op, _ := strings.Cut(rest, "/")
+		return op == "claim" || op == "heartbeat" || op == "events" || op == "complete"
+	}
+	if rest, ok := strings.CutPrefix(path, "/v1/sessions/"); ok {
+		_, op, _ := strings.Cut(rest, "/")
+		return op == "cancel"
+	}
+	return false
+}
+
+// notSent: the request never reached spine (no connection was made), so
+// nothing of it was handled.
+func notSent(err error) bool {
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "dial"
+}
 
 // transientErr: no answer, or an answer that says to ask again later
 // (502, 503, 504).

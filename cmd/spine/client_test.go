@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -78,5 +79,97 @@ func TestClientGivesUp(t *testing.T) {
 	var out json.RawMessage
 	if err := c.do(context.Background(), http.MethodGet, "/v1/sessions/x", nil, &out); !transientErr(err) {
 		t.Fatalf("do: %v, want no answer", err)
+	}
+}
+
+// droppingProxy forwards each request to a spine that counts what it
+// handled, then drops the first answer (closes the connection unanswered):
+// spine handled the request, the client never hears so.
+func droppingProxy(t *testing.T) (*client, *atomic.Int32) {
+	t.Helper()
+	var handled atomic.Int32
+	spine := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		handled.Add(1)
+		_, _ = w.Write([]byte("{}"))
+	}))
+	t.Cleanup(spine.Close)
+	var n atomic.Int32
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, _ := http.NewRequestWithContext(r.Context(), r.Method, spine.URL+r.URL.RequestURI(), r.Body)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer resp.Body.Close()
+		if n.Add(1) == 1 {
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			conn.Close()
+			return
+		}
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
+	}))
+	t.Cleanup(proxy.Close)
+	c, err := newClient(proxy.URL, "tok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, &handled
+}
+
+// A request spine handled whose answer was lost is asked again only when
+// spine takes it twice as once: a token mint is not (a second live token),
+// so its lost answer is the error, spine having handled it once; ingest
+// and a runner's claim are, and are asked again. Before, client.do asked
+// every request again: the mint was handled twice.
+func TestClientRepeatsOnlyRepeatable(t *testing.T) {
+	for _, tc := range []struct {
+		path    string
+		err     bool
+		handled int32
+	}{
+		{"/v1/desktop-runner/tokens", true, 1},
+		{"/v1/ingest", false, 2},
+		{"/v1/desktop-runner/tasks/dt-1/claim", false, 2},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			c, handled := droppingProxy(t)
+			var out json.RawMessage
+			err := c.do(context.Background(), http.MethodPost, tc.path, []byte("{}"), &out)
+			if (err != nil) != tc.err || handled.Load() != tc.handled {
+				t.Fatalf("POST %s: %v, spine handled it %d times; want error %v, %d", tc.path, err, handled.Load(), tc.err, tc.handled)
+			}
+		})
+	}
+}
+
+// A request that never reached spine (connection refused) is asked again
+// whatever it is; one that may have is asked again only when repeatable.
+func TestClientRetryRule(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	_, derr := http.Get("http://" + addr)
+	if !notSent(derr) {
+		t.Fatalf("connection refused: notSent false (%v)", derr)
+	}
+	if notSent(&noAnswerError{io.ErrUnexpectedEOF}) {
+		t.Fatal("an answer cut: notSent true")
+	}
+	for path, want := range map[string]bool{
+		"/v1/ingest": true, "/v1/sessions/s-1/cancel": true, "/v1/desktop-runner/tasks/t/heartbeat": true,
+		"/v1/desktop-runner/tasks/t/events": true, "/v1/desktop-runner/tasks/t/complete": true,
+		"/v1/desktop-runner/tokens": false, "/v1/remote-sessions": false, "/v1/plans/p/budget": false,
+	} {
+		if got := repeatable(http.MethodPost, path); got != want {
+			t.Errorf("repeatable(POST %s) = %v, want %v", path, got, want)
+		}
+	}
+	if !repeatable(http.MethodGet, "/v1/desktop-runner/tokens") {
+		t.Error("a GET not repeatable")
 	}
 }
