@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -67,6 +68,10 @@ type runner struct {
 	lineOnce sync.Once
 	// spool is the runner's own spool directory (runnerSpoolDir).
 	spool string
+	// beat and lease are the heartbeat interval and the lease's length
+	// spine's registration answer gave (the protocol's 10 s and 60 s when
+	// it gave none).
+	beat, lease time.Duration
 }
 
 // runnerSpoolDir is the runner's spool directory, runner-ID under spine
@@ -152,8 +157,18 @@ func (r *runner) register(ctx context.Context) error {
 	inv := desktop.Inventory{Machine: r.creds.Machine, Apps: r.consent.appNames(),
 		Capabilities: []string{desktop.KindRemoteSession}, ProtocolVersion: desktop.ProtocolVersion,
 		ExecutionTargets: []string{desktop.TargetDesktop}}
-	if err := r.call(ctx, http.MethodPost, "/v1/desktop-runner/register", inv, &json.RawMessage{}); err != nil {
+	var reg desktop.Registration
+	if err := r.call(ctx, http.MethodPost, "/v1/desktop-runner/register", inv, &reg); err != nil {
 		return fmt.Errorf("register: %w", err)
+	}
+	r.beat = cmp.Or(time.Duration(reg.HeartbeatSeconds)*time.Second, desktop.HeartbeatInterval)
+	r.lease = cmp.Or(time.Duration(reg.LeaseSeconds)*time.Second, desktop.LeaseTTL)
+	if r.beat >= r.lease {
+		return fmt.Errorf("register: spine asks a heartbeat every %s for a lease of %s: no lease would be kept", r.beat, r.lease)
+	}
+	if reg.ProtocolVersion != 0 && reg.ProtocolVersion != desktop.ProtocolVersion {
+		r.out.say("runner", fmt.Sprintf("spine runner: spine speaks runner protocol %d, this spine runner %d: update the older", reg.ProtocolVersion,
+			desktop.ProtocolVersion), nil)
 	}
 	r.out.say("runner", fmt.Sprintf("runner %s (%s) ready at %s for %s", r.creds.RunnerID, r.creds.Machine, r.creds.URL,
 		strings.Join(inv.Apps, ", ")), nil)

@@ -680,24 +680,114 @@ func TestRunnerPollsWithoutStream(t *testing.T) {
 	}
 }
 
-// A lease the runner lost (no heartbeat within the lease: spine
-// interrupts the task) stops the app at the runner's next heartbeat,
+// A lease the runner lost (spine's sweeper found it ran out and
+// interrupted the task) stops the app at the runner's next heartbeat,
 // which answers stale_claim; the task stays interrupted, not completed.
+// The sweep is told a time past the lease, so the test need not wait one
+// out (it took 66 s that way).
 func TestRunnerLostLeaseStopsTheApp(t *testing.T) {
 	r := newRunnerRig(t)
 	sleep := uniqueSleep(122)
 	r.srv.Anthropic(fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("waiting"),
 		fakemodel.Tool("Bash", map[string]any{"command": sleep, "description": "wait"})}})
-	heartbeatEvery = desktop.LeaseTTL + 5*time.Second // the second heartbeat comes after the lease ran out
 	r.start("--config", r.config(nil))
 	id := r.create(map[string]any{"instructions": "wait past the lease"})
-	r.waitStateWithin(id, "interrupted", 2*time.Minute)
+	for deadline := time.Now().Add(time.Minute); len(r.srv.Scripted()) == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the app never asked the model\n%s", r.out)
+		}
+	}
+	// A heartbeat landing during a sweep wins over it: sweep until one lands.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		res, err := r.n.Desktop.Sweep(context.Background(), time.Now().Add(desktop.LeaseTTL+time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Interrupted == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sweep never interrupted the task: %+v", res)
+		}
+	}
+	r.waitStateWithin(id, "interrupted", time.Minute)
 	r.waitOut("lost the task's lease")
 	if out, _ := exec.Command("pgrep", "-f", sleep).Output(); len(out) > 0 {
 		t.Fatalf("the Bash call's %s still runs after the lease was lost: %s", sleep, out)
 	}
 	if strings.Contains(r.out.String(), "receipt") {
 		t.Fatalf("the runner completed a task it no longer held:\n%s", r.out)
+	}
+}
+
+// The runner heartbeats as often as spine's registration answer says, and
+// judges its lease by its own clock from the last heartbeat spine took: a
+// server clock far behind its own (every leaseExpiresAt in the past) and
+// two heartbeats failing do not make it drop a task whose lease spine
+// still keeps. A proxy in front of spine rewrites the answers. Before, the
+// interval was the built-in 10 s and the first failed heartbeat compared
+// the server's leaseExpiresAt with the laptop's clock and stopped the app.
+func TestRunnerLeaseFromRegistration(t *testing.T) {
+	r := newRunnerRig(t)
+	heartbeatEvery = 0 // the registration's
+	oldWait := maxTransientWait
+	maxTransientWait = 300 * time.Millisecond
+	t.Cleanup(func() { maxTransientWait = oldWait })
+	target, _ := url.Parse(r.member.base)
+	var beats atomic.Int64
+	proxy := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(target) },
+		ModifyResponse: func(resp *http.Response) error {
+			path := resp.Request.URL.Path
+			var edit func(map[string]any)
+			switch {
+			case path == "/v1/desktop-runner/register":
+				edit = func(m map[string]any) { m["heartbeatSeconds"], m["leaseSeconds"] = 1, 30 }
+			case strings.HasSuffix(path, "/heartbeat") && resp.StatusCode == http.StatusOK:
+				edit = func(m map[string]any) { m["leaseExpiresAt"] = "2000-01-01T00:00:00Z" }
+			default:
+				return nil
+			}
+			var m map[string]any
+			if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+				return err
+			}
+			resp.Body.Close()
+			edit(m)
+			data, _ := json.Marshal(m)
+			resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(data)), int64(len(data))
+			resp.Header.Del("Content-Length")
+			return nil
+		}}
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if strings.HasSuffix(req.URL.Path, "/heartbeat") {
+			// Requests 2 to 7: the runner's second and third heartbeats, each
+			// tried three times within maxTransientWait.
+			if n := beats.Add(1); n >= 2 && n <= 7 {
+				http.Error(w, `{"error":{"code":"unavailable","message":"not now"}}`, http.StatusServiceUnavailable)
+				return
+			}
+		}
+		proxy.ServeHTTP(w, req)
+	}))
+	t.Cleanup(front.Close)
+	if out, err := capture(t, "runner", "login", "--url", front.URL); err != nil {
+		t.Fatalf("runner login: %v\n%s", err, out)
+	}
+	r.srv.Anthropic(
+		mainTurn(fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("waiting a little"),
+			fakemodel.Tool("Bash", map[string]any{"command": "sleep 5", "description": "wait"})}}),
+		mainTurn(fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("kept the task")}}),
+	)
+	r.start("--config", r.config(nil))
+	id := r.create(map[string]any{"instructions": "take a few seconds"})
+	rr := r.waitStateWithin(id, "done", time.Minute)
+	if !strings.Contains(rr.text(), "kept the task") || strings.Contains(r.out.String(), "lost the task's lease") {
+		t.Fatalf("the task under a skewed clock and two failed heartbeats:\n%s\nrunner:\n%s", rr.text(), r.out)
+	}
+	// 5 s of Bash at one heartbeat a second (the failed ones tried three
+	// times); at the built-in 10 s, one.
+	if n := beats.Load(); n < 8 {
+		t.Fatalf("%d heartbeat requests, want one heartbeat a second as the registration said", n)
 	}
 }
 

@@ -36,9 +36,9 @@ var (
 	errLeaseLost       = errors.New("the runner lost the task's lease")
 )
 
-// heartbeatEvery is how often a held task is heartbeated (the protocol's
-// 10 s; tests shorten it).
-var heartbeatEvery = desktop.HeartbeatInterval
+// heartbeatEvery, when set, is how often a held task is heartbeated
+// instead of what spine's registration answer says (tests shorten it).
+var heartbeatEvery time.Duration
 
 // finishGrace bounds the last posts of a task (its last events and the
 // complete) once the runner itself is told to stop.
@@ -244,12 +244,15 @@ func (h *heldTask) show() func(*streams.Envelope) {
 	}
 }
 
-// heartbeat keeps the lease every heartbeatEvery until ctx is done; a
-// cancel asked for, or the lease lost (a stale claim, or no heartbeat taken
-// before the lease ran out), stops the app through stop.
+// heartbeat keeps the lease, every heartbeat interval spine gave at
+// registration, until ctx is done; a cancel asked for, or the lease lost (a
+// stale claim, or no heartbeat taken before the lease ran out), stops the
+// app through stop. The lease is judged by this machine's monotonic clock:
+// it runs out the lease's length after the last heartbeat spine took was
+// sent, whatever the two clocks say the time is.
 func (h *heldTask) heartbeat(ctx context.Context, stop context.CancelCauseFunc) {
-	expires := time.Now().Add(desktop.LeaseTTL)
-	tick := time.NewTicker(heartbeatEvery)
+	deadline := time.Now().Add(h.r.lease) // the claim's lease runs from the claim, just before
+	tick := time.NewTicker(cmp.Or(heartbeatEvery, h.r.beat))
 	defer tick.Stop()
 	for first := true; ; first = false {
 		if !first { // the first at once: it moves the task from claimed to running
@@ -259,20 +262,19 @@ func (h *heldTask) heartbeat(ctx context.Context, stop context.CancelCauseFunc) 
 			case <-tick.C:
 			}
 		}
+		sent := time.Now()
 		var lease desktop.Lease
 		err := h.r.call(ctx, http.MethodPost, h.path("heartbeat"), map[string]any{"fence": h.fence}, &lease)
 		switch {
 		case ctx.Err() != nil:
 			return
 		case err == nil:
-			if lease.LeaseExpiresAt != nil {
-				expires = *lease.LeaseExpiresAt
-			}
+			deadline = sent.Add(h.r.lease)
 			h.lease(lease, stop)
 		case isStale(err):
 			stop(errLeaseLost)
-		case time.Now().After(expires):
-			stop(fmt.Errorf("%w: no heartbeat taken (%v)", errLeaseLost, err))
+		case time.Now().After(deadline):
+			stop(fmt.Errorf("%w: no heartbeat taken for %s (%v)", errLeaseLost, h.r.lease, err))
 		}
 	}
 }
