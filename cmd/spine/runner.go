@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spinehq/spine/desktop"
@@ -212,13 +213,21 @@ var (
 )
 
 // serve takes work until ctx is done: the event stream wakes it the
-// moment work is queued; while the stream is down it polls.
+// moment work is queued; while the stream is down it polls. The stream's
+// goroutine ends before serve returns.
 func (r *runner) serve(ctx context.Context) error {
+	lctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
 	wake := make(chan struct{}, 1)
-	up := make(chan bool, 1)
+	var up atomic.Bool
 	fatal := make(chan error, 1)
-	go func() { fatal <- r.listen(ctx, wake, up) }()
-	every := pollEvery
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		fatal <- r.listen(lctx, wake, &up)
+	}()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -230,9 +239,6 @@ func (r *runner) serve(ctx context.Context) error {
 				return nil
 			}
 			return err
-		case ok := <-up:
-			every = map[bool]time.Duration{true: pollEveryTuned, false: pollEvery}[ok]
-			continue
 		case <-wake:
 		case <-timer.C:
 		}
@@ -242,14 +248,15 @@ func (r *runner) serve(ctx context.Context) error {
 			}
 			r.out.say("runner", "spine runner: "+err.Error(), nil)
 		}
-		timer.Reset(every)
+		timer.Reset(map[bool]time.Duration{true: pollEveryTuned, false: pollEvery}[up.Load()])
 	}
 }
 
 // listen keeps the event stream open, waking the work loop on each event
-// and telling it whether the stream is up. It returns only for a token
-// spine no longer takes (or ctx done).
-func (r *runner) listen(ctx context.Context, wake chan<- struct{}, up chan<- bool) error {
+// and each time the stream goes up or down (up says which: the loop polls
+// the slower while it is up). It returns only for a token spine no longer
+// takes (or ctx done).
+func (r *runner) listen(ctx context.Context, wake chan<- struct{}, up *atomic.Bool) error {
 	stream := &http.Client{Transport: r.c.http.Transport} // no timeout: the stream is long
 	backoff := time.Second
 	for ctx.Err() == nil {
@@ -257,9 +264,8 @@ func (r *runner) listen(ctx context.Context, wake chan<- struct{}, up chan<- boo
 		if errors.Is(err, errLoginAgain) {
 			return err
 		}
-		select {
-		case up <- false:
-		default:
+		if up.Swap(false) {
+			nudge(wake)
 		}
 		if ctx.Err() != nil {
 			return nil
@@ -274,8 +280,16 @@ func (r *runner) listen(ctx context.Context, wake chan<- struct{}, up chan<- boo
 	return nil
 }
 
+// nudge wakes the work loop, unless a wake is already waiting.
+func nudge(wake chan<- struct{}) {
+	select {
+	case wake <- struct{}{}:
+	default:
+	}
+}
+
 // stream reads one connection of the event stream to its end.
-func (r *runner) stream(ctx context.Context, hc *http.Client, wake chan<- struct{}, up chan<- bool) error {
+func (r *runner) stream(ctx context.Context, hc *http.Client, wake chan<- struct{}, up *atomic.Bool) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.c.base+"/v1/desktop-runner/events", nil)
 	if err != nil {
 		return err
@@ -293,10 +307,7 @@ func (r *runner) stream(ctx context.Context, hc *http.Client, wake chan<- struct
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("status %s", resp.Status)
 	}
-	select {
-	case up <- true:
-	default:
-	}
+	up.Store(true) // the loop's next wait is the slower poll
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(nil, 1<<20)
 	var event string
@@ -309,10 +320,7 @@ func (r *runner) stream(ctx context.Context, hc *http.Client, wake chan<- struct
 			if event == "unauthorized" {
 				return fmt.Errorf("spine ended the event stream: the runner token is no longer valid: %w", errLoginAgain)
 			}
-			select { // ready, work_available: the work list says what
-			case wake <- struct{}{}:
-			default:
-			}
+			nudge(wake) // ready, work_available: the work list says what
 			event = ""
 		}
 	}

@@ -838,3 +838,132 @@ func TestRunnerServiceOutput(t *testing.T) {
 		t.Fatalf("the service's output holds the prompt or the answer:\n%s", out)
 	}
 }
+
+// spine runner returning (here: spine refuses the runner's token on the
+// work list) closes its event stream too: the stream's goroutine ends with
+// serve. Before, serve returned and left it reading the stream.
+func TestRunnerStopsItsStream(t *testing.T) {
+	r := newRunnerRig(t)
+	target, _ := url.Parse(r.member.base)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	var streams atomic.Int64
+	var refuse atomic.Bool
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		switch {
+		case req.URL.Path == "/v1/desktop-runner/events":
+			streams.Add(1)
+			defer streams.Add(-1)
+		case req.URL.Path == "/v1/desktop-runner/work" && refuse.Load():
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"error":{"code":"unauthorized","message":"invalid token"}}`))
+			return
+		}
+		proxy.ServeHTTP(w, req)
+	}))
+	t.Cleanup(front.Close)
+	if out, err := capture(t, "runner", "login", "--url", front.URL); err != nil {
+		t.Fatalf("runner login: %v\n%s", err, out)
+	}
+	old := stdout
+	stdout = r.out
+	t.Cleanup(func() { stdout = old })
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"runner", "--config", r.config(nil)}) }()
+	r.waitOut("ready at")
+	for deadline := time.Now().Add(time.Minute); streams.Load() != 1; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the runner never opened its event stream:\n%s", r.out)
+		}
+	}
+	refuse.Store(true)
+	r.create(map[string]any{"instructions": "never taken"}) // work_available: the runner lists its work
+	select {
+	case err := <-done:
+		if !errors.Is(err, errLoginAgain) {
+			t.Fatalf("spine runner ended with %v, want to be told to log in again", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("spine runner went on with a refused token\n%s", r.out)
+	}
+	for deadline := time.Now().Add(10 * time.Second); streams.Load() != 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("spine runner returned with its event stream still open")
+		}
+	}
+}
+
+// The event stream going up and then down again while a task runs leaves
+// the runner polling at the fast pace: the next task, announced on no
+// stream, is taken well within the minute of the slow poll. Before, the
+// "up" was kept in a channel of one and the "down" after it dropped, so
+// the runner polled once a minute with the stream down.
+func TestRunnerStreamDownAfterUp(t *testing.T) {
+	r := newRunnerRig(t)
+	target, _ := url.Parse(r.member.base)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	// The first stream is held unanswered until the task runs, then
+	// answered (its ready event) and ended; every later one is refused.
+	var conns, lists atomic.Int64
+	release := make(chan struct{})
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.URL.Path == "/v1/desktop-runner/events" {
+			if conns.Add(1) > 1 {
+				http.Error(w, "no stream now", http.StatusServiceUnavailable)
+				return
+			}
+			select {
+			case <-release:
+			case <-req.Context().Done():
+				return
+			}
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, "event: ready\ndata: {}\n\n")
+			return // up, then down
+		}
+		if req.URL.Path == "/v1/desktop-runner/work" {
+			lists.Add(1)
+		}
+		proxy.ServeHTTP(w, req)
+	}))
+	t.Cleanup(front.Close)
+	if out, err := capture(t, "runner", "login", "--url", front.URL); err != nil {
+		t.Fatalf("runner login: %v\n%s", err, out)
+	}
+	gate := filepath.Join(t.TempDir(), "go on")
+	r.srv.Anthropic(
+		mainTurn(fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("waiting for the gate"),
+			fakemodel.Tool("Bash", map[string]any{"command": "until [ -e '" + gate + "' ]; do sleep 0.05; done", "description": "wait"})}}),
+		mainTurn(fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("first done")}}),
+		mainTurn(fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("second done")}}),
+	)
+	r.start("--config", r.config(nil))
+	first := r.create(map[string]any{"instructions": "wait for the gate"}) // taken by polling: no stream yet
+	for deadline := time.Now().Add(time.Minute); len(r.srv.Scripted()) == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the app never asked the model\n%s", r.out)
+		}
+	}
+	close(release) // the stream, while the task runs: up and down
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(r.out.String(), "event stream: spine closed it"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the runner's stream never went up and down:\n%s", r.out)
+		}
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.waitStateWithin(first, "done", time.Minute)
+	// Two more listings: the poll after the task's end has set the pace.
+	for n, deadline := lists.Load(), time.Now().Add(30*time.Second); lists.Load() < n+2; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the runner listed its work %d times in 30 s after the task, with the stream down", lists.Load()-n)
+		}
+	}
+	second := r.create(map[string]any{"instructions": "the next one"})
+	if rr := r.waitStateWithin(second, "done", 30*time.Second); !strings.Contains(rr.text(), "second done") {
+		t.Fatalf("the second task:\n%s", rr.text())
+	}
+}
