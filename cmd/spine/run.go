@@ -402,7 +402,7 @@ func runApp(ctx context.Context, spec runSpec) (runResult, error) {
 	_ = sh.Finish(pctx)
 	rs.close(pctx)
 	rs.d.close()
-	waiting := rs.sp.written - rs.d.taken - len(rs.d.refusals)
+	waiting := rs.sp.written - rs.d.taken - len(rs.d.refusals) - rs.d.lost
 	res.Code = code
 	if res.Status == "" { // the output named no session: nothing ended
 		res.Status = map[bool]string{true: "done", false: status}[status == ""]
@@ -410,16 +410,16 @@ func runApp(ctx context.Context, spec runSpec) (runResult, error) {
 	for _, r := range rs.d.refusals {
 		fmt.Fprintf(os.Stderr, "spine run: spine refused %s: %s: %s\n", r.ID, r.Code, r.Reason)
 	}
-	res.Lost, res.Refused, res.Waiting = rs.sp.full, len(rs.d.refusals), waiting
-	res.Recorded = rs.err == nil && rs.sp.full == 0 && waiting == 0 && res.Refused == 0
+	res.Lost, res.Refused, res.Waiting = rs.sp.full+rs.d.lost, len(rs.d.refusals), waiting
+	res.Recorded = rs.err == nil && res.Lost == 0 && waiting == 0 && res.Refused == 0
 	rs.sp.close(waiting == 0)
 	if !res.Recorded {
 		why := cmp.Or(rs.err, rs.waitErr)
 		if why == nil && waiting > 0 {
 			why = fmt.Errorf("spine took nothing for %s", flushGrace)
 		}
-		fmt.Fprintf(os.Stderr, "spine run: the session is not fully recorded: %d envelopes not kept (the spool is full), %d refused, %d wait in the spool",
-			rs.sp.full, res.Refused, waiting)
+		fmt.Fprintf(os.Stderr, "spine run: the session is not fully recorded: %d envelopes not kept (the spool is full, or a write torn), %d refused, %d wait in the spool",
+			res.Lost, res.Refused, waiting)
 		if why != nil {
 			fmt.Fprintf(os.Stderr, ": %v", why)
 		}

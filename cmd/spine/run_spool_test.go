@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -121,7 +123,7 @@ func TestRunSpineRestarted(t *testing.T) {
 	if status, _ := sessionStatus(t, id); status != "done" {
 		t.Fatalf("session %q, want done", status)
 	}
-	if left, _ := filepath.Glob(filepath.Join(os.Getenv(config.EnvSpoolDir), "*")); len(left) != 0 {
+	if left, _ := spoolFiles(os.Getenv(config.EnvSpoolDir)); len(left) != 0 {
 		t.Fatalf("the spool still holds %v", left)
 	}
 	out, err := capture(t, "import", "--json", fastFixture)
@@ -196,7 +198,7 @@ func TestRunSpoolLeftover(t *testing.T) {
 			if tr, err := capture(t, "read", "transcript", id); err != nil || !strings.Contains(tr, "second model fast turn") {
 				t.Fatalf("transcript: %v\n%s", err, tr)
 			}
-			if left, _ := filepath.Glob(filepath.Join(spoolDir, "*")); len(left) != 0 {
+			if left, _ := spoolFiles(spoolDir); len(left) != 0 {
 				t.Fatalf("the spool still holds %v", left)
 			}
 		})
@@ -218,7 +220,7 @@ func TestRunSpoolFull(t *testing.T) {
 	if out, err := capture(t, "read", "session", id); err == nil {
 		t.Fatalf("session recorded from a full spool:\n%s", out)
 	}
-	if left, _ := filepath.Glob(filepath.Join(os.Getenv(config.EnvSpoolDir), "*")); len(left) != 0 {
+	if left, _ := spoolFiles(os.Getenv(config.EnvSpoolDir)); len(left) != 0 {
 		t.Fatalf("the spool still holds %v", left)
 	}
 }
@@ -450,7 +452,7 @@ func TestRunSpoolLeftoverClaimed(t *testing.T) {
 	if status, _ := sessionStatus(t, apps.SessionID("claude-code", "fa570000-aaaa-aaaa-aaaa-aaaaaaaaaaaa")); status != "done" {
 		t.Fatalf("session %q, want done", status)
 	}
-	if left, _ := filepath.Glob(filepath.Join(spoolDir, "*")); len(left) != 0 {
+	if left, _ := spoolFiles(spoolDir); len(left) != 0 {
 		t.Fatalf("the spool still holds %v", left)
 	}
 }
@@ -471,4 +473,141 @@ func TestRunSpoolUnwritable(t *testing.T) {
 	if _, err := os.Stat(started); err == nil {
 		t.Fatal("the app started without a spool")
 	}
+}
+
+// otherFixture is fastFixture as another session (another app session id).
+func otherFixture(t *testing.T) string {
+	return script(t, "sed s/fa570000-aaaa-aaaa-aaaa-aaaaaaaaaaaa/fa570000-bbbb-bbbb-bbbb-bbbbbbbbbbbb/g "+fastFixture)
+}
+
+// A write the disk refuses in part (here the file size limit, as a full
+// disk would) is cut back: the envelope is counted not kept, and the next
+// is a line of its own. Before, the fragment stayed and the next line was
+// glued onto it: no JSON, and spine refused the batch with it.
+func TestSpoolWriteCutsBack(t *testing.T) {
+	sp, err := openSpool(t.TempDir(), defaultSpoolMax)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.close(false)
+	env := func(id string, text string) *streams.Envelope {
+		return &streams.Envelope{V: 1, Type: streams.TypeSessionChunk, ID: id, At: time.Now().UTC(), SessionID: "s",
+			Seq: 1, Stream: "stdout", Text: text}
+	}
+	if !sp.write(env("a", "first")) {
+		t.Fatal("first write refused")
+	}
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
+		t.Fatal(err)
+	}
+	lim := old
+	lim.Cur = uint64(sp.size) + 20 // room for 20 bytes of the next: a torn write
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	ok := sp.write(env("b", strings.Repeat("x", 200)))
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
+		t.Fatal(err)
+	}
+	if ok || sp.full != 1 {
+		t.Fatalf("a torn write: ok %v, not kept %d; want false, 1", ok, sp.full)
+	}
+	if !sp.write(env("c", "third")) {
+		t.Fatal("the write after refused")
+	}
+	data, err := os.ReadFile(sp.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("the file holds %d lines, want 2:\n%s", len(lines), data)
+	}
+	for _, l := range lines {
+		if !json.Valid([]byte(l)) {
+			t.Fatalf("a line is no JSON: %q", l)
+		}
+	}
+}
+
+// One bad spool file does not block the spool: a line of no whole JSON
+// (a fragment glued to the next line, a record torn at the end of an
+// earlier run's file) is passed over, told and counted lost, and the rest
+// of the file is delivered and the file removed; a file spine refuses as a
+// whole request (400) is kept, told, and the newer files still go. Before,
+// the bad line had spine refuse the whole batch (400) and deliverLeftovers
+// stopped at that file: the newer one was never sent.
+func TestSpoolPassesOverBadLines(t *testing.T) {
+	shortRetries(t)
+	n, _ := testNode(t)
+	dir := os.Getenv(config.EnvSpoolDir)
+	nowhere := "http://" + freeAddr(t)
+	if _, err := capture(t, "run", "--quiet", "--url", nowhere, "--bin", script(t, "cat "+fastFixture), "--", "hi"); err == nil {
+		t.Fatal("spine run to no spine succeeded")
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("the spool holds %v", files)
+	}
+	first := files[0]
+	data, err := os.ReadFile(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	torn := `{"v":1,"type":"session.chunk","id":"torn-`
+	glued := append([]string{lines[0], torn + "\n"}, lines[1:]...) // a fragment with the next line's newline
+	if err := os.WriteFile(first, []byte(strings.Join(glued, "")+torn), 0o600); err != nil { // and a record torn at the end
+		t.Fatal(err)
+	}
+	refused := strings.TrimSuffix(first, ".jsonl") + "x.jsonl" // between the two
+	writeSpoolFile(t, refused, &streams.Envelope{V: 1, Type: streams.TypeSessionChunk, ID: "refused-chunk",
+		At: time.Now().UTC(), SessionID: "refused", Seq: 1, Stream: "stdout", Text: "refuse-me"})
+	if _, err := capture(t, "run", "--quiet", "--url", nowhere, "--bin", otherFixture(t), "--", "hi"); err == nil {
+		t.Fatal("spine run to no spine succeeded")
+	}
+	// A spine (behind a proxy) that refuses the request with refuse-me as
+	// a whole, as it does a body it cannot read.
+	target, _ := url.Parse(os.Getenv(config.EnvURL))
+	fwd := httputil.NewSingleHostReverseProxy(target)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(body), "refuse-me") {
+			http.Error(w, `{"error":{"code":"bad_request","message":"body is not a JSON array of envelopes"}}`, http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+		fwd.ServeHTTP(w, r)
+	}))
+	defer proxy.Close()
+	out, err := capture(t, "spool", "--url", proxy.URL)
+	var code appExit
+	if !errors.As(err, &code) || code != notRecordedCode {
+		t.Fatalf("spine spool: %v, want exit %d (a file left, lines lost)\n%s", err, notRecordedCode, out)
+	}
+	waitIdle(t, n)
+	for _, app := range []string{"fa570000-aaaa-aaaa-aaaa-aaaaaaaaaaaa", "fa570000-bbbb-bbbb-bbbb-bbbbbbbbbbbb"} {
+		if status, _ := sessionStatus(t, apps.SessionID("claude-code", app)); status != "done" {
+			t.Fatalf("session of %s %q, want done", app, status)
+		}
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if len(left) != 1 || left[0] != refused {
+		t.Fatalf("the spool holds %v, want only %s", left, refused)
+	}
+}
+
+// spoolFiles is what the spool directory holds of spool files (FILE.jsonl
+// and its FILE.sent, FILE.meta...): not the claims/ of spine run's
+// sessions (collect.Claim) or a runner's directory.
+func spoolFiles(dir string) ([]string, error) {
+	all, err := filepath.Glob(filepath.Join(dir, "*"))
+	var files []string
+	for _, f := range all {
+		if fi, err := os.Stat(f); err == nil && !fi.IsDir() {
+			files = append(files, f)
+		}
+	}
+	return files, err
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -126,6 +127,9 @@ func (s *spool) write(e *streams.Envelope) bool {
 		return false
 	}
 	if _, err := s.f.Write(data); err != nil {
+		// What the disk took of it (full, say) is cut back, so the next
+		// line starts on a line of its own, not glued to a fragment.
+		_ = s.f.Truncate(s.size)
 		s.full++
 		return false
 	}
@@ -196,9 +200,14 @@ type delivery struct {
 	off  int64    // bytes of the file spine took (or refused)
 	part []byte   // the start of a line not yet whole
 	next [][]byte // lines read, not yet taken
+	bad  []byte   // a line that is no JSON, read after next: passed over once next is taken
+	// leftover: an earlier run's file, whose writer is gone (claimDelivery),
+	// so a line torn at its end will never be whole.
+	leftover bool
 	// what spine did with the envelopes
 	taken    int
 	refusals []importer.Refusal
+	lost     int // lines that were no whole JSON (a torn write): passed over
 }
 
 // openDelivery opens path for sending, at its saved offset.
@@ -229,7 +238,11 @@ func claimDelivery(api importer.API, path string) (*delivery, error) {
 		f.Close()
 		return nil, err
 	}
-	return startDelivery(api, path, f)
+	d, err := startDelivery(api, path, f)
+	if err == nil {
+		d.leftover = true
+	}
+	return d, err
 }
 
 // startDelivery reads f, the spool file at path, from its saved offset.
@@ -258,16 +271,37 @@ func (d *delivery) restart() error {
 	return writeFileAtomic(d.path+".sent", []byte("0"))
 }
 
-// fill reads the whole lines written since, up to a batch.
+// fill reads the whole lines written since, up to a batch. A line that
+// is no JSON (a write torn before its fragment was cut back, by an earlier
+// spine) is passed over, in its place in the order, and counted lost: one
+// bad line must not make spine refuse the whole batch, and the file with
+// it, for ever. So is a leftover's last line torn at the end.
 func (d *delivery) fill() error {
+	for {
+		if len(d.next) == 0 && d.bad != nil {
+			if err := d.passOver(); err != nil {
+				return err
+			}
+		}
+		if err := d.read(); err != nil || d.bad == nil || len(d.next) > 0 {
+			return err
+		}
+	}
+}
+
+// read reads lines into next up to a batch, or to a bad one (d.bad).
+func (d *delivery) read() error {
 	size := 0
 	for _, l := range d.next {
 		size += len(l)
 	}
-	for len(d.next) < spoolBatch && size < spoolBatchBytes {
+	for len(d.next) < spoolBatch && size < spoolBatchBytes && d.bad == nil {
 		b, err := d.r.ReadBytes('\n')
 		if err == io.EOF {
 			d.part = append(d.part, b...) // written in part so far, or nothing
+			if d.leftover && len(d.part) > 0 {
+				d.bad, d.part = d.part, nil // its writer is gone: never whole
+			}
 			return nil
 		}
 		if err != nil {
@@ -276,10 +310,29 @@ func (d *delivery) fill() error {
 		if len(d.part) > 0 {
 			b, d.part = append(d.part, b...), nil
 		}
+		if !json.Valid(b) {
+			d.bad = b
+			return nil
+		}
 		d.next = append(d.next, b)
 		size += len(b)
 	}
 	return nil
+}
+
+// passOver passes the bad line (d.bad) over, once every line before it
+// was taken: it is counted lost, and the offset saved past it.
+func (d *delivery) passOver() error {
+	n := int64(len(d.bad))
+	d.off += n
+	d.lost++
+	d.bad = nil
+	if d.took != nil {
+		d.took(n)
+	}
+	fmt.Fprintf(os.Stderr, "spine: %s: a line that is no whole JSON (a torn write) at byte %d: passed over, lost\n",
+		filepath.Base(d.path), d.off-n)
+	return writeFileAtomic(d.path+".sent", []byte(strconv.FormatInt(d.off, 10)))
 }
 
 // step posts the lines waiting, as one batch, and saves how far spine
@@ -372,7 +425,7 @@ func (e *heldError) Error() string { return fmt.Sprintf("spine refused %s: %v", 
 func (e *heldError) Unwrap() error { return e.apiError }
 
 // done: every line written so far was taken.
-func (d *delivery) done() bool { return len(d.next) == 0 && len(d.part) == 0 }
+func (d *delivery) done() bool { return len(d.next) == 0 && len(d.part) == 0 && d.bad == nil }
 
 func writeFileAtomic(path string, data []byte) error {
 	tmp := path + ".tmp"
@@ -402,11 +455,27 @@ func leftovers(dir string) []string {
 
 // deliverLeftovers sends each spool file an earlier run left in dir,
 // oldest first, and removes each spine took all of. It returns how many
-// envelopes it delivered and what is left undelivered; an error stops it.
+// envelopes it delivered and what is left undelivered (sendLeftovers says
+// how many lines it passed over as lost, too).
 //
-// A file spine refused an envelope of for who sent it (heldError) is kept
-// and told, and the next file goes on: it is left, and err says why.
+// A file spine refused an envelope of for who sent it (heldError), or
+// refused a request of as a whole (a 4xx but 401, 403 and 429: the batch
+// itself, which asking again would not change), is kept and told, and the
+// next file goes on: it is left, and err says why. Spine not answering, or
+// refusing the token, stops it: the next files would fare the same.
 func deliverLeftovers(ctx context.Context, api importer.API, dir string) (delivered int, left []string, err error) {
+	r, err := sendLeftovers(ctx, api, dir)
+	return r.delivered, r.left, err
+}
+
+// leftoverResult is what sendLeftovers did: envelopes delivered, lines
+// passed over as lost (no whole JSON), files left.
+type leftoverResult struct {
+	delivered, lost int
+	left            []string
+}
+
+func sendLeftovers(ctx context.Context, api importer.API, dir string) (res leftoverResult, err error) {
 	files := leftovers(dir)
 files:
 	for i, path := range files {
@@ -415,26 +484,27 @@ files:
 			continue // another process delivers it, or did
 		}
 		if oerr != nil {
-			return delivered, append(left, files[i:]...), oerr
+			res.left = append(res.left, files[i:]...)
+			return res, oerr
 		}
 		for {
 			n, serr := d.step(ctx)
-			delivered += n
-			var held *heldError
-			if errors.As(serr, &held) {
-				fmt.Fprintf(os.Stderr, "spine: %v: %s kept from there\n", serr, filepath.Base(path))
-				d.close()
-				left, err = append(left, path), serr
-				continue files
-			}
+			res.delivered += n
 			if serr != nil {
 				d.close()
-				return delivered, append(left, files[i:]...), serr
+				if !fileRefused(serr) {
+					res.left = append(res.left, files[i:]...)
+					return res, serr
+				}
+				fmt.Fprintf(os.Stderr, "spine: %v: %s kept from there\n", serr, filepath.Base(path))
+				res.left, err = append(res.left, path), serr
+				continue files
 			}
 			if n == 0 {
 				break
 			}
 		}
+		res.lost += d.lost
 		for _, r := range d.refusals {
 			fmt.Fprintf(os.Stderr, "spine: spine refused %s from %s: %s: %s\n", r.ID, filepath.Base(path), r.Code, r.Reason)
 		}
@@ -443,7 +513,20 @@ files:
 		}
 		d.close()
 	}
-	return delivered, left, err
+	return res, err
+}
+
+// fileRefused: spine refused what this file sends (an envelope for who
+// sent it, or a batch of it as a whole), not this delivery's token or its
+// reaching spine: the file is kept, and the next goes on.
+func fileRefused(err error) bool {
+	var held *heldError
+	var ae *apiError
+	if errors.As(err, &held) {
+		return true
+	}
+	return errors.As(err, &ae) && ae.Status >= 400 && ae.Status < 500 && ae.Status != http.StatusUnauthorized &&
+		ae.Status != http.StatusForbidden && ae.Status != http.StatusTooManyRequests
 }
 
 // runSpool is `spine spool`: it delivers what earlier runs left in the
@@ -471,11 +554,17 @@ func runSpool(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	n, left, err := deliverLeftovers(ctx, c, dir)
-	fmt.Fprintf(stdout, "delivered %d envelopes from %s\n", n, dir)
-	if len(left) > 0 {
-		fmt.Fprintf(os.Stderr, "spine spool: %d spool files not delivered: %v\n", len(left), err)
+	res, err := sendLeftovers(ctx, c, dir)
+	fmt.Fprintf(stdout, "delivered %d envelopes from %s\n", res.delivered, dir)
+	if res.lost > 0 {
+		fmt.Fprintf(os.Stderr, "spine spool: %d lines were no whole JSON (torn writes): passed over, lost\n", res.lost)
+	}
+	if len(res.left) > 0 {
+		fmt.Fprintf(os.Stderr, "spine spool: %d spool files not delivered: %v\n", len(res.left), err)
 		return appExit(notRecordedCode)
+	}
+	if err == nil && res.lost > 0 {
+		return appExit(notRecordedCode) // delivered what there was, not all that was written
 	}
 	return err
 }
