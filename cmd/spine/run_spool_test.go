@@ -557,7 +557,7 @@ func TestSpoolPassesOverBadLines(t *testing.T) {
 	}
 	lines := strings.SplitAfter(string(data), "\n")
 	torn := `{"v":1,"type":"session.chunk","id":"torn-`
-	glued := append([]string{lines[0], torn + "\n"}, lines[1:]...) // a fragment with the next line's newline
+	glued := append([]string{lines[0], torn + "\n"}, lines[1:]...)                           // a fragment with the next line's newline
 	if err := os.WriteFile(first, []byte(strings.Join(glued, "")+torn), 0o600); err != nil { // and a record torn at the end
 		t.Fatal(err)
 	}
