@@ -153,8 +153,35 @@ func (r *runner) call(ctx context.Context, method, path string, body, out any) e
 }
 
 // register declares the machine, the apps the config allows and the work
-// kind it takes.
+// kind it takes. A spine that does not answer (down, restarting: no
+// answer or a 502/503/504 after client.do's own retries) is asked again,
+// with backoff up to registerBackoff, until it answers or ctx is done,
+// saying so once: a runner started at login, or restarted by its service
+// manager, waits for spine rather than exiting.
 func (r *runner) register(ctx context.Context) error {
+	backoff := time.Second
+	for told := false; ; told = true {
+		err := r.registerOnce(ctx)
+		if err == nil || ctx.Err() != nil || !transientErr(err) {
+			return err
+		}
+		if !told {
+			r.out.say("runner", fmt.Sprintf("spine runner: spine at %s does not answer (%v): registering again until it does", r.creds.URL, err), nil)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, registerBackoff)
+	}
+}
+
+// registerBackoff is the longest wait between two registrations spine did
+// not answer.
+var registerBackoff = time.Minute
+
+func (r *runner) registerOnce(ctx context.Context) error {
 	inv := desktop.Inventory{Machine: r.creds.Machine, Apps: r.consent.appNames(),
 		Capabilities: []string{desktop.KindRemoteSession}, ProtocolVersion: desktop.ProtocolVersion,
 		ExecutionTargets: []string{desktop.TargetDesktop}}

@@ -967,3 +967,36 @@ func TestRunnerStreamDownAfterUp(t *testing.T) {
 		t.Fatalf("the second task:\n%s", rr.text())
 	}
 }
+
+// A runner started while spine does not answer (a proxy in front answers
+// its registration 503) waits and registers once spine does, saying so
+// once, instead of exiting after the client's retries.
+func TestRunnerWaitsForSpine(t *testing.T) {
+	r := newRunnerRig(t)
+	oldWait, oldBackoff := maxTransientWait, registerBackoff
+	maxTransientWait, registerBackoff = 200*time.Millisecond, 200*time.Millisecond
+	t.Cleanup(func() { maxTransientWait, registerBackoff = oldWait, oldBackoff })
+	target, _ := url.Parse(r.member.base)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	var refused atomic.Int64
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.URL.Path == "/v1/desktop-runner/register" && refused.Add(1) <= 12 {
+			http.Error(w, "spine is starting", http.StatusServiceUnavailable)
+			return
+		}
+		proxy.ServeHTTP(w, req)
+	}))
+	t.Cleanup(front.Close)
+	if out, err := capture(t, "runner", "login", "--url", front.URL); err != nil {
+		t.Fatalf("runner login: %v\n%s", err, out)
+	}
+	r.start("--config", r.config(nil))
+	if n := strings.Count(r.out.String(), "does not answer"); n != 1 || refused.Load() < 12 {
+		t.Fatalf("told %d times that spine does not answer (%d refused), want once:\n%s", n, refused.Load(), r.out)
+	}
+	r.srv.Anthropic(mainTurn(fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("registered late")}}))
+	id := r.create(map[string]any{"instructions": "anything"})
+	if rr := r.waitState(id, "done"); !strings.Contains(rr.text(), "registered late") {
+		t.Fatalf("the task after a late registration:\n%s", rr.text())
+	}
+}
