@@ -36,8 +36,8 @@ type HTTPSink struct {
 	// recorded sessions rather than once per imported session.
 	recorded map[uint64]struct{}
 	seed     maphash.Seed
-	// byID: the caller may not list sessions (a runner token reads only
-	// its task's session), so each is asked about by its id.
+	// byID: each session is asked about by its id, the list no longer
+	// read (AskEach).
 	byID bool
 }
 
@@ -53,12 +53,7 @@ const maxBatchBytes = 16 << 20
 // envelopes, not one per session.
 func (h *HTTPSink) Recorded(ctx context.Context, sessionID string) (apps.Recorded, error) {
 	if h.recorded == nil && !h.byID {
-		err := h.listRecorded(ctx)
-		var se interface{ HTTPStatus() int }
-		switch {
-		case errors.As(err, &se) && (se.HTTPStatus() == http.StatusUnauthorized || se.HTTPStatus() == http.StatusForbidden):
-			h.byID = true // a token that may not list (a runner's) may still read its own sessions
-		case err != nil:
+		if err := h.listRecorded(ctx); err != nil {
 			return apps.Recorded{}, err
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -22,7 +23,7 @@ import (
 func runnerLogin(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("runner login", flag.ContinueOnError)
 	urlFlag := fs.String("url", "", "spine HTTP API (default $SPINE_URL or http://127.0.0.1:7070)")
-	token := fs.String("token", "", "the member's bearer token (default $SPINE_TOKEN); only used to mint the runner token")
+	token := fs.String("token", "", "the member's bearer token (default $SPINE_TOKEN, better: a flag's value is visible to ps); only used to mint the runner token")
 	machine := fs.String("machine", "", "this machine's name, shown to the member (default the host name, or the name kept from an earlier login)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: spine runner login [--url URL] [--token MEMBER_TOKEN] [--machine NAME]\n\nMints a runner token for this machine and keeps it in "+
@@ -51,6 +52,7 @@ func runnerLogin(ctx context.Context, args []string) error {
 	if err := saveRunnerCreds(path, creds); err != nil {
 		return err
 	}
+	revokePrevious(ctx, c, prev, creds)
 	fmt.Fprintf(stdout, "runner %s (%s) signed in to %s until %s; kept in %s\n", creds.RunnerID, creds.Machine, creds.URL,
 		creds.ExpiresAt.Local().Format(time.DateTime), path)
 	return nil
@@ -60,7 +62,10 @@ func runnerLogin(ctx context.Context, args []string) error {
 // (a fresh one the first time), for machine (else the kept name, else the
 // host name).
 func mintRunnerCreds(ctx context.Context, c *client, prev *runnerCreds, machine string) (*runnerCreds, error) {
-	creds := cmp.Or(prev, &runnerCreds{})
+	creds := &runnerCreds{}
+	if prev != nil {
+		*creds = *prev // a copy: prev still names the token to revoke
+	}
 	if creds.RunnerID == "" {
 		creds.RunnerID = newRunnerID()
 	}
@@ -77,6 +82,23 @@ func mintRunnerCreds(ctx context.Context, c *client, prev *runnerCreds, machine 
 	}
 	creds.URL, creds.Token, creds.TokenID, creds.ExpiresAt = c.base, tok.Token, tok.TokenID, tok.ExpiresAt
 	return creds, nil
+}
+
+// revokePrevious revokes the token an earlier login kept, now that the new
+// one is kept in its place: a machine holds one live runner token. One
+// already gone (expired, revoked: 404) is no matter; another failure is
+// told, and the token lasts until it expires. A token of another spine is
+// left alone.
+func revokePrevious(ctx context.Context, c *client, prev, now *runnerCreds) {
+	if prev == nil || prev.TokenID == "" || prev.TokenID == now.TokenID || prev.URL != now.URL {
+		return
+	}
+	err := c.do(ctx, http.MethodDelete, "/v1/desktop-runner/tokens/"+url.PathEscape(prev.TokenID), nil, &json.RawMessage{})
+	var ae *apiError
+	if err != nil && !(errors.As(err, &ae) && ae.Status == http.StatusNotFound) {
+		fmt.Fprintf(os.Stderr, "spine runner login: revoke the previous runner token %s: %v (it lasts until %s)\n", prev.TokenID, err,
+			prev.ExpiresAt.Local().Format(time.DateTime))
+	}
 }
 
 // runnerCreds is what login keeps: where spine is, the machine's persisted

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -200,6 +202,25 @@ func TestRunnerLogin(t *testing.T) {
 	second := read()
 	if first.RunnerID == "" || second.RunnerID != first.RunnerID || second.Machine != "laptop" || second.TokenID == first.TokenID {
 		t.Fatalf("logins: %+v then %+v", first, second)
+	}
+	// The second login revoked the first's token, and only it.
+	for tok, want := range map[string]int{first.Token: http.StatusUnauthorized, second.Token: http.StatusOK} {
+		c, err := newClient(first.URL, tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inv := []byte(`{"machine": "laptop", "apps": ["claude-code"], "capabilities": ["remote_session"], "protocolVersion": 1}`)
+		err = c.do(context.Background(), http.MethodPost, "/v1/desktop-runner/register", inv, &json.RawMessage{})
+		got, ae := http.StatusOK, (*apiError)(nil)
+		switch {
+		case errors.As(err, &ae):
+			got = ae.Status
+		case err != nil:
+			got = -1
+		}
+		if got != want {
+			t.Errorf("registering with the %s login's token: %v, want %d", map[bool]string{true: "first", false: "second"}[tok == first.Token], err, want)
+		}
 	}
 	second.ExpiresAt = time.Now().Add(-time.Minute)
 	path, _ := runnerCredsPath()
