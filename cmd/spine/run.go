@@ -282,7 +282,7 @@ func runApp(ctx context.Context, spec runSpec) (runResult, error) {
 		}
 		spec.SpoolDir = dir
 	}
-	sp, err := openSpool(spec.SpoolDir, cmp.Or(spec.SpoolMax, defaultSpoolMax))
+	sp, err := openSpool(spec.SpoolDir, cmp.Or(spec.SpoolMax, defaultSpoolMax), targetOf(spec.API))
 	if err != nil {
 		return runResult{}, err
 	}
@@ -372,8 +372,12 @@ func runApp(ctx context.Context, spec runSpec) (runResult, error) {
 		if !spec.Leftovers {
 			return
 		}
-		if _, files, err := deliverLeftovers(pctx, spec.API, spec.SpoolDir); len(files) > 0 {
-			fmt.Fprintf(os.Stderr, "spine run: %d spool files of earlier runs not delivered yet: %v\n", len(files), err)
+		res, err := sendLeftovers(pctx, spec.API, spec.SpoolDir, false)
+		if len(res.left) > 0 {
+			fmt.Fprintf(os.Stderr, "spine run: %d spool files of earlier runs not delivered yet: %v\n", len(res.left), err)
+		}
+		if len(res.others) > 0 {
+			fmt.Fprintf(os.Stderr, "spine run: %d spool files of earlier runs are for another spine or member: spine spool lists them\n", len(res.others))
 		}
 	}()
 	var res runResult

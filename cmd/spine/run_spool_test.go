@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spinehq/spine/apps"
+	"github.com/spinehq/spine/auth"
 	"github.com/spinehq/spine/importer"
 	"github.com/spinehq/spine/internal/config"
 	"github.com/spinehq/spine/internal/spinetest"
@@ -176,7 +178,8 @@ func TestRunSpoolLeftover(t *testing.T) {
 		t.Run(deliver[0], func(t *testing.T) {
 			n, _ := testNode(t) // a spine, and a spool, of its own
 			spoolDir := os.Getenv(config.EnvSpoolDir)
-			_, err := capture(t, "run", "--quiet", "--url", "http://"+freeAddr(t), "--bin", script(t, "cat "+fastFixture), "--", "hi")
+			addr := freeAddr(t)
+			_, err := capture(t, "run", "--quiet", "--url", "http://"+addr, "--bin", script(t, "cat "+fastFixture), "--", "hi")
 			var code appExit
 			if !errors.As(err, &code) || code != notRecordedCode {
 				t.Fatalf("spine run to no spine: %v, want exit %d", err, notRecordedCode)
@@ -184,9 +187,12 @@ func TestRunSpoolLeftover(t *testing.T) {
 			if left, _ := filepath.Glob(filepath.Join(spoolDir, "*.jsonl")); len(left) != 1 {
 				t.Fatalf("the spool holds %v, want the run's file", left)
 			}
+			deliver = slices.Clone(deliver)
 			if deliver[0] == "run" {
 				deliver[3] = script(t, "exit 0")
 			}
+			// The same spine, up now: the file goes only where it was for.
+			deliver = append([]string{deliver[0], "--url", spineAt(t, addr)}, deliver[1:]...)
 			if out, err := capture(t, deliver...); err != nil {
 				t.Fatalf("%s: %v\n%s", deliver[0], err, out)
 			}
@@ -320,7 +326,7 @@ func TestRunSpoolCompacts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sp, err := openSpool(os.Getenv(config.EnvSpoolDir), defaultSpoolMax)
+	sp, err := openSpool(os.Getenv(config.EnvSpoolDir), defaultSpoolMax, spoolTarget{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,14 +432,15 @@ func TestRunSpoolLeftoverClaimed(t *testing.T) {
 	n, _ := testNode(t)
 	shortRetries(t)
 	spoolDir := os.Getenv(config.EnvSpoolDir)
-	if _, err := capture(t, "run", "--quiet", "--url", "http://"+freeAddr(t), "--bin", script(t, "cat "+fastFixture), "--", "hi"); err == nil {
+	addr := freeAddr(t)
+	if _, err := capture(t, "run", "--quiet", "--url", "http://"+addr, "--bin", script(t, "cat "+fastFixture), "--", "hi"); err == nil {
 		t.Fatal("spine run to no spine succeeded")
 	}
 	files, _ := filepath.Glob(filepath.Join(spoolDir, "*.jsonl"))
 	if len(files) != 1 {
 		t.Fatalf("the spool holds %v", files)
 	}
-	c, err := newClient("", "")
+	c, err := newClient(spineAt(t, addr), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -485,7 +492,7 @@ func otherFixture(t *testing.T) string {
 // is a line of its own. Before, the fragment stayed and the next line was
 // glued onto it: no JSON, and spine refused the batch with it.
 func TestSpoolWriteCutsBack(t *testing.T) {
-	sp, err := openSpool(t.TempDir(), defaultSpoolMax)
+	sp, err := openSpool(t.TempDir(), defaultSpoolMax, spoolTarget{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -542,7 +549,8 @@ func TestSpoolPassesOverBadLines(t *testing.T) {
 	shortRetries(t)
 	n, _ := testNode(t)
 	dir := os.Getenv(config.EnvSpoolDir)
-	nowhere := "http://" + freeAddr(t)
+	addr := freeAddr(t)
+	nowhere := "http://" + addr
 	if _, err := capture(t, "run", "--quiet", "--url", nowhere, "--bin", script(t, "cat "+fastFixture), "--", "hi"); err == nil {
 		t.Fatal("spine run to no spine succeeded")
 	}
@@ -571,7 +579,7 @@ func TestSpoolPassesOverBadLines(t *testing.T) {
 	// a whole, as it does a body it cannot read.
 	target, _ := url.Parse(os.Getenv(config.EnvURL))
 	fwd := httputil.NewSingleHostReverseProxy(target)
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	proxy := serveAt(t, addr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		if strings.Contains(string(body), "refuse-me") {
 			http.Error(w, `{"error":{"code":"bad_request","message":"body is not a JSON array of envelopes"}}`, http.StatusBadRequest)
@@ -580,8 +588,7 @@ func TestSpoolPassesOverBadLines(t *testing.T) {
 		r.Body = io.NopCloser(strings.NewReader(string(body)))
 		fwd.ServeHTTP(w, r)
 	}))
-	defer proxy.Close()
-	out, err := capture(t, "spool", "--url", proxy.URL)
+	out, err := capture(t, "spool", "--url", proxy)
 	var code appExit
 	if !errors.As(err, &code) || code != notRecordedCode {
 		t.Fatalf("spine spool: %v, want exit %d (a file left, lines lost)\n%s", err, notRecordedCode, out)
@@ -610,4 +617,131 @@ func spoolFiles(dir string) ([]string, error) {
 		}
 	}
 	return files, err
+}
+
+// spineAt serves, at addr (freeAddr's, nothing listening there before), a
+// proxy to the test node's spine: the spine a run to addr found down is
+// up.
+func spineAt(t *testing.T, addr string) string {
+	t.Helper()
+	target, _ := url.Parse(os.Getenv(config.EnvURL))
+	return serveAt(t, addr, httputil.NewSingleHostReverseProxy(target))
+}
+
+// serveAt serves h at addr.
+func serveAt(t *testing.T, addr string, h http.Handler) string {
+	t.Helper()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return "http://" + addr
+}
+
+// memberToken is a token of the test node's spine for org/member.
+func memberToken(t *testing.T, org, member string) string {
+	t.Helper()
+	secret, err := auth.DecodeSecret(strings.Repeat("ab", 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := auth.NewSigner(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := s.Mint(auth.Claims{Org: org, Member: member}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// A spool file goes only to the spine and member it was spooled for
+// (FILE.meta: the URL, the token's org and member, a hash of the token,
+// never the token): a later spine run with another member's token, or to
+// another spine URL, leaves it, and spine spool with those lists it and
+// leaves it; spine spool with the same member's token (minted again)
+// delivers it. Before, leftovers went to whichever spine and token the
+// next run used: one member's prompts into another's store.
+func TestSpoolOnlyToItsTarget(t *testing.T) {
+	shortRetries(t)
+	n, _ := testNode(t)
+	dir := os.Getenv(config.EnvSpoolDir)
+	addr := freeAddr(t)
+	alice := memberToken(t, "dev", "alice")
+	if _, err := capture(t, "run", "--quiet", "--url", "http://"+addr, "--token", alice, "--bin", script(t, "cat "+fastFixture), "--", "hi"); err == nil {
+		t.Fatal("spine run to no spine succeeded")
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("the spool holds %v", files)
+	}
+	meta, err := os.ReadFile(files[0] + ".meta")
+	if err != nil || strings.Contains(string(meta), alice) || !strings.Contains(string(meta), `"member":"alice"`) ||
+		!strings.Contains(string(meta), addr) {
+		t.Fatalf("FILE.meta %s (%v): want the URL and alice, never the token", meta, err)
+	}
+	url := spineAt(t, addr)
+	bob := memberToken(t, "dev", "bob")
+	if _, err := capture(t, "run", "--quiet", "--url", url, "--token", bob, "--bin", script(t, "exit 0"), "--", "hi"); err != nil {
+		t.Fatalf("bob's spine run: %v", err)
+	}
+	// The same spine under another URL is another target too.
+	if _, err := capture(t, "run", "--quiet", "--token", alice, "--bin", script(t, "exit 0"), "--", "hi"); err != nil {
+		t.Fatalf("alice's spine run to another URL: %v", err)
+	}
+	out, err := capture(t, "spool", "--url", url, "--token", bob)
+	if err != nil || !strings.Contains(out, "delivered 0 envelopes") || !strings.Contains(out, "kept "+filepath.Base(files[0])) ||
+		!strings.Contains(out, "dev/alice") {
+		t.Fatalf("bob's spine spool: %v\n%s", err, out)
+	}
+	waitIdle(t, n)
+	id := apps.SessionID("claude-code", "fa570000-aaaa-aaaa-aaaa-aaaaaaaaaaaa")
+	if _, err := os.Stat(files[0]); err != nil {
+		t.Fatalf("alice's file is gone (%v): delivered with another's token or URL", err)
+	}
+	if out, err := capture(t, "spool", "--url", url, "--token", memberToken(t, "dev", "alice")); err != nil {
+		t.Fatalf("alice's spine spool: %v\n%s", err, out)
+	}
+	waitIdle(t, n)
+	if out, err := capture(t, "read", "session", id, "--token", alice); err != nil {
+		t.Fatalf("alice's session: %v\n%s", err, out)
+	}
+	if left, _ := spoolFiles(dir); len(left) != 0 {
+		t.Fatalf("the spool still holds %v", left)
+	}
+}
+
+// No process sees a run's spool file before the run locked it: a delivery
+// of leftovers at that moment passes it over. Before, the file was made
+// as NAME.jsonl and then locked: a spine spool in between claimed the
+// empty file, took it for delivered and removed it, and the run wrote
+// its whole session into a removed file.
+func TestSpoolFileLockedBeforeSeen(t *testing.T) {
+	_, _ = testNode(t)
+	dir := os.Getenv(config.EnvSpoolDir)
+	c, err := newClient("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spoolOpening = func(string) {
+		if _, _, err := deliverLeftovers(context.Background(), c, dir); err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { spoolOpening = nil }()
+	sp, err := openSpool(dir, defaultSpoolMax, targetOf(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.close(true)
+	if _, err := os.Stat(sp.path); err != nil {
+		t.Fatalf("the run's spool file, once open: %v", err)
+	}
+	if _, err := os.Stat(sp.path + ".meta"); err != nil {
+		t.Fatalf("its FILE.meta: %v", err)
+	}
 }

@@ -3,6 +3,9 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -80,22 +83,109 @@ type spool struct {
 }
 
 // openSpool creates this run's spool file in dir, holding at most max
-// bytes in the directory in all.
-func openSpool(dir string, max int64) (*spool, error) {
+// bytes in the directory in all, for target (saved beside it, FILE.meta):
+// only a delivery to the same target sends it. The file is made as
+// NAME.jsonl.new and locked before it is NAME.jsonl, so no other process
+// sees it unlocked (and delivers, then removes, it from under its run).
+func openSpool(dir string, max int64, target spoolTarget) (*spool, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("spool (pass --spool DIR or set SPINE_SPOOL_DIR for another): %w", err)
 	}
 	name := fmt.Sprintf("%s-%d.jsonl", time.Now().UTC().Format("20060102T150405.000000000Z"), os.Getpid())
 	path := filepath.Join(dir, name)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(path+".new", os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("spool (pass --spool DIR or set SPINE_SPOOL_DIR for another): %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if spoolOpening != nil {
+		spoolOpening(path + ".new")
+	}
+	fail := func(err error) (*spool, error) {
 		f.Close()
-		return nil, fmt.Errorf("spool: lock %s: %w", path, err)
+		_ = os.Remove(path + ".new")
+		_ = os.Remove(path + ".meta")
+		return nil, fmt.Errorf("spool: %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return fail(err)
+	}
+	meta, err := json.Marshal(target)
+	if err != nil {
+		return fail(err)
+	}
+	if err := writeFileAtomic(path+".meta", meta); err != nil {
+		return fail(err)
+	}
+	if err := os.Rename(path+".new", path); err != nil {
+		return fail(err)
 	}
 	return &spool{path: path, f: f, max: max, used: spoolUsed(dir), more: make(chan struct{}, 1)}, nil
+}
+
+// spoolOpening, when set (tests), is called with the new spool file's
+// path as soon as it is made, before it is locked.
+var spoolOpening func(path string)
+
+// spoolTarget is the spine and tenant a spool file is for (FILE.meta):
+// the URL, the org and member the token names, and a hash of the token
+// (never the token).
+type spoolTarget struct {
+	URL       string `json:"url"`
+	Org       string `json:"org,omitempty"`
+	Member    string `json:"member,omitempty"`
+	TokenHash string `json:"tokenSha256,omitempty"`
+}
+
+// targetOf is the target api sends to; none when it is not a *client.
+func targetOf(api importer.API) spoolTarget {
+	c, ok := api.(*client)
+	if !ok {
+		return spoolTarget{}
+	}
+	sum := sha256.Sum256([]byte(c.token))
+	t := spoolTarget{URL: c.base, TokenHash: hex.EncodeToString(sum[:])}
+	// The token's claims as it says them (spine verifies them): a token
+	// minted again for the same member, or a runner's of the member, is
+	// for the same tenant.
+	if parts := strings.Split(c.token, "."); len(parts) == 3 {
+		if raw, err := base64.RawURLEncoding.DecodeString(parts[1]); err == nil {
+			var claims struct{ Org, Member string }
+			if json.Unmarshal(raw, &claims) == nil {
+				t.Org, t.Member = claims.Org, claims.Member
+			}
+		}
+	}
+	return t
+}
+
+// admits: a file spooled for f may go to t: the same spine URL, and the
+// same org and member (the same token when the token named none).
+func (t spoolTarget) admits(f spoolTarget) bool {
+	if t.URL != f.URL {
+		return false
+	}
+	if t.Org != "" && f.Org != "" {
+		return t.Org == f.Org && t.Member == f.Member
+	}
+	return t.TokenHash != "" && t.TokenHash == f.TokenHash
+}
+
+func (t spoolTarget) String() string {
+	if t.Org != "" {
+		return fmt.Sprintf("%s as %s/%s", t.URL, t.Org, t.Member)
+	}
+	return t.URL + " with another token"
+}
+
+// fileTarget is the target the spool file at path was spooled for; false
+// when it has no FILE.meta (spooled by a spine before there was one).
+func fileTarget(path string) (spoolTarget, bool) {
+	var t spoolTarget
+	b, err := os.ReadFile(path + ".meta")
+	if err != nil || json.Unmarshal(b, &t) != nil {
+		return t, false
+	}
+	return t, true
 }
 
 // spoolUsed is the bytes the spool files in dir hold.
@@ -187,6 +277,7 @@ func (s *spool) close(delivered bool) {
 func removeSpool(path string) {
 	_ = os.Remove(path)
 	_ = os.Remove(path + ".sent")
+	_ = os.Remove(path + ".meta")
 }
 
 // delivery sends one spool file to spine, in order, from the offset spine
@@ -463,22 +554,35 @@ func leftovers(dir string) []string {
 // itself, which asking again would not change), is kept and told, and the
 // next file goes on: it is left, and err says why. Spine not answering, or
 // refusing the token, stops it: the next files would fare the same.
+//
+// Only the files spooled for api's target go (FILE.meta: the same spine
+// URL and member); a file spooled before there was FILE.meta goes too.
 func deliverLeftovers(ctx context.Context, api importer.API, dir string) (delivered int, left []string, err error) {
-	r, err := sendLeftovers(ctx, api, dir)
+	r, err := sendLeftovers(ctx, api, dir, true)
 	return r.delivered, r.left, err
 }
 
 // leftoverResult is what sendLeftovers did: envelopes delivered, lines
-// passed over as lost (no whole JSON), files left.
+// passed over as lost (no whole JSON), files left; others are the files
+// spooled for another target, not sent.
 type leftoverResult struct {
 	delivered, lost int
 	left            []string
+	others          []string
 }
 
-func sendLeftovers(ctx context.Context, api importer.API, dir string) (res leftoverResult, err error) {
+// sendLeftovers is deliverLeftovers; unmarked says whether a file with no
+// FILE.meta (spooled by an earlier spine, for nobody knows whom) goes too:
+// spine spool, told the target by the user, sends it; spine run does not.
+func sendLeftovers(ctx context.Context, api importer.API, dir string, unmarked bool) (res leftoverResult, err error) {
+	to := targetOf(api)
 	files := leftovers(dir)
 files:
 	for i, path := range files {
+		if t, ok := fileTarget(path); ok && !to.admits(t) || !ok && !unmarked {
+			res.others = append(res.others, path) // another spine's or member's: never sent here
+			continue
+		}
 		d, oerr := claimDelivery(api, path)
 		if errors.Is(oerr, errBusy) || errors.Is(oerr, os.ErrNotExist) {
 			continue // another process delivers it, or did
@@ -554,8 +658,13 @@ func runSpool(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := sendLeftovers(ctx, c, dir)
+	res, err := sendLeftovers(ctx, c, dir, true)
 	fmt.Fprintf(stdout, "delivered %d envelopes from %s\n", res.delivered, dir)
+	for _, path := range res.others {
+		t, _ := fileTarget(path)
+		fmt.Fprintf(stdout, "kept %s: for %v (spine spool --url %s with a token of that member delivers it)\n",
+			filepath.Base(path), t, t.URL)
+	}
 	if res.lost > 0 {
 		fmt.Fprintf(os.Stderr, "spine spool: %d lines were no whole JSON (torn writes): passed over, lost\n", res.lost)
 	}
