@@ -294,7 +294,7 @@ func runApp(ctx context.Context, spec runSpec) (runResult, error) {
 	defer out.Close()
 	var raw io.Reader = out
 	if spec.Save != "" {
-		f, err := os.Create(spec.Save)
+		f, err := os.OpenFile(spec.Save, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600) // the output holds prompts
 		if err != nil {
 			w.Close()
 			sp.close(true)

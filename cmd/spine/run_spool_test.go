@@ -745,3 +745,78 @@ func TestSpoolFileLockedBeforeSeen(t *testing.T) {
 		t.Fatalf("its FILE.meta: %v", err)
 	}
 }
+
+// The spool's bound counts the directory again before it refuses a
+// write: a spool full when the run opened its file (another run's file
+// waiting) has room once that file is delivered and removed. Before, the
+// bound was the snapshot at open: the run kept nothing more, all its life.
+func TestSpoolRoomAgain(t *testing.T) {
+	old := spoolRecheck
+	spoolRecheck = 0
+	defer func() { spoolRecheck = old }()
+	dir := t.TempDir()
+	other := filepath.Join(dir, "0-other.jsonl")
+	if err := os.WriteFile(other, []byte(strings.Repeat("x", 10_000)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := openSpool(dir, 10_500, spoolTarget{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.close(true)
+	e := &streams.Envelope{V: 1, Type: streams.TypeSessionChunk, ID: "c", At: time.Now().UTC(), SessionID: "s",
+		Seq: 1, Stream: "stdout", Text: strings.Repeat("y", 600)}
+	if sp.write(e) {
+		t.Fatal("a write past the bound was kept")
+	}
+	if err := os.Remove(other); err != nil { // delivered by another run
+		t.Fatal(err)
+	}
+	if !sp.write(e) {
+		t.Fatal("a write that fits once the other file went was refused")
+	}
+	if sp.full != 1 || sp.written != 1 {
+		t.Fatalf("not kept %d, written %d; want 1, 1", sp.full, sp.written)
+	}
+}
+
+// The spool holds what spine would keep: envelopes redacted (secrets out)
+// before they are written; its directory is 0700, its files (FILE.jsonl,
+// FILE.sent, FILE.meta) and --save's 0600. Before, the spool held the
+// secrets as the app wrote them, and --save was 0644.
+func TestSpoolRedactedAndPrivate(t *testing.T) {
+	shortRetries(t)
+	_, _ = testNode(t)
+	dir := filepath.Join(t.TempDir(), "spool")
+	save := filepath.Join(t.TempDir(), "out.jsonl")
+	secret := "ghp_R4nd0mT0k3nV4lu3Th4tL00ksR34l1234"
+	line := `{"type":"system","subtype":"init","session_id":"fa570000-cccc-cccc-cccc-cccccccccccc","model":"m","uuid":"11111111-1111-1111-1111-111111111111"}` + "\n" +
+		`{"type":"assistant","message":{"model":"m","id":"msg_1","type":"message","role":"assistant","content":[{"type":"text","text":"token ` + secret + `"}]},"session_id":"fa570000-cccc-cccc-cccc-cccccccccccc","uuid":"22222222-2222-2222-2222-222222222222"}`
+	out := filepath.Join(t.TempDir(), "app.jsonl")
+	if err := os.WriteFile(out, []byte(line+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = capture(t, "run", "--quiet", "--spool", dir, "--save", save, "--url", "http://"+freeAddr(t),
+		"--bin", script(t, "cat "+out), "--", "hi")
+	files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("the spool holds %v", files)
+	}
+	data, err := os.ReadFile(files[0])
+	if err != nil || strings.Contains(string(data), secret) || !strings.Contains(string(data), "token ") {
+		t.Fatalf("the spool file (%v) holds the secret, or not the chunk:\n%s", err, data)
+	}
+	for path, want := range map[string]os.FileMode{dir: 0o700, files[0]: 0o600, files[0] + ".meta": 0o600,
+		files[0] + ".sent": 0o600, save: 0o600} {
+		fi, err := os.Stat(path)
+		if err != nil {
+			if strings.HasSuffix(path, ".sent") {
+				continue // nothing taken: no FILE.sent
+			}
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != want {
+			t.Errorf("%s: mode %v, want %v", filepath.Base(path), fi.Mode().Perm(), want)
+		}
+	}
+}

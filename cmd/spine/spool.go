@@ -75,8 +75,10 @@ type spool struct {
 	max  int64
 
 	mu      sync.Mutex
-	used    int64 // bytes waiting: the other files' at open, plus this run's not yet taken
-	size    int64 // bytes in this run's file
+	used    int64     // bytes waiting: the other files' (others), plus this run's not yet taken
+	others  int64     // the other files' bytes, when last counted
+	checked time.Time // when the directory was last counted (room)
+	size    int64     // bytes in this run's file
 	written int
 	full    int // envelopes not written: the spool was full
 	more    chan struct{}
@@ -119,7 +121,8 @@ func openSpool(dir string, max int64, target spoolTarget) (*spool, error) {
 	if err := os.Rename(path+".new", path); err != nil {
 		return fail(err)
 	}
-	return &spool{path: path, f: f, max: max, used: spoolUsed(dir), more: make(chan struct{}, 1)}, nil
+	used := spoolUsed(dir)
+	return &spool{path: path, f: f, max: max, used: used, others: used, checked: time.Now(), more: make(chan struct{}, 1)}, nil
 }
 
 // spoolOpening, when set (tests), is called with the new spool file's
@@ -203,7 +206,9 @@ func spoolUsed(dir string) int64 {
 // write appends one envelope; false when the spool is full (or the disk
 // refused the write): the envelope is not recorded, and counted.
 func (s *spool) write(e *streams.Envelope) bool {
-	c := *e
+	// Redacted on disk as spine keeps it: the spool holds no secret spine
+	// would not (docs/run.md#the-spool).
+	c := e.Redacted()
 	c.Owner = nil // spine makes the token's member the owner
 	data, err := c.Marshal()
 	if err != nil {
@@ -212,7 +217,7 @@ func (s *spool) write(e *streams.Envelope) bool {
 	data = append(data, '\n')
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.used+int64(len(data)) > s.max {
+	if s.used+int64(len(data)) > s.max && !s.room(int64(len(data))) {
 		s.full++
 		return false
 	}
@@ -256,6 +261,24 @@ func (s *spool) compact(d *delivery) bool {
 	}
 	s.size = 0
 	return true
+}
+
+// spoolRecheck is how often, at most, a full spool counts its directory
+// again: what other runs and spine spool freed since counts.
+var spoolRecheck = time.Second
+
+// room counts the directory again (at most every spoolRecheck) and says
+// whether n bytes fit now: used is the bound's own, taken when the run
+// opened its file, and other runs deliver and remove theirs meanwhile.
+func (s *spool) room(n int64) bool {
+	if time.Since(s.checked) < spoolRecheck {
+		return false
+	}
+	s.checked = time.Now()
+	own := s.used - s.others // this run's, not yet taken
+	s.others = max(spoolUsed(filepath.Dir(s.path))-s.size, 0)
+	s.used = s.others + own
+	return s.used+n <= s.max
 }
 
 // took frees n bytes spine took of this run's file.
