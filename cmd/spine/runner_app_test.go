@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -294,6 +295,12 @@ func TestRunnerRunsTaskAndFollowUp(t *testing.T) {
 		t.Fatalf("the runner's terminal showed:\n%s", r.out)
 	}
 	local, task := rr.Session.LocalSessionID, rr.Session.LatestTaskID
+	// The events the runner posted, in order: the local session id, the
+	// prose and the action as they came, the usage, the terminal state.
+	want := []string{"session_id", "assistant_text", "status $ pwd", "assistant_text", "usage", "terminal done"}
+	if got := r.taskEvents(task); !slices.Equal(got, want) {
+		t.Fatalf("the runner posted %q, want %q", got, want)
+	}
 	rec := r.recorded(apps.SessionID("claude-code", local))
 	if rec.TaskID != task || rec.Status != "done" || rec.AppSessionRef != local {
 		t.Fatalf("recorded session %+v, want task %s, done, app session %s", rec, task, local)
@@ -343,6 +350,38 @@ func TestRunnerRunsTaskAndFollowUp(t *testing.T) {
 		!bytes.Contains(log[2].Request, []byte("and again?")) {
 		t.Fatalf("the follow-up's request to the model is not the resumed conversation: %d served", len(log))
 	}
+}
+
+// taskEvents are the kinds of the events the runner posted for a task, in
+// their order (a status with its text, the terminal with its state), as
+// spine keeps them.
+func (r *runnerRig) taskEvents(task string) []string {
+	r.t.Helper()
+	r.caughtUp()
+	rows, err := r.n.Pool.Query(context.Background(), `SELECT kind, COALESCE(text, ''), COALESCE(data->>'status', '')
+		FROM desktop_task_events WHERE task_id = $1 AND seq > 0 ORDER BY seq`, task)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer rows.Close()
+	var kinds []string
+	for rows.Next() {
+		var kind, text, status string
+		if err := rows.Scan(&kind, &text, &status); err != nil {
+			r.t.Fatal(err)
+		}
+		switch kind {
+		case "status":
+			kind += " " + text
+		case "terminal":
+			kind += " " + status
+		}
+		kinds = append(kinds, kind)
+	}
+	if err := rows.Err(); err != nil {
+		r.t.Fatal(err)
+	}
+	return kinds
 }
 
 // readEnded reads after since until the read says the session ended
