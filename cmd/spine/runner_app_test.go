@@ -599,7 +599,9 @@ func TestRunnerConfirmHoldsTheTask(t *testing.T) {
 	if err := r.member.do(context.Background(), http.MethodPost, "/v1/remote-sessions/"+id+"/cancel", []byte(`{}`), &json.RawMessage{}); err != nil {
 		t.Fatal(err)
 	}
-	r.waitStateWithin(id, "cancelled", 30*time.Second)
+	if rr := r.waitStateWithin(id, "cancelled", 30*time.Second); !strings.Contains(rr.Session.Error, "before it ran") {
+		t.Fatalf("the task cancelled while asked: %q", rr.Session.Error)
+	}
 
 	other := r.create(map[string]any{"instructions": "wait for me again"})
 	waitPrompt(2)

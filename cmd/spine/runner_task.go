@@ -156,6 +156,9 @@ func (h *heldTask) interrupted(ctx context.Context, why error) error {
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishGrace)
 	defer cancel()
 	status, msg := taskEnd(runResult{}, nil, why, ctx.Err() != nil, h.r.creds.Machine)
+	if errors.Is(why, errCancelRequested) {
+		msg = "cancelled before it ran (the owner was asked)"
+	}
 	return h.complete(fctx, status, msg)
 }
 
