@@ -41,10 +41,11 @@ func Claim(dir, sessionID string) error {
 	return f.Close()
 }
 
-// DefaultClaimsDir is the claims directory of a spool directory: spine
-// run's, which spine collect is told of the same way (SPINE_SPOOL_DIR,
-// else spine/spool in the user's config dir).
-func DefaultClaimsDir(spoolDir string) string { return filepath.Join(spoolDir, "claims") }
+// DefaultClaimsDir is the claims directory beside a spool directory
+// (DIR-claims, outside it: the spool holds spool files only): spine
+// run's, which spine collect finds the same way (SPINE_SPOOL_DIR, else
+// spine/spool in the user's config dir).
+func DefaultClaimsDir(spoolDir string) string { return filepath.Clean(spoolDir) + "-claims" }
 
 // claimed reports whether sessionID's claim is in dir.
 func claimed(dir, sessionID string) bool {

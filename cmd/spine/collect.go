@@ -93,7 +93,7 @@ func idleOption(d time.Duration) time.Duration {
 const collectRetry = 5 * time.Second
 
 // claimsDir is where spine run claims the sessions it records, for a
-// collector on the same machine to leave alone (collect.Claim): in the
+// collector on the same machine to leave alone (collect.Claim): beside the
 // default spool directory ($SPINE_SPOOL_DIR, else spine/spool in the
 // user's config dir), whatever --spool a run was given. "" when there is
 // none.
