@@ -68,7 +68,8 @@ const maxChain = 10000
 // resolve asks spine, once, where the app session is recorded now: its
 // own session, or, past every ended one, the continuation after them.
 // With Options.NewOutput the records to come are new output: the
-// translation's numbering goes on after what spine holds.
+// translation's numbering goes on after what spine holds, and a session
+// started but not ended is passed over too.
 func (s *session) resolve(ctx context.Context) error {
 	if s.started {
 		return nil
@@ -84,7 +85,13 @@ func (s *session) resolve(ctx context.Context) error {
 		if s.tr.opts.LeaveRun && r.Kind == "run" {
 			s.left = true
 		}
-		if !r.Ended {
+		// New output never goes into a session another process holds open
+		// (a killed spine run whose end is still in its spool, a collector
+		// recording it): that process's end would cross this one's, under
+		// one id. It is passed over as an ended one is, its usage so far
+		// subtracted where the totals include it.
+		held := r.Started && !r.Ended && s.tr.opts.NewOutput
+		if !r.Ended && !held {
 			s.rec.started = r.Started
 			if r.Started {
 				s.rec.resumeAfter = s.rec.after + r.LastSeq

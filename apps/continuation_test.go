@@ -28,6 +28,10 @@ func (l *logSink) Recorded(_ context.Context, id string) (Recorded, error) {
 			r.Started, r.Kind = true, e.Kind
 		case streams.TypeSessionChunk:
 			r.LastSeq = max(r.LastSeq, e.Seq)
+		case streams.TypeSessionUsage:
+			if !r.Ended {
+				r.Usage, r.Cost = e.Usage, e.TotalCost
+			}
 		case streams.TypeSessionEnd:
 			r.Ended, r.Usage, r.Cost = true, e.Usage, e.TotalCost
 		}
@@ -352,6 +356,62 @@ func TestLeaveRun(t *testing.T) {
 		}
 		if got := len(log.envs) - n; (got == 0) != leave {
 			t.Fatalf("leave=%v: %d envelopes published after spine run began the continuation", leave, got)
+		}
+	}
+}
+
+// New output (Options.NewOutput) of an app session whose spine session
+// another process holds open — started, not ended: a spine run killed
+// before its end left its spool, a collector recording it — goes to a
+// continuation, never into that session: its end would cross the other
+// one's under one id. The held session's usage so far is subtracted where
+// the app reports the thread's running total (Codex).
+func TestNewOutputPassesOverAHeldSession(t *testing.T) {
+	ctx := context.Background()
+	runs := []struct {
+		name, ref string
+		format    Format
+		first     []string
+		resumed   []string
+		want      streams.Usage
+	}{
+		{"claude", "s-live", FormatClaudeStream, liveRuns[0].lines[:2], []string{
+			`{"type":"system","subtype":"init","session_id":"s-live","cwd":"/w","model":"claude-sonnet-4-5","apiKeySource":"none"}`,
+			`{"type":"assistant","session_id":"s-live","uuid":"u3","message":{"id":"m2","role":"assistant","model":"claude-sonnet-4-5",` +
+				`"content":[{"type":"text","text":"five"}],"usage":{"input_tokens":5,"output_tokens":4}}}`,
+			`{"type":"result","subtype":"success","session_id":"s-live","uuid":"u4","result":"five","num_turns":1,` +
+				`"total_cost_usd":0.02,"usage":{"input_tokens":5,"output_tokens":4}}`,
+		}, streams.Usage{InputTokens: 5, OutputTokens: 4}},
+		{"codex", "t-live", FormatCodexExec, liveRuns[1].lines, []string{
+			`{"type":"thread.started","thread_id":"t-live"}`,
+			`{"type":"turn.started"}`,
+			`{"type":"item.completed","item":{"id":"item_0","type":"agent_message","text":"5"}}`,
+			`{"type":"turn.completed","usage":{"input_tokens":25,"cached_input_tokens":0,"output_tokens":16}}`,
+		}, streams.Usage{InputTokens: 15, OutputTokens: 9}},
+	}
+	for _, r := range runs {
+		log := &logSink{}
+		// The first process's output, its end never sent.
+		tr := NewTranslator(Options{Owner: streams.Owner{Org: "o", Member: "m"}, Sink: log, Live: true, NewOutput: true})
+		feed(t, tr, tr.Stream(Source{Path: "first", ModTime: time.Now(), Format: r.format}), r.first)
+		held := len(log.of(r.ref, streams.TypeSessionChunk))
+
+		tr = NewTranslator(Options{Owner: streams.Owner{Org: "o", Member: "m"}, Sink: log, Live: true, NewOutput: true})
+		st := tr.Stream(Source{Path: "resumed", ModTime: time.Now(), Format: r.format})
+		feed(t, tr, st, r.resumed)
+		if err := st.Done(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := tr.Finish(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cont := ContinuationID(r.format.App(), r.ref, int64(held), 0)
+		if n := len(log.of(r.ref, streams.TypeSessionChunk)); n != held || len(log.of(r.ref, streams.TypeSessionEnd)) != 0 {
+			t.Fatalf("%s: the held session got %d more chunks and %d ends", r.name, n-held, len(log.of(r.ref, streams.TypeSessionEnd)))
+		}
+		end := log.of(cont, streams.TypeSessionEnd)
+		if got := log.sessions(); !slices.Equal(got, []string{r.ref, cont}) || len(end) != 1 || !end[0].Usage.SameCounts(r.want) {
+			t.Fatalf("%s: sessions %v, continuation ends %+v, want usage %+v", r.name, got, end, r.want)
 		}
 	}
 }

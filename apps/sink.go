@@ -24,8 +24,9 @@ type Recorded struct {
 	// session of kind run is spine run's, recorded from the app's own
 	// output (see Options.LeaveRun).
 	Kind string
-	// Usage and Cost are what its end reported, when it has ended (nil:
-	// none), for a continuation to count only what came after.
+	// Usage and Cost are what its end reported, when it has ended, else
+	// its usage so far (session.usage), when the sink knows it (nil: none):
+	// for a continuation to count only what came after.
 	Usage *streams.Usage
 	Cost  *float64
 }

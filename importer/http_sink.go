@@ -77,11 +77,9 @@ func (h *HTTPSink) Recorded(ctx context.Context, sessionID string) (apps.Recorde
 	if err != nil {
 		return apps.Recorded{}, err
 	}
-	r := apps.Recorded{Started: true, Ended: s.EndedAt != nil, LastSeq: s.LastSeq, Kind: s.Kind}
-	if r.Ended {
-		r.Usage, r.Cost = s.Usage, s.TotalCost // the end's (a running session's usage is not)
-	}
-	return r, nil
+	// The end's usage, or a running session's so far.
+	return apps.Recorded{Started: true, Ended: s.EndedAt != nil, LastSeq: s.LastSeq, Kind: s.Kind,
+		Usage: s.Usage, Cost: s.TotalCost}, nil
 }
 
 // AskEach makes every later Recorded ask spine about the session itself,

@@ -713,11 +713,9 @@ func (r *runSink) Recorded(ctx context.Context, id string) (apps.Recorded, error
 	if err := r.api.Do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id), nil, &s); err != nil {
 		return apps.Recorded{}, nil // a 404: new; no answer: taken as new
 	}
-	rec := apps.Recorded{Started: true, Ended: s.EndedAt != nil, LastSeq: s.LastSeq}
-	if rec.Ended {
-		rec.Usage, rec.Cost = s.Usage, s.TotalCost // the end's (a running session's usage is not)
-	}
-	return rec, nil
+	// The end's usage, or a running session's so far (a held session's,
+	// see apps.Recorded).
+	return apps.Recorded{Started: true, Ended: s.EndedAt != nil, LastSeq: s.LastSeq, Usage: s.Usage, Cost: s.TotalCost}, nil
 }
 
 // Publish spools e (stamped); one the spool has no room for is counted.
