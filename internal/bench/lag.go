@@ -70,7 +70,7 @@ func (c LagConfig) withDefaults() (LagConfig, error) {
 		wd, _ := os.Getwd()
 		root, ok := moduleRoot(wd)
 		if !ok {
-			return c, fmt.Errorf("%w: no go.mod above the working directory: give the fixtures directory", ErrInvalidConfig)
+			return c, fmt.Errorf("%w: no go.mod above the working directory, so no ../shared/fixtures: pass --fixtures", ErrInvalidConfig)
 		}
 		c.Fixtures = filepath.Join(root, "..", "shared", "fixtures")
 	}
