@@ -85,9 +85,15 @@ func (c *client) Do(ctx context.Context, method, path string, body []byte, out a
 }
 
 // do sends one request, retried by the retry rule above; the error is the
-// last answer's (or the lack of one).
+// last answer's (or the lack of one). maxTransientWait bounds the time
+// from the first transient failure, the requests included (one can take
+// the client's 60 s timeout), not only the waits between them. A ctx
+// deadline is the call's own bound (a heartbeat's lease): a wait that
+// would pass it is not begun, and the error is spine's last answer, not
+// the deadline.
 func (c *client) do(ctx context.Context, method, path string, body []byte, out any) error {
-	var busy, transient time.Duration
+	var busy time.Duration
+	var firstTransient time.Time
 	backoff := firstBackoff
 	for {
 		err := c.once(ctx, method, path, body, out)
@@ -105,14 +111,19 @@ func (c *client) do(ctx context.Context, method, path string, body []byte, out a
 			busy += d
 			c.tell(fmt.Sprintf("spine is slowing requests (%s); retrying after %s, as it asks", ae.Code, d))
 		case transientErr(err) && (repeatable(method, path) || notSent(err)):
-			if transient >= maxTransientWait {
+			if firstTransient.IsZero() {
+				firstTransient = time.Now()
+			}
+			if time.Since(firstTransient)+backoff > maxTransientWait {
 				return err
 			}
 			d, backoff = backoff, min(backoff*2, maxBackoff)
-			transient += d
 			c.tell(fmt.Sprintf("spine did not answer (%v); retrying", err))
 		default:
 			return err
+		}
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
+			return err // the call's deadline comes first
 		}
 		select {
 		case <-ctx.Done():

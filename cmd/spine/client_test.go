@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // retrying serves the answers in order, one a request, then 200 {}; it
@@ -171,5 +173,45 @@ func TestClientRetryRule(t *testing.T) {
 	}
 	if !repeatable(http.MethodGet, "/v1/desktop-runner/tokens") {
 		t.Error("a GET not repeatable")
+	}
+}
+
+// maxTransientWait bounds the whole call from its first transient failure,
+// the requests' own time included: a spine that takes 300 ms to answer
+// each request 503 is asked a few times in a 1 s budget, not until the
+// waits alone add up to it. Before, the waits (10 ms each here) were all
+// that counted: about a hundred requests, 30 s.
+func TestClientTransientBoundsTheCall(t *testing.T) {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		time.Sleep(300 * time.Millisecond)
+		http.Error(w, `{"error":{"code":"unavailable","message":"later"}}`, http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	oldWait, oldFirst, oldMax := maxTransientWait, firstBackoff, maxBackoff
+	maxTransientWait, firstBackoff, maxBackoff = time.Second, 10*time.Millisecond, 10*time.Millisecond
+	defer func() { maxTransientWait, firstBackoff, maxBackoff = oldWait, oldFirst, oldMax }()
+	c, _ := newClient(srv.URL, "tok")
+	var out json.RawMessage
+	err := c.do(context.Background(), http.MethodGet, "/v1/sessions/x", nil, &out)
+	if !transientErr(err) || n.Load() > 6 {
+		t.Fatalf("do: %v after %d requests; want a 503 after at most 6", err, n.Load())
+	}
+}
+
+// A call with a deadline (a heartbeat, bound by its lease) does not begin
+// a wait that would pass it: spine's 429 is the answer, at once, not a
+// wait to the deadline and its error. Before, the Retry-After wait ran
+// into the deadline: context deadline exceeded.
+func TestClientDeadlineBoundsTheBusyWait(t *testing.T) {
+	c, n := retrying(t, 429, 429, 429)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	var out json.RawMessage
+	err := c.do(ctx, http.MethodPost, "/v1/desktop-runner/tasks/t/heartbeat", []byte("{}"), &out)
+	var ae *apiError
+	if !errors.As(err, &ae) || ae.Status != http.StatusTooManyRequests || n.Load() != 1 {
+		t.Fatalf("do: %v after %d requests; want the 429 after 1", err, n.Load())
 	}
 }

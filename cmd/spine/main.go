@@ -9,7 +9,7 @@
 //	spine run [--app A] [flags] -- ARGS...   run Claude Code or Codex, recorded live
 //	spine runner login [--url U] [--token T] [--machine M]; spine runner [--config F] [--confirm] [--once] [--json]
 //	                                  run remote-session tasks on this machine
-//	spine spool [--spool DIR]         deliver what earlier spine runs left in the spool
+//	spine spool [--spool DIR] [--drop FILE]  deliver (or give up) what earlier spine runs left in the spool
 //	spine read session|transcript|steps ID [--json] [--follow]
 //	spine cancel ID [--reason R]      cancel a running session
 //	spine rebuild [--verify] [--keep] replay the streams into a fresh database

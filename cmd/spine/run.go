@@ -52,6 +52,9 @@ func runRun(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if *quiet && *asJSON {
+		return usageError{"--quiet shows nothing and --json prints every envelope: pass one"}
+	}
 	if *billing != "" && *billing != "subscription" && *billing != "metered" {
 		return usageError{fmt.Sprintf("--billing %q: want subscription or metered", *billing)}
 	}

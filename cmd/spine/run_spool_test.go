@@ -820,3 +820,109 @@ func TestSpoolRedactedAndPrivate(t *testing.T) {
 		}
 	}
 }
+
+// Compaction saves FILE.sent at 0 before it empties the file: when it
+// cannot (FILE.sent not writable), nothing changes, and once it can, the
+// file is emptied and what comes after is delivered from its start.
+// Before, the file was emptied first: FILE.sent not written, compact gave
+// up with the file empty and the spool's size still the old one.
+func TestSpoolCompactSavesFirst(t *testing.T) {
+	_, _ = testNode(t)
+	c, err := newClient("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := openSpool(os.Getenv(config.EnvSpoolDir), defaultSpoolMax, targetOf(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.close(true)
+	d, err := openDelivery(c, sp.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.close()
+	ctx := context.Background()
+	sp.write(spinetest.Start("compact-first"))
+	for i := range 1100 {
+		sp.write(spinetest.Text("compact-first", int64(i+1), strings.Repeat("x", 1000)))
+	}
+	for {
+		n, err := d.step(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	size := sp.size
+	if err := os.Mkdir(sp.path+".sent.tmp", 0o700); err != nil { // FILE.sent cannot be written
+		t.Fatal(err)
+	}
+	if sp.compact(d) {
+		t.Fatal("compacted without saving FILE.sent")
+	}
+	if fi, err := os.Stat(sp.path); err != nil || fi.Size() != size || sp.size != size || d.off != size {
+		t.Fatalf("after a compaction that could not save: file %v (%v), spool %d, delivery %d; want all %d", fi.Size(), err, sp.size, d.off, size)
+	}
+	if err := os.Remove(sp.path + ".sent.tmp"); err != nil {
+		t.Fatal(err)
+	}
+	if !sp.compact(d) {
+		t.Fatal("not compacted")
+	}
+	if b, _ := os.ReadFile(sp.path + ".sent"); string(b) != "0" || sp.size != 0 || d.off != 0 {
+		t.Fatalf("after compaction: FILE.sent %q, spool %d, delivery %d; want 0", b, sp.size, d.off)
+	}
+	sp.write(spinetest.Text("compact-first", 1101, "after"))
+	if n, err := d.step(ctx); n != 1 || err != nil {
+		t.Fatalf("delivered %d (%v) after compaction, want 1", n, err)
+	}
+}
+
+// A leftover spine refuses for who sent it (another member's session) is
+// kept for a delivery that may, but not for ever: refused maxRefusals
+// times, over refusedFor since the first, it is dropped and told (exit
+// 75); spine spool --drop FILE gives one up at once. Before, such a file
+// was kept and tried on every later run for ever.
+func TestSpoolRefusedFileEnds(t *testing.T) {
+	n, _ := testNode(t)
+	dir := os.Getenv(config.EnvSpoolDir)
+	oldMax, oldFor := maxRefusals, refusedFor
+	maxRefusals, refusedFor = 3, 0
+	defer func() { maxRefusals, refusedFor = oldMax, oldFor }()
+	alice, bob := memberToken(t, "dev", "alice"), memberToken(t, "dev", "bob")
+	ca, err := newClient("", alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, _ := spinetest.Start("alices").Marshal()
+	var resp json.RawMessage
+	if err := ca.do(context.Background(), http.MethodPost, "/v1/ingest", append(append([]byte("["), start...), ']'), &resp); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, n)
+	for _, name := range []string{"1-refused.jsonl", "2-dropped.jsonl"} {
+		writeSpoolFile(t, filepath.Join(dir, name), spinetest.Text("alices", 1, "bob's words"))
+	}
+	if _, err := capture(t, "spool", "--token", bob, "--drop", "2-dropped.jsonl"); err != nil {
+		t.Fatalf("spine spool --drop: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "2-dropped.jsonl")); !os.IsNotExist(err) {
+		t.Fatalf("dropped file still there (%v)", err)
+	}
+	for i := range maxRefusals {
+		_, err := capture(t, "spool", "--token", bob)
+		if exitCode(err) != notRecordedCode {
+			t.Fatalf("spine spool %d: %v, want exit %d", i+1, err, notRecordedCode)
+		}
+		_, serr := os.Stat(filepath.Join(dir, "1-refused.jsonl"))
+		if kept := serr == nil; kept != (i < maxRefusals-1) {
+			t.Fatalf("after %d refusals the file is kept: %v", i+1, kept)
+		}
+	}
+	if left, _ := spoolFiles(dir); len(left) != 0 {
+		t.Fatalf("the spool still holds %v", left)
+	}
+}

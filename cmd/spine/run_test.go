@@ -2,7 +2,10 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -44,5 +47,18 @@ func TestRunExitsAsTheApp(t *testing.T) {
 	}
 	if got := exitCode(fmt.Errorf("wrapped: %w", appExit(137))); got != 137 {
 		t.Fatalf("exit code %d, want the app's 137", got)
+	}
+}
+
+// --quiet and --json together are a usage error (exit 2): one shows
+// nothing, the other every envelope. Before, --quiet won silently.
+func TestRunQuietJSONRefused(t *testing.T) {
+	started := filepath.Join(t.TempDir(), "started")
+	_, err := capture(t, "run", "--quiet", "--json", "--token", "tok", "--bin", script(t, "echo > "+started), "--", "hi")
+	if exitCode(err) != 2 || !strings.Contains(err.Error(), "--quiet") {
+		t.Fatalf("--quiet --json: %v (exit %d), want a usage error", err, exitCode(err))
+	}
+	if _, err := os.Stat(started); err == nil {
+		t.Fatal("the app started")
 	}
 }

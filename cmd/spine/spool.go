@@ -245,19 +245,21 @@ const compactBytes = 1 << 20
 // compact empties the file when spine took all of it (off, the delivery's
 // offset, is its size) and it is compactBytes or more: the writer waits
 // meanwhile. It says whether it did; the delivery then reads from 0.
+// FILE.sent says 0 before the file is emptied: a crash (or a refused
+// truncate) in between leaves the whole file to send again, which spine
+// takes once (ids), never an offset past what is written after.
 func (s *spool) compact(d *delivery) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if d.off != s.size || d.off < compactBytes || !d.done() {
 		return false
 	}
-	if err := s.f.Truncate(0); err != nil {
-		return false
+	if err := writeFileAtomic(d.path+".sent", []byte("0")); err != nil {
+		return false // nothing changed
 	}
-	// A crash here leaves FILE.sent past the end of an empty file: nothing
-	// is left to send, which is so.
-	if err := d.restart(); err != nil {
-		return false
+	err := s.f.Truncate(0)
+	if rerr := d.restart(); rerr != nil || err != nil {
+		return false // FILE.sent and the delivery are at 0: the whole file goes again
 	}
 	s.size = 0
 	return true
@@ -301,6 +303,7 @@ func removeSpool(path string) {
 	_ = os.Remove(path)
 	_ = os.Remove(path + ".sent")
 	_ = os.Remove(path + ".meta")
+	_ = os.Remove(path + ".refused")
 }
 
 // delivery sends one spool file to spine, in order, from the offset spine
@@ -375,14 +378,15 @@ func startDelivery(api importer.API, path string, f *os.File) (*delivery, error)
 
 func (d *delivery) close() { d.f.Close() }
 
-// restart reads the file from its start again (emptied by compact).
+// restart reads the file from its start again (emptied by compact, which
+// saved FILE.sent at 0).
 func (d *delivery) restart() error {
 	if _, err := d.f.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
 	d.r.Reset(d.f)
 	d.off = 0
-	return writeFileAtomic(d.path+".sent", []byte("0"))
+	return nil
 }
 
 // fill reads the whole lines written since, up to a batch. A line that
@@ -590,6 +594,7 @@ func deliverLeftovers(ctx context.Context, api importer.API, dir string) (delive
 // spooled for another target, not sent.
 type leftoverResult struct {
 	delivered, lost int
+	dropped         int // files refused for good (refusedForGood)
 	left            []string
 	others          []string
 }
@@ -618,12 +623,22 @@ files:
 			n, serr := d.step(ctx)
 			res.delivered += n
 			if serr != nil {
-				d.close()
 				if !fileRefused(serr) {
+					d.close()
 					res.left = append(res.left, files[i:]...)
 					return res, serr
 				}
-				fmt.Fprintf(os.Stderr, "spine: %v: %s kept from there\n", serr, filepath.Base(path))
+				if refusedForGood(path) {
+					fmt.Fprintf(os.Stderr, "spine: %v: %s dropped: refused %d times over %s\n", serr, filepath.Base(path),
+						maxRefusals, refusedFor)
+					removeSpool(path)
+					d.close()
+					res.dropped++
+					continue files
+				}
+				fmt.Fprintf(os.Stderr, "spine: %v: %s kept from there (spine spool --drop %s gives it up)\n", serr,
+					filepath.Base(path), filepath.Base(path))
+				d.close()
 				res.left, err = append(res.left, path), serr
 				continue files
 			}
@@ -641,6 +656,64 @@ files:
 		d.close()
 	}
 	return res, err
+}
+
+// A leftover spine refused (fileRefused) maxRefusals times, over
+// refusedFor at least since the first, is dropped: an envelope refused
+// for who sent it waits for a delivery with a token that may (spine spool
+// with the member's), but not for ever.
+var (
+	maxRefusals = 10
+	refusedFor  = 7 * 24 * time.Hour
+)
+
+// refusedForGood counts one more refusal of the file at path in
+// FILE.refused (the first one's time and the count) and says whether it
+// is to be dropped.
+func refusedForGood(path string) bool {
+	var r struct {
+		First time.Time `json:"first"`
+		Count int       `json:"count"`
+	}
+	if b, err := os.ReadFile(path + ".refused"); err != nil || json.Unmarshal(b, &r) != nil || r.First.IsZero() {
+		r.First, r.Count = time.Now().UTC(), 0
+	}
+	r.Count++
+	if r.Count >= maxRefusals && time.Since(r.First) >= refusedFor {
+		return true
+	}
+	b, _ := json.Marshal(r)
+	_ = writeFileAtomic(path+".refused", b)
+	return false
+}
+
+// dropSpool is spine spool --drop NAME: the leftover file NAME in dir
+// (with its FILE.sent, FILE.meta...) is removed unsent, unless a process
+// holds it (a live run). It says how many lines it held.
+func dropSpool(dir, name string) (int, error) {
+	path := filepath.Join(dir, filepath.Base(name))
+	if !strings.HasSuffix(path, ".jsonl") {
+		return 0, usageError{fmt.Sprintf("--drop %s: want a spool file, NAME.jsonl (spine spool lists them)", name)}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		return 0, fmt.Errorf("%s: %w", filepath.Base(path), errBusy)
+	}
+	lines := 0
+	sc := bufio.NewReader(f)
+	for {
+		_, err := sc.ReadBytes('\n')
+		if err != nil {
+			break
+		}
+		lines++
+	}
+	removeSpool(path)
+	return lines, nil
 }
 
 // fileRefused: spine refused what this file sends (an envelope for who
@@ -667,6 +740,7 @@ func runSpool(ctx context.Context, args []string) error {
 	dirFlag := fs.String("spool", "", "the spool directory (default $SPINE_SPOOL_DIR, else spine/spool in the user's config directory)")
 	urlFlag := fs.String("url", "", "spine HTTP API (default $SPINE_URL or http://127.0.0.1:7070)")
 	token := fs.String("token", "", "bearer token (default $SPINE_TOKEN)")
+	drop := fs.String("drop", "", "give up the spool `FILE` (NAME.jsonl, as spine spool names it): remove it unsent")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -676,6 +750,14 @@ func runSpool(ctx context.Context, args []string) error {
 	dir, err := spoolDir(*dirFlag)
 	if err != nil {
 		return err
+	}
+	if *drop != "" {
+		n, err := dropSpool(dir, *drop)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "dropped %s: %d envelopes not delivered\n", filepath.Base(*drop), n)
+		return nil
 	}
 	c, err := newClient(*urlFlag, *token)
 	if err != nil {
@@ -695,7 +777,11 @@ func runSpool(ctx context.Context, args []string) error {
 		fmt.Fprintf(os.Stderr, "spine spool: %d spool files not delivered: %v\n", len(res.left), err)
 		return appExit(notRecordedCode)
 	}
-	if err == nil && res.lost > 0 {
+	if res.dropped > 0 {
+		fmt.Fprintf(os.Stderr, "spine spool: %d spool files dropped, refused %d times over %s: their envelopes are not delivered\n",
+			res.dropped, maxRefusals, refusedFor)
+	}
+	if err == nil && res.lost+res.dropped > 0 {
 		return appExit(notRecordedCode) // delivered what there was, not all that was written
 	}
 	return err
