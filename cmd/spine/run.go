@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -271,7 +272,7 @@ func runApp(ctx context.Context, spec runSpec) (runResult, error) {
 	// writes (EPIPE) instead of killing spine run and, with it, the
 	// recording; the app starts with SIGPIPE as it was (handled signals
 	// are reset on exec, ignored ones would not be).
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	sigpipeOnce.Do(func() { signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE) })
 	var sigs chan os.Signal // nil without spec.Signals: never ready
 	if spec.Signals {
 		sigs = make(chan os.Signal, 4)
@@ -344,23 +345,30 @@ func runApp(ctx context.Context, spec runSpec) (runResult, error) {
 	// app's exit.
 	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
+	// After the app exited, a signal (a second Ctrl-C, say) abandons the
+	// sending at once: what is left stays in the spool.
 	go func() {
-		select {
-		case <-actx.Done():
-		case <-pctx.Done():
-			return
-		}
 		select {
 		case <-exited:
 		case <-pctx.Done():
 			return
 		}
-		select { // runApp returning ends the wait (the runner goes on)
-		case <-time.After(drainGrace + flushGrace):
-		case <-pctx.Done():
+		stopped := actx.Done()
+		var grace <-chan time.Time
+		for {
+			select {
+			case <-stopped:
+				stopped, grace = nil, time.After(drainGrace+flushGrace)
+				continue
+			case <-grace:
+			case s := <-sigs:
+				fmt.Fprintf(os.Stderr, "spine run: %v: not waiting for spine any more\n", s)
+			case <-pctx.Done(): // runApp returning ends the wait (the runner goes on)
+				return
+			}
+			cancel()
 			return
 		}
-		cancel()
 	}()
 	rs := &runSink{api: spec.API, stamp: spec.Stamp, sp: sp}
 	if err := rs.start(pctx); err != nil {
@@ -370,12 +378,13 @@ func runApp(ctx context.Context, spec runSpec) (runResult, error) {
 	}
 	go watchCancel(pctx, spec.API, rs.started, exited, cancelApp)
 	left := make(chan struct{})
+	rs.leftovers = left
 	go func() { // what earlier runs left in the spool
 		defer close(left)
 		if !spec.Leftovers {
 			return
 		}
-		res, err := sendLeftovers(pctx, spec.API, spec.SpoolDir, false)
+		res, err := sendLeftovers(pctx, spec.API, spec.SpoolDir, false, rs.leftSeen)
 		if len(res.left) > 0 {
 			fmt.Fprintf(os.Stderr, "spine run: %d spool files of earlier runs not delivered yet: %v\n", len(res.left), err)
 		}
@@ -444,6 +453,10 @@ func runApp(ctx context.Context, spec runSpec) (runResult, error) {
 	}
 	return res, nil
 }
+
+// sigpipeOnce: SIGPIPE is handled once per process, however many runs
+// (the runner's tasks) runApp makes.
+var sigpipeOnce sync.Once
 
 // notRecordedCode is spine run's exit for a run spine did not fully take
 // when the app itself exited 0 (docs/run.md).
@@ -601,6 +614,11 @@ type runSink struct {
 
 	// started is sent the session's id once its start is spooled.
 	started chan string
+
+	// leftovers is closed once the earlier runs' leftovers were delivered
+	// (or not: spine down); left is what they held (leftSeen), under mu.
+	leftovers <-chan struct{}
+	left      map[string]leftSession
 }
 
 // start starts delivering the spool to spine with ctx.
@@ -699,21 +717,84 @@ func (r *runSink) fail(err error) {
 }
 
 // recordedWait bounds asking spine whether it has a session, so a spine
-// not answering holds the reading of the app's output that long at most.
-var recordedWait = 2 * time.Second
+// not answering holds the reading of the app's output that long at most;
+// leftoverWait bounds waiting, before that, for the leftovers of earlier
+// runs to be delivered.
+var (
+	recordedWait = 2 * time.Second
+	leftoverWait = 5 * time.Second
+)
+
+// leftSession is what the leftovers delivered of one session: its highest
+// seq, and whether its end.
+type leftSession struct {
+	seq   int64
+	ended bool
+}
+
+// leftSeen notes a leftover line spine took (sendLeftovers' seen).
+func (r *runSink) leftSeen(line []byte) {
+	var e struct {
+		Type      string `json:"type"`
+		SessionID string `json:"sessionId"`
+		Seq       int64  `json:"seq"`
+	}
+	if json.Unmarshal(line, &e) != nil || e.SessionID == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.left == nil {
+		r.left = map[string]leftSession{}
+	}
+	l := r.left[e.SessionID]
+	l.seq = max(l.seq, e.Seq)
+	l.ended = l.ended || e.Type == streams.TypeSessionEnd
+	r.left[e.SessionID] = l
+}
 
 // Recorded asks spine for the session (GET /v1/sessions/{id}); a session
-// it cannot ask about is taken as new.
+// it cannot ask about is taken as new. The leftovers of earlier runs go
+// first (for up to leftoverWait): a resumed session whose earlier run's
+// end still waited in the spool is spine's, ended, not new. When they held
+// some of this session, spine is asked until it shows them (it takes an
+// envelope before it projects it), for up to recordedWait.
 func (r *runSink) Recorded(ctx context.Context, id string) (apps.Recorded, error) {
+	if r.leftovers != nil {
+		select {
+		case <-r.leftovers:
+		case <-time.After(leftoverWait):
+		case <-ctx.Done():
+		}
+	}
+	r.mu.Lock()
+	want, fromLeft := r.left[id]
+	r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, recordedWait)
 	defer cancel()
-	var s struct {
+	type session struct {
 		LastSeq   int64          `json:"lastSeq"`
 		EndedAt   *time.Time     `json:"endedAt"`
 		Usage     *streams.Usage `json:"usage"`
 		TotalCost *float64       `json:"totalCost"`
 	}
-	if err := r.api.Do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id), nil, &s); err != nil {
+	var s session
+	got := false
+	for {
+		var cur session
+		if err := r.api.Do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id), nil, &cur); err == nil {
+			s, got = cur, true
+		}
+		caughtUp := got && s.LastSeq >= want.seq && (s.EndedAt != nil || !want.ended)
+		if !fromLeft || caughtUp || ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if !got {
 		return apps.Recorded{}, nil // a 404: new; no answer: taken as new
 	}
 	// The end's usage, or a running session's so far (a held session's,

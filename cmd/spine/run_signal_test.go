@@ -364,3 +364,47 @@ func TestRunKillsTheAppsGroup(t *testing.T) {
 		}
 	}
 }
+
+// A signal after the app exited, while spine run still waits for spine to
+// take the rest (here spine holds every ingest), abandons the wait: spine
+// run exits 75 at once and the rest stays in the spool. Before, the signal
+// was passed over and spine run waited its whole 10 s flush.
+func TestRunSignalAbandonsTheFlush(t *testing.T) {
+	_, _ = testNode(t)
+	held := make(chan struct{})
+	defer close(held)
+	at := serveAt(t, freeAddr(t), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			select {
+			case <-held:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		http.Error(w, `{"error":{"code":"not_found","message":"session not found"}}`, http.StatusNotFound)
+	}))
+	done := filepath.Join(t.TempDir(), "done")
+	app := script(t, "cat "+fastFixture+"\necho > "+done)
+	cmd := exec.Command(builtSpine(t), "run", "--quiet", "--url", at, "--bin", app, "--", "hi")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, done, "\n")
+	time.Sleep(300 * time.Millisecond) // the app has exited; spine run waits for spine
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	exited := make(chan syscall.WaitStatus, 1)
+	go func() { exited <- exitStatus(t, cmd) }()
+	select {
+	case ws := <-exited:
+		if ws.ExitStatus() != notRecordedCode || !strings.Contains(stderr.String(), "not waiting for spine") {
+			t.Fatalf("spine run exited %v, want %d\n%s", ws, notRecordedCode, stderr.String())
+		}
+	case <-time.After(5 * time.Second): // well before the 10 s flush
+		t.Fatalf("spine run still waits for spine after the signal\n%s", stderr.String())
+	}
+	if left, _ := filepath.Glob(filepath.Join(os.Getenv(config.EnvSpoolDir), "*.jsonl")); len(left) != 1 {
+		t.Fatalf("the spool holds %v, want the run's file", left)
+	}
+}

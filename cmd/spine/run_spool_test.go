@@ -926,3 +926,42 @@ func TestSpoolRefusedFileEnds(t *testing.T) {
 		t.Fatalf("the spool still holds %v", left)
 	}
 }
+
+// A resumed session whose earlier run's envelopes (its end) still wait in
+// the spool is recorded as a continuation: spine run delivers the
+// leftovers before it asks spine about its session, and waits for spine
+// to show them. Here ingest answers 300 ms late; before, the resumed run
+// asked while the leftovers were on their way, took the session as new,
+// and its output went into the first run's session.
+func TestRunResumeAfterLeftover(t *testing.T) {
+	shortRetries(t)
+	n, _ := testNode(t)
+	addr := freeAddr(t)
+	if _, err := capture(t, "run", "--quiet", "--url", "http://"+addr, "--bin", script(t, "cat "+fastFixture), "--", "hi"); err == nil {
+		t.Fatal("spine run to no spine succeeded")
+	}
+	target, _ := url.Parse(os.Getenv(config.EnvURL))
+	fwd := httputil.NewSingleHostReverseProxy(target)
+	at := serveAt(t, addr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			time.Sleep(300 * time.Millisecond)
+		}
+		fwd.ServeHTTP(w, r)
+	}))
+	resumed := script(t, "sed -e 's/second model fast turn/resumed-run-text/' -e 's/standard turn/resumed-run-text/' "+fastFixture)
+	if out, err := capture(t, "run", "--quiet", "--url", at, "--bin", resumed, "--", "hi"); err != nil {
+		t.Fatalf("the resumed run: %v\n%s", err, out)
+	}
+	waitIdle(t, n)
+	id := apps.SessionID("claude-code", "fa570000-aaaa-aaaa-aaaa-aaaaaaaaaaaa")
+	if tr, err := capture(t, "read", "transcript", id); err != nil || strings.Contains(tr, "resumed-run-text") ||
+		!strings.Contains(tr, "second model fast turn") {
+		t.Fatalf("the first run's transcript: %v\n%s", err, tr)
+	}
+	var page struct {
+		Sessions []struct{ ID string } `json:"sessions"`
+	}
+	if err := apiGet(t, "/v1/sessions", &page); err != nil || len(page.Sessions) != 2 {
+		t.Fatalf("sessions %+v (%v), want the first run's and its continuation", page.Sessions, err)
+	}
+}

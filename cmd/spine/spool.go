@@ -318,6 +318,8 @@ type delivery struct {
 	part []byte   // the start of a line not yet whole
 	next [][]byte // lines read, not yet taken
 	bad  []byte   // a line that is no JSON, read after next: passed over once next is taken
+	// seen, when set, is told each line spine took.
+	seen func(line []byte)
 	// leftover: an earlier run's file, whose writer is gone (claimDelivery),
 	// so a line torn at its end will never be whole.
 	leftover bool
@@ -503,6 +505,9 @@ func (d *delivery) step(ctx context.Context) (int, error) {
 	var bytes int64
 	for _, l := range d.next[:took] {
 		bytes += int64(len(l))
+		if d.seen != nil {
+			d.seen(l)
+		}
 	}
 	d.off += bytes
 	if d.took != nil {
@@ -585,7 +590,7 @@ func leftovers(dir string) []string {
 // Only the files spooled for api's target go (FILE.meta: the same spine
 // URL and member); a file spooled before there was FILE.meta goes too.
 func deliverLeftovers(ctx context.Context, api importer.API, dir string) (delivered int, left []string, err error) {
-	r, err := sendLeftovers(ctx, api, dir, true)
+	r, err := sendLeftovers(ctx, api, dir, true, nil)
 	return r.delivered, r.left, err
 }
 
@@ -602,7 +607,8 @@ type leftoverResult struct {
 // sendLeftovers is deliverLeftovers; unmarked says whether a file with no
 // FILE.meta (spooled by an earlier spine, for nobody knows whom) goes too:
 // spine spool, told the target by the user, sends it; spine run does not.
-func sendLeftovers(ctx context.Context, api importer.API, dir string, unmarked bool) (res leftoverResult, err error) {
+// seen, when set, is told each line spine took.
+func sendLeftovers(ctx context.Context, api importer.API, dir string, unmarked bool, seen func([]byte)) (res leftoverResult, err error) {
 	to := targetOf(api)
 	files := leftovers(dir)
 files:
@@ -619,6 +625,7 @@ files:
 			res.left = append(res.left, files[i:]...)
 			return res, oerr
 		}
+		d.seen = seen
 		for {
 			n, serr := d.step(ctx)
 			res.delivered += n
@@ -763,7 +770,7 @@ func runSpool(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := sendLeftovers(ctx, c, dir, true)
+	res, err := sendLeftovers(ctx, c, dir, true, nil)
 	fmt.Fprintf(stdout, "delivered %d envelopes from %s\n", res.delivered, dir)
 	for _, path := range res.others {
 		t, _ := fileTarget(path)
