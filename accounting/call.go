@@ -87,24 +87,40 @@ type Call struct {
 // ExecutionSurface is where an app's call ran: cockpit-app:<app>.
 func ExecutionSurface(app string) string { return "cockpit-app:" + app }
 
-// callFromEnd builds the row for a session that ended with e.
-func callFromEnd(s *session, e *streams.Envelope) *Call {
+// callFromEnd builds the row for a session that ended with e. The idle
+// sweeper's end (swept) reports nothing: the row takes the usage and cost
+// the producer last reported while the session ran (session.usage), as
+// reported, billing unknown.
+func callFromEnd(s *session, e *streams.Envelope, swept bool) *Call {
 	c := s.call(e.Status, e.At)
 	c.Door, c.BillingSignal = e.Door, e.Billing
 	c.Billing = Billing(e.Usage, e.Billing)
 	c.ServedModel, c.ServedEffort = e.Model, e.Effort
-	c.TotalCost = e.TotalCost
-	c.Tokens = Normalise(e.Usage)
-	if e.Usage != nil {
-		c.Usage, _ = json.Marshal(e.Usage) // a struct of numbers and raw JSON: cannot fail
+	usage, cost := e.Usage, e.TotalCost
+	if swept && usage == nil {
+		usage, cost = s.Usage, s.TotalCost
 	}
+	c.TotalCost = cost
+	c.setUsage(usage)
 	return c
 }
 
+// setUsage puts the usage, normalised and verbatim, on the row (nil: none).
+func (c *Call) setUsage(u *streams.Usage) {
+	c.Tokens = Normalise(u)
+	if u != nil {
+		c.Usage, _ = json.Marshal(u) // a struct of numbers and raw JSON: cannot fail
+	}
+}
+
 // callFromDisconnect builds the row for a session its worker's disconnect
-// ended: nothing was reported, so billing is unknown and cost NULL.
+// ended: nothing was reported at the end, so billing is unknown; usage and
+// cost are what the producer last reported while it ran (session.usage),
+// NULL when nothing.
 func callFromDisconnect(s *session, at time.Time) *Call {
 	c := s.call("disconnected", at)
 	c.Billing = BillingUnknown
+	c.TotalCost = s.TotalCost
+	c.setUsage(s.Usage)
 	return c
 }

@@ -3,6 +3,7 @@ package accounting_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -171,5 +172,47 @@ func TestAnotherCallersEndIsIgnored(t *testing.T) {
 	f.wait()
 	if got := f.calls("s1"); len(got) != 1 || got[0].Status != "failed" {
 		t.Fatalf("the owner's end: %+v", got)
+	}
+}
+
+// An end the producer did not send reports no usage: the idle sweeper's
+// and a worker disconnect's rows take the usage and cost the producer last
+// reported while the session ran (session.usage), as reported, billing
+// unknown. A producer's own end without usage still has none, and a
+// session that reported nothing running has none either.
+func TestSweptAndDisconnectedRowsTakeTheRunningUsage(t *testing.T) {
+	f := newFixture(t)
+	cost := 0.5
+	running := func(session string, n int64, c *float64) *streams.Envelope {
+		return &streams.Envelope{V: 1, Type: streams.TypeSessionUsage, ID: fmt.Sprintf("%s-usage-%d", session, n),
+			At: time.Date(2026, 12, 1, 10, 0, int(n), 0, time.UTC), SessionID: session, Usage: usage(n, 2*n, 0, 0), TotalCost: c}
+	}
+	swept := func(session string) *streams.Envelope {
+		e := spinetest.End(session, "timeout", "", "")
+		since := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+		e.SweptSince, e.Error = &since, "idle_timeout"
+		return e
+	}
+	// Started and reported in one batch, swept in a later one.
+	f.publish(onWorker("sw", "w1"), running("sw", 3, nil), running("sw", 7, &cost), onWorker("dis", "w2"),
+		running("dis", 5, nil), onWorker("own", "w1"), running("own", 2, nil), onWorker("silent", "w3"))
+	f.wait()
+	f.publish(swept("sw"), spinetest.Disconnect("w2", ""), spinetest.End("own", "done", "m", ""), swept("silent"))
+	f.wait()
+	want := map[string]struct {
+		in   int64
+		cost string
+	}{"sw": {7, "0.5"}, "dis": {5, ""}}
+	for id, w := range want {
+		got := f.calls(id)
+		if len(got) != 1 || got[0].Input == nil || *got[0].Input != w.in || *got[0].Output != 2*w.in || got[0].Billing != "unknown" ||
+			(w.cost == "") != (got[0].Cost == nil) || got[0].Cost != nil && *got[0].Cost != w.cost {
+			t.Fatalf("%s: rows %+v, want input %d cost %q", id, got, w.in, w.cost)
+		}
+	}
+	for _, id := range []string{"own", "silent"} {
+		if got := f.calls(id); len(got) != 1 || got[0].Input != nil || got[0].Usage != nil {
+			t.Fatalf("%s: rows %+v, want one without usage", id, got)
+		}
 	}
 }

@@ -2,10 +2,13 @@ package accounting
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/spinehq/spine/streams"
 )
 
 // session is accounting's own memory of a session's start: enough to write
@@ -14,7 +17,13 @@ type session struct {
 	ID, Org, Member, App, PlanID, WorkerID string
 	StartedAt                              time.Time
 	EndedAt                                *time.Time
-	isNew                                  bool // started in this batch: insert
+	// Usage and TotalCost are the usage so far its producer last reported
+	// (session.usage), nil when none: the row of an end that reports none
+	// of its own (the sweeper's, a disconnect) takes them.
+	Usage        *streams.Usage
+	TotalCost    *float64
+	usageChanged bool // by this batch: written back
+	isNew        bool // started in this batch: insert
 }
 
 func (s *session) ended() bool { return s.EndedAt != nil }
@@ -26,12 +35,17 @@ func (s *session) call(status string, at time.Time) *Call {
 		ExecutionSurface: ExecutionSurface(s.App), Status: status, StartedAt: s.StartedAt, At: at}
 }
 
-const sessionColumns = `session_id, org, member, app, plan_id, worker_id, started_at, ended_at`
+const sessionColumns = `session_id, org, member, app, plan_id, worker_id, started_at, ended_at, usage, total_cost::float8`
 
 func scanSessions(rows pgx.Rows) ([]*session, error) {
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (*session, error) {
 		var s session
-		err := row.Scan(&s.ID, &s.Org, &s.Member, &s.App, &s.PlanID, &s.WorkerID, &s.StartedAt, &s.EndedAt)
+		var usage []byte
+		err := row.Scan(&s.ID, &s.Org, &s.Member, &s.App, &s.PlanID, &s.WorkerID, &s.StartedAt, &s.EndedAt, &usage, &s.TotalCost)
+		if err == nil && usage != nil {
+			s.Usage = &streams.Usage{}
+			err = json.Unmarshal(usage, s.Usage)
+		}
 		return &s, err
 	})
 }

@@ -3,6 +3,7 @@ package accounting
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -23,10 +24,13 @@ const execMode = pgx.QueryExecModeExec
 // flush writes the batch's sessions, router calls, their days' rollup and
 // budgets: one statement per kind, each over arrays of the batch's rows.
 func (b *batch) flush(ctx context.Context) error {
-	var started, ended []*session
+	var started, ended, used []*session
 	for _, s := range b.sorted() {
-		if s.isNew {
+		switch {
+		case s.isNew:
 			started = append(started, s)
+		case s.usageChanged:
+			used = append(used, s)
 		}
 	}
 	for _, c := range b.calls {
@@ -38,6 +42,9 @@ func (b *batch) flush(ctx context.Context) error {
 		return err
 	}
 	if err := endSessions(ctx, b.tx, ended); err != nil {
+		return err
+	}
+	if err := updateUsage(ctx, b.tx, used); err != nil {
 		return err
 	}
 	if err := insertCalls(ctx, b.tx, b.calls); err != nil {
@@ -59,14 +66,17 @@ func insertSessions(ctx context.Context, tx pgx.Tx, ss []*session) error {
 	id, org, member, app, plan, worker := make([]string, n), make([]string, n), make([]string, n),
 		make([]string, n), make([]string, n), make([]string, n)
 	startedAt, endedAt := make([]time.Time, n), make([]*time.Time, n)
+	usage, cost := make([]*string, n), make([]*float64, n)
 	for i, s := range ss {
 		id[i], org[i], member[i], app[i], plan[i], worker[i] = s.ID, s.Org, s.Member, s.App, s.PlanID, s.WorkerID
 		startedAt[i], endedAt[i] = s.StartedAt, s.EndedAt
+		usage[i], cost[i] = usageText(s.Usage), s.TotalCost
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO accounting_sessions (`+sessionColumns+`)
+	_, err := tx.Exec(ctx, `INSERT INTO accounting_sessions (session_id, org, member, app, plan_id, worker_id,
+			started_at, ended_at, usage, total_cost)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-			$7::timestamptz[], $8::timestamptz[])`,
-		execMode, id, org, member, app, plan, worker, startedAt, endedAt)
+			$7::timestamptz[], $8::timestamptz[], $9::jsonb[], $10::numeric[])`,
+		execMode, id, org, member, app, plan, worker, startedAt, endedAt, usage, cost)
 	if err != nil {
 		return fmt.Errorf("insert accounting sessions: %w", err)
 	}
@@ -92,6 +102,35 @@ func endSessions(ctx context.Context, tx pgx.Tx, ss []*session) error {
 		return fmt.Errorf("end accounting sessions: %w", err)
 	}
 	return nil
+}
+
+// updateUsage writes the running usage of the sessions of earlier batches
+// that reported some in this one.
+func updateUsage(ctx context.Context, tx pgx.Tx, ss []*session) error {
+	if len(ss) == 0 {
+		return nil
+	}
+	id, usage, cost := make([]string, len(ss)), make([]*string, len(ss)), make([]*float64, len(ss))
+	for i, s := range ss {
+		id[i], usage[i], cost[i] = s.ID, usageText(s.Usage), s.TotalCost
+	}
+	_, err := tx.Exec(ctx, `UPDATE accounting_sessions a SET usage = u.usage, total_cost = u.cost
+		FROM unnest($1::text[], $2::jsonb[], $3::numeric[]) u(id, usage, cost)
+		WHERE a.session_id = u.id AND a.session_id = ANY($1::text[])`, execMode, id, usage, cost)
+	if err != nil {
+		return fmt.Errorf("update accounting sessions' usage: %w", err)
+	}
+	return nil
+}
+
+// usageText is a usage as jsonb text; nil for none.
+func usageText(u *streams.Usage) *string {
+	if u == nil {
+		return nil
+	}
+	data, _ := json.Marshal(u) // numbers and raw JSON: cannot fail
+	s := jsonbText(data)
+	return &s
 }
 
 // insertCalls writes the batch's router-call rows.

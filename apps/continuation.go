@@ -335,3 +335,32 @@ type shownUsage struct {
 }
 
 func sameCost(a, b *float64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
+// Recheck asks spine again where each open app session is recorded, for
+// a caller that may have been away longer than spine waits for a session
+// (a collector on a laptop that slept past the server's idle timeout): a
+// session spine ended meanwhile — the idle sweeper's end keeps the usage
+// it last heard — takes no more; what comes next is its continuation, its
+// usage past what that session recorded.
+func (tr *Translator) Recheck(ctx context.Context) error {
+	for _, s := range tr.order {
+		if s == nil || s.left || !s.started || !s.rec.started {
+			continue
+		}
+		r, err := tr.opts.Sink.Recorded(ctx, s.rec.id)
+		if err != nil {
+			return err
+		}
+		if !r.Ended {
+			continue
+		}
+		if r.Usage != nil {
+			s.rec.prior.Add(*r.Usage)
+		}
+		if r.Cost != nil {
+			s.rec.priorCost += *r.Cost
+		}
+		s.next(s.rec.after + r.LastSeq)
+	}
+	return nil
+}

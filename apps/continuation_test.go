@@ -415,3 +415,38 @@ func TestNewOutputPassesOverAHeldSession(t *testing.T) {
 		}
 	}
 }
+
+// A session spine ended behind the translation's back (the server's idle
+// sweeper, while the collector's machine slept) takes nothing more once
+// Recheck has asked: later records are its continuation, whose usage is
+// only what came past the usage the ended session kept. Without Recheck
+// they would go to the ended session.
+func TestRecheckAfterASweptEnd(t *testing.T) {
+	ctx := context.Background()
+	first := []string{claudeLine(0, "do one", 0), claudeLine(1, "one done", 1)}
+	later := []string{claudeLine(2, "do two", 0), claudeLine(3, "two done", 10)}
+	log := &logSink{}
+	tr := NewTranslator(Options{Owner: streams.Owner{Org: "o", Member: "m"}, Sink: log, Live: true})
+	st := tr.Stream(Source{Path: "/h/.claude/projects/p/c-1.jsonl", Format: FormatClaudeTranscript})
+	feed(t, tr, st, first)
+	shown := log.of("c-1", streams.TypeSessionUsage)
+	// The sweeper's end: no usage of its own; spine keeps the running one.
+	log.envs = append(log.envs, &streams.Envelope{V: streams.Version, Type: streams.TypeSessionEnd, ID: "swept", At: time.Now(),
+		SessionID: "c-1", Status: "timeout", Usage: shown[len(shown)-1].Usage})
+	if err := tr.Recheck(ctx); err != nil {
+		t.Fatal(err)
+	}
+	feed(t, tr, st, later)
+	if err := tr.Finish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cont := ContinuationID("claude-code", "c-1", 1, 0)
+	if n := len(log.of("c-1", streams.TypeSessionChunk)); n != 1 || len(log.of("c-1", streams.TypeSessionEnd)) != 1 {
+		t.Fatalf("the swept session got %d chunks, %d ends", n, len(log.of("c-1", streams.TypeSessionEnd)))
+	}
+	end := log.of(cont, streams.TypeSessionEnd)
+	n := int64(10)
+	if len(end) != 1 || !end[0].Usage.SameCounts(streams.Usage{InputTokens: n, OutputTokens: n, CacheReadTokens: n, CacheWriteTokens: n}) {
+		t.Fatalf("continuation %s ends %+v, want usage 10 of each", cont, end)
+	}
+}

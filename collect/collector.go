@@ -87,6 +87,8 @@ type Collector struct {
 	// wake, when not zero, is when the first one held is due (see fresh).
 	firstSeen map[string]time.Time
 	wake      time.Time
+	// lastPass is the wall-clock time of the last pass (see recheck).
+	lastPass time.Time
 }
 
 // New checks the options and loads the state.
@@ -259,7 +261,10 @@ func (c *Collector) Run(ctx context.Context) error {
 	defer tick.Stop()
 	for {
 		w.watch(c.roots())
-		err := c.pass(ctx)
+		err := c.recheck(ctx, time.Now())
+		if err == nil {
+			err = c.pass(ctx)
+		}
 		if err == nil {
 			err = c.endIdle(ctx)
 		}
@@ -436,6 +441,28 @@ func (c *Collector) pass(ctx context.Context) error {
 	}
 	c.refused = len(stats.Refused)
 	return c.commit()
+}
+
+// recheck asks spine again where every open session stands when the last
+// pass was longer ago than Options.Idle by the wall clock (the machine
+// slept: the monotonic clock stood still): spine's idle sweeper may have
+// ended a session meanwhile, and its later lines are then a continuation,
+// not chunks spine refuses (apps.Translator.Recheck). Options.Idle must
+// stay below the server's SPINE_SESSION_IDLE_TIMEOUT for a session to be
+// ended by the collector, with its usage, before the sweeper would.
+func (c *Collector) recheck(ctx context.Context, now time.Time) error {
+	now = now.Round(0) // the wall clock: it goes on while the machine sleeps
+	gap := c.opts.Idle
+	if gap < 0 {
+		gap = DefaultIdle
+	}
+	last := c.lastPass
+	c.lastPass = now
+	if last.IsZero() || now.Sub(last) <= gap {
+		return nil
+	}
+	c.log.Info("a long gap since the last pass: asking spine where the sessions stand", "gap", now.Sub(last))
+	return c.tr.Recheck(ctx)
 }
 
 // claimWait is how long a new file that is being written is left unread

@@ -267,3 +267,67 @@ func TestRestartWaitsForTheIdleEnd(t *testing.T) {
 		t.Fatalf("the ended session was sent chunks: last seq %d, was %d", again.LastSeq, first.LastSeq)
 	}
 }
+
+// A running collector whose last pass is longer ago than --idle by the
+// wall clock (the laptop slept) asks spine again before it reads on: a
+// session spine ended meanwhile (its idle sweeper; here an end sent to
+// spine directly) takes no more, and the lines the app wrote after are a
+// continuation. Without the question they would be sent to the ended
+// session, and refused.
+func TestGapAsksSpineAgain(t *testing.T) {
+	a, _ := testAPINode(t)
+	home := t.TempDir()
+	data := crudTranscript(t)
+	path := crudPath(home)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour) // not held as new (see fresh)
+	half := lineEnd(data, len(data)/2)
+	if err := os.WriteFile(path, data[:half], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(Options{ClaudeDir: home, StatePath: filepath.Join(t.TempDir(), "state.json"), Machine: "m1",
+		Sink: importer.NewHTTPSink(a, 500), Idle: 10 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	if err := c.replay(ctx); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if err := c.recheck(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	id := "8122657c-fe54-4dc9-89a3-20049e8a84f7"
+	waitSession(t, a, id, "the collected session", func(s sessionRow) bool { return s.LastSeq > 0 })
+	// spine ends it while the machine sleeps.
+	end, _ := json.Marshal([]map[string]any{{"v": 1, "type": "session.end", "id": "swept-" + id, "at": now.UTC(),
+		"sessionId": id, "status": "timeout"}})
+	var resp map[string]any
+	if err := a.Do(ctx, http.MethodPost, "/v1/ingest", end, &resp); err != nil {
+		t.Fatal(err)
+	}
+	s := waitSession(t, a, id, "its end", func(s sessionRow) bool { return s.EndedAt != nil }) // after its chunks
+
+	appendTo(t, path, data[half:])
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.recheck(ctx, now.Add(time.Hour)); err != nil { // the wall clock after the sleep
+		t.Fatal(err)
+	}
+	if err := c.pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cont := apps.ContinuationID("claude-code", id, s.LastSeq, 0)
+	waitSession(t, a, cont, "the continuation", func(s sessionRow) bool { return s.LastSeq > 0 && s.AppSessionRef == id })
+}

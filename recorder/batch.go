@@ -314,10 +314,15 @@ func (b *batch) end(m streams.Message, e *streams.Envelope) error {
 	}
 	s.Status, s.ExitCode, s.Error = e.Status, e.ExitCode, e.Error
 	s.Model, s.Effort = e.Model, e.Effort // as reported; empty means unknown
-	s.TotalCost, s.Billing, s.Door = e.TotalCost, e.Billing, e.Door
-	s.Usage = nil // the end's usage replaces the running one (session.usage), none included
-	if e.Usage != nil {
-		s.Usage, _ = json.Marshal(e.Usage)
+	s.Billing, s.Door = e.Billing, e.Door
+	if !swept(m, e) || e.Usage != nil {
+		// The end's usage replaces the running one (session.usage), none
+		// included; the sweeper's reports nothing, so the running usage
+		// and cost stand (as on the router-call row, docs/counting.md).
+		s.TotalCost, s.Usage = e.TotalCost, nil
+		if e.Usage != nil {
+			s.Usage, _ = json.Marshal(e.Usage)
+		}
 	}
 	b.endArtifacts(s, e)
 	b.finish(s, e.At)

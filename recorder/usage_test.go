@@ -44,3 +44,23 @@ func TestRunningUsageOnTheSession(t *testing.T) {
 		t.Fatalf("dead letters: %+v", dl)
 	}
 }
+
+// The idle sweeper's end reports no usage: the session keeps the running
+// usage and cost its producer last reported, so a collector that went
+// quiet past the server's idle timeout still leaves its usage on the row.
+func TestSweptEndKeepsTheRunningUsage(t *testing.T) {
+	h := running(t)
+	c := &clock{}
+	w := sweeper(t, h, c)
+	cost := 0.25
+	h.Publish(spinetest.Start("sw1"), runningUsage("sw1", 4, &cost))
+	h.WaitCaughtUp()
+	if n := sweep(t, h, w, c, time.Now().Add(2*idle)); n != 1 {
+		t.Fatalf("swept %d sessions", n)
+	}
+	s := session(t, h, "sw1")
+	if !s.Ended() || s.Status != "timeout" || s.Tokens == nil || s.Tokens.Input != 4+12 || s.Tokens.Output != 8 ||
+		s.TotalCost == nil || *s.TotalCost != cost {
+		t.Fatalf("swept session: status %s, tokens %+v, cost %v", s.Status, s.Tokens, s.TotalCost)
+	}
+}
