@@ -364,3 +364,25 @@ func (tr *Translator) Recheck(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Absorb takes the usage read so far of every app session whose spine
+// sessions have all ended as theirs: for a caller that has read again
+// records whose envelopes spine already holds (the collector's start-up
+// replay up to its saved offsets). Those records' usage was counted where
+// they were first read; a response they share with a file no longer read
+// (the parent of a --fork-session child, deleted since) would otherwise
+// count again in a continuation. Usage read after it is new.
+func (tr *Translator) Absorb() {
+	for _, s := range tr.order {
+		if s == nil || !s.started || s.rec.started {
+			continue // not asked yet, or written to a running session: its end counts it
+		}
+		u, p := s.total(), &s.rec.prior
+		p.InputTokens, p.OutputTokens = max(p.InputTokens, u.InputTokens), max(p.OutputTokens, u.OutputTokens)
+		p.CacheReadTokens, p.CacheWriteTokens = max(p.CacheReadTokens, u.CacheReadTokens), max(p.CacheWriteTokens, u.CacheWriteTokens)
+		p.ReasoningTokens = max(p.ReasoningTokens, u.ReasoningTokens)
+		if s.cost != nil {
+			s.rec.priorCost = max(s.rec.priorCost, *s.cost)
+		}
+	}
+}

@@ -338,6 +338,7 @@ func (c *Collector) replay(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
+			c.tr.Absorb() // spine has it: counted where first read
 		}
 		if err := t.read(ctx, seg.End); err != nil {
 			return err

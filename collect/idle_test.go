@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -330,4 +331,81 @@ func TestGapAsksSpineAgain(t *testing.T) {
 	}
 	cont := apps.ContinuationID("claude-code", id, s.LastSeq, 0)
 	waitSession(t, a, cont, "the continuation", func(s sessionRow) bool { return s.LastSeq > 0 && s.AppSessionRef == id })
+}
+
+// forkLine is a Claude Code transcript line of session sid: a prompt
+// (n == 0) or response msg with n tokens of each kind.
+func forkLine(sid, uuid, msg string, n int64) string {
+	if n == 0 {
+		return fmt.Sprintf(`{"type":"user","sessionId":%q,"uuid":%q,"timestamp":"2026-12-01T09:00:00Z","cwd":"/w","message":{"role":"user","content":"go"}}`+"\n", sid, uuid)
+	}
+	return fmt.Sprintf(`{"type":"assistant","sessionId":%q,"uuid":%q,"timestamp":"2026-12-01T09:00:01Z","requestId":"r-%s","message":{"id":%q,"model":"claude-x",`+
+		`"role":"assistant","content":[{"type":"text","text":"answer %s"}],"usage":{"input_tokens":%d,"output_tokens":%d,"cache_creation_input_tokens":0,"cache_read_input_tokens":0}}}`+"\n",
+		sid, uuid, msg, msg, msg, n, n)
+}
+
+// A --fork-session child copies its parent's responses, which the parent
+// counted; both were ended as idle. After a restart with the parent's file
+// deleted, the replay no longer reads the parent, and the child's copy of
+// its response would count again in a continuation of the child: it must
+// not. The two router-call rows stay the only ones, and add up to the
+// responses once each.
+func TestDeletedParentNotCountedAgainInTheFork(t *testing.T) {
+	a, n := testAPINode(t)
+	home := t.TempDir()
+	x, y := "11111111-0000-4000-8000-000000000001", "22222222-0000-4000-8000-000000000002"
+	px, py := filepath.Join(home, "projects", "-w", x+".jsonl"), filepath.Join(home, "projects", "-w", y+".jsonl")
+	if err := os.MkdirAll(filepath.Dir(px), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	for path, data := range map[string]string{
+		px: forkLine(x, "x0", "", 0) + forkLine(x, "x1", "a", 1),
+		py: forkLine(y, "y0", "", 0) + forkLine(y, "y1", "a", 1) + forkLine(y, "y2", "b", 10),
+	} {
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(path, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	state := filepath.Join(t.TempDir(), "state.json")
+	collectOnce := func() {
+		t.Helper()
+		c, err := New(Options{ClaudeDir: home, StatePath: state, Machine: "m1", Sink: importer.NewHTTPSink(a, 500), Idle: 10 * time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Once(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	collectOnce()
+	waitSession(t, a, x, "the parent's idle end", func(s sessionRow) bool { return s.EndedAt != nil })
+	child := waitSession(t, a, y, "the child's idle end", func(s sessionRow) bool { return s.EndedAt != nil })
+	if tk := routerTokens(t, n, y); tk.Output != 10 {
+		t.Fatalf("the child's router call %+v, want its own response alone", tk)
+	}
+	if err := os.Remove(px); err != nil {
+		t.Fatal(err)
+	}
+	collectOnce()
+	// A continuation's end would be in the log by now (Once returns once
+	// spine accepted it): a probe session ended after it is accounted after it.
+	at := time.Now().UTC()
+	probe, _ := json.Marshal([]map[string]any{
+		{"v": 1, "type": "session.start", "id": "probe-start", "at": at, "sessionId": "probe", "app": "claude-code", "kind": "open"},
+		{"v": 1, "type": "session.end", "id": "probe-end", "at": at, "sessionId": "probe", "status": "done",
+			"usage": map[string]any{"inputTokens": 1, "outputTokens": 1}}})
+	var resp map[string]any
+	if err := a.Do(context.Background(), http.MethodPost, "/v1/ingest", probe, &resp); err != nil {
+		t.Fatal(err)
+	}
+	routerTokens(t, n, "probe")
+	var calls int
+	if err := n.Pool.QueryRow(context.Background(), `SELECT count(*) FROM router_calls WHERE session_id <> 'probe'`).Scan(&calls); err != nil || calls != 2 {
+		t.Fatalf("%d router calls (%v), want the parent's and the child's; continuation %s",
+			calls, err, apps.ContinuationID("claude-code", y, child.LastSeq, 0))
+	}
 }
