@@ -58,7 +58,7 @@ func spoolDir(flag string) (string, error) {
 	if flag != "" {
 		return flag, nil
 	}
-	if d := os.Getenv(config.EnvSpoolDir); d != "" {
+	if d := config.SpoolDir(); d != "" {
 		return d, nil
 	}
 	base, err := os.UserConfigDir()

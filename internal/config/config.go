@@ -155,6 +155,10 @@ func FromEnv() (Config, error) {
 // commands (spine bench) that need no other setting.
 func DatabaseURL() string { return os.Getenv(EnvDatabaseURL) }
 
+// SpoolDir is SPINE_SPOOL_DIR, where spine run spools what spine has not
+// taken yet (empty: spine/spool in the user's config directory).
+func SpoolDir() string { return os.Getenv(EnvSpoolDir) }
+
 // Remote is where a CLI command reaches a running spine and the token it
 // sends there.
 type Remote struct {
