@@ -278,10 +278,7 @@ func (s *session) pause(ctx context.Context) error {
 func (tr *Translator) EndQuiet(ctx context.Context, quiet func(files []string) bool) ([]string, error) {
 	var ended []string
 	for _, s := range tr.order {
-		if s == nil || s.left || !s.begun || s.started && !s.rec.started && !s.hasNew() {
-			continue // nothing since its last end: its files need no look
-		}
-		if !quiet(s.files) {
+		if !s.mayEnd() || !quiet(s.files) {
 			continue
 		}
 		id := s.rec.id
@@ -296,6 +293,26 @@ func (tr *Translator) EndQuiet(ctx context.Context, quiet func(files []string) b
 		s.published = s.published || was
 	}
 	return ended, nil
+}
+
+// Quiet returns the ids of the spine sessions EndQuiet would end now with
+// the same quiet, publishing nothing, so a caller can note them before it
+// does (a session spine was not asked about yet goes by its own id, though
+// its end may go to a continuation).
+func (tr *Translator) Quiet(quiet func(files []string) bool) []string {
+	var ids []string
+	for _, s := range tr.order {
+		if s.mayEnd() && quiet(s.files) {
+			ids = append(ids, cmpOr(s.rec.id, s.id))
+		}
+	}
+	return ids
+}
+
+// mayEnd reports whether EndQuiet has anything to end of s: it is open,
+// recorded here, and has something since its last end.
+func (s *session) mayEnd() bool {
+	return s != nil && !s.left && s.begun && (!s.started || s.rec.started || s.hasNew())
 }
 
 // running publishes the usage so far of the session written to, when a

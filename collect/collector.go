@@ -504,26 +504,45 @@ func (c *Collector) fresh(path string) bool {
 
 // endIdle ends the sessions whose files have all been quiet for
 // Options.Idle (their modification times), and sends the ends. A file that
-// is gone is quiet. Only ends are sent: no offset moves.
+// is gone is quiet. Only ends are sent: no offset moves. The sessions to
+// end are listed in the state (state.Ending) before their ends are sent,
+// so a crash after spine took them still makes the next start wait for
+// them; the ends of earlier passes spine has recorded are dropped first.
 func (c *Collector) endIdle(ctx context.Context) error {
 	if c.opts.Idle < 0 {
 		return nil
 	}
+	if err := c.dropRecordedEnds(ctx); err != nil {
+		return err
+	}
 	cutoff := time.Now().Add(-c.opts.Idle)
+	judged := map[string]bool{} // by the files: EndQuiet ends what Quiet listed
 	quiet := func(files []string) bool {
+		key := strings.Join(files, "\x00")
+		if q, ok := judged[key]; ok {
+			return q
+		}
+		q := true
 		for _, f := range files {
 			if fi, err := os.Stat(f); err == nil && fi.ModTime().After(cutoff) {
-				return false
+				q = false
 			}
 		}
-		return true
+		judged[key] = q
+		return q
+	}
+	ending := c.tr.Quiet(quiet)
+	if len(ending) == 0 {
+		return nil
+	}
+	before := len(c.st.Ending)
+	c.st.Ending = append(c.st.Ending, ending...)
+	if err := c.st.save(c.opts.StatePath); err != nil {
+		return err
 	}
 	ended, err := c.tr.EndQuiet(ctx, quiet)
 	if err != nil {
 		return err
-	}
-	if len(ended) == 0 {
-		return nil
 	}
 	c.log.Info("idle sessions ended", "sessions", ended)
 	stats, err := c.opts.Sink.Flush(ctx)
@@ -531,7 +550,32 @@ func (c *Collector) endIdle(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.st.Ending = append(c.st.Ending, ended...)
+	// What was ended, which may be a continuation where Quiet named the
+	// session by its own id.
+	c.st.Ending = append(c.st.Ending[:before], ended...)
+	return c.st.save(c.opts.StatePath)
+}
+
+// dropRecordedEnds drops from state.Ending the sessions spine has recorded
+// as ended (or does not have), once asked.
+func (c *Collector) dropRecordedEnds(ctx context.Context) error {
+	if len(c.st.Ending) == 0 {
+		return nil
+	}
+	var left []string
+	for _, id := range c.st.Ending {
+		r, err := c.opts.Sink.Recorded(ctx, id)
+		if err != nil {
+			return err
+		}
+		if r.Started && !r.Ended {
+			left = append(left, id)
+		}
+	}
+	if len(left) == len(c.st.Ending) {
+		return nil
+	}
+	c.st.Ending = left
 	return c.st.save(c.opts.StatePath)
 }
 
@@ -539,7 +583,9 @@ func (c *Collector) endIdle(ctx context.Context) error {
 // stand, until spine has recorded the ends the last run sent (state.Ending):
 // spine accepts an envelope before it records it, and a session it still
 // reads as running would be sent more chunks after its end, which it
-// refuses. A wait past endWait is logged and given up.
+// refuses. A wait past endWait is an error: the command starts again
+// later (an end spine never records — refused, say — stops collection
+// until it is taken out of the state file).
 func (c *Collector) endsRecorded(ctx context.Context) error {
 	if len(c.st.Ending) == 0 {
 		return nil
@@ -555,8 +601,7 @@ func (c *Collector) endsRecorded(ctx context.Context) error {
 				break // recorded, or gone (nothing of it to write after its end)
 			}
 			if time.Now().After(deadline) {
-				c.log.Warn("spine has not recorded a session's end yet: going on", "session", id, "waited", endWait)
-				break
+				return fmt.Errorf("spine has not recorded the end of session %s the last run sent, after %s", id, endWait)
 			}
 			select {
 			case <-ctx.Done():
@@ -570,7 +615,7 @@ func (c *Collector) endsRecorded(ctx context.Context) error {
 }
 
 // endWait bounds endsRecorded; endPoll is how often it asks.
-const (
+var (
 	endWait = 30 * time.Second
 	endPoll = 100 * time.Millisecond
 )

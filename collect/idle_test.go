@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -407,5 +410,101 @@ func TestDeletedParentNotCountedAgainInTheFork(t *testing.T) {
 	if err := n.Pool.QueryRow(context.Background(), `SELECT count(*) FROM router_calls WHERE session_id <> 'probe'`).Scan(&calls); err != nil || calls != 2 {
 		t.Fatalf("%d router calls (%v), want the parent's and the child's; continuation %s",
 			calls, err, apps.ContinuationID("claude-code", y, child.LastSeq, 0))
+	}
+}
+
+// failSecondFlush is a sink whose second Flush fails after spine took the
+// envelopes: a crash just after the idle ends were sent.
+type failSecondFlush struct {
+	importer.Sink
+	n int
+}
+
+func (f *failSecondFlush) Flush(ctx context.Context) (importer.SinkStats, error) {
+	st, err := f.Sink.Flush(ctx)
+	if f.n++; err == nil && f.n == 2 {
+		err = errors.New("crashed")
+	}
+	return st, err
+}
+
+// readState reads the collector's state file.
+func readState(t *testing.T, path string) *state {
+	t.Helper()
+	st, err := loadState(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// The sessions an idle pass ends are in the state file before their ends
+// are sent (a crash after spine took them still makes the next start wait
+// for them); a running collector drops them once spine has recorded the
+// ends; a start-up finds one spine never had gone at once; and one spine
+// keeps reading as running stops the start-up with an error after the
+// wait, rather than sending lines to a session already ended.
+func TestEndingKeptUntilRecorded(t *testing.T) {
+	a, _ := testAPINode(t)
+	home := t.TempDir()
+	data := crudTranscript(t)
+	path := crudPath(home)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	half := lineEnd(data, len(data)/2)
+	if err := os.WriteFile(path, data[:half], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	statePath := filepath.Join(t.TempDir(), "state.json")
+	id := "8122657c-fe54-4dc9-89a3-20049e8a84f7"
+	collector := func(sink importer.Sink) *Collector {
+		t.Helper()
+		c, err := New(Options{ClaudeDir: home, StatePath: statePath, Machine: "m1", Sink: sink})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if err := collector(&failSecondFlush{Sink: importer.NewHTTPSink(a, 500)}).Once(context.Background()); err == nil {
+		t.Fatal("the idle pass's flush did not fail")
+	}
+	if st := readState(t, statePath); !slices.Equal(st.Ending, []string{id}) {
+		t.Fatalf("after a crash as the idle end went out, the state's ending: %v", st.Ending)
+	}
+	waitSession(t, a, id, "its idle end", func(s sessionRow) bool { return s.EndedAt != nil })
+
+	// A running collector (one endIdle after another) drops what spine recorded.
+	c := collector(importer.NewHTTPSink(a, 500))
+	ctx := context.Background()
+	c.st.Ending = append(c.st.Ending, id)
+	if err := c.dropRecordedEnds(ctx); err != nil || len(c.st.Ending) != 0 || len(readState(t, statePath).Ending) != 0 {
+		t.Fatalf("ending after spine recorded it: %v (%v)", c.st.Ending, err)
+	}
+	c.Close()
+
+	// One spine never had: gone at once. One it reads as running: an error.
+	st := readState(t, statePath)
+	st.Ending = []string{"never-recorded"}
+	if err := st.save(statePath); err != nil {
+		t.Fatal(err)
+	}
+	if err := collector(importer.NewHTTPSink(a, 500)).Once(ctx); err != nil || len(readState(t, statePath).Ending) != 0 {
+		t.Fatalf("a start-up with an end spine never had: %v, ending %v", err, readState(t, statePath).Ending)
+	}
+	defer func(w time.Duration) { endWait = w }(endWait)
+	endWait = 300 * time.Millisecond
+	st = readState(t, statePath)
+	st.Ending = []string{id}
+	if err := st.save(statePath); err != nil {
+		t.Fatal(err)
+	}
+	err := collector(&lagging{Sink: importer.NewHTTPSink(a, 500), id: id, lies: 1 << 30}).Once(ctx)
+	if err == nil || !strings.Contains(err.Error(), "has not recorded the end") {
+		t.Fatalf("a start-up whose end spine never records: %v", err)
 	}
 }
