@@ -965,3 +965,73 @@ func TestRunResumeAfterLeftover(t *testing.T) {
 		t.Fatalf("sessions %+v (%v), want the first run's and its continuation", page.Sessions, err)
 	}
 }
+
+// A spool that fills mid-run and later has room again: spine holds every
+// ingest while the app writes session A (kept) and B (no room: some of it
+// not kept, counted); then spine takes A, which frees its bytes, and the
+// app's session C is kept and delivered whole. spine run exits 75.
+func TestRunSpoolFullThenRoom(t *testing.T) {
+	n, _ := testNode(t)
+	tmp := t.TempDir()
+	release := make(chan struct{})
+	var once sync.Once
+	open := func() { once.Do(func() { close(release) }) }
+	defer open()
+	target, _ := url.Parse(os.Getenv(config.EnvURL))
+	fwd := httputil.NewSingleHostReverseProxy(target)
+	at := serveAt(t, freeAddr(t), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		fwd.ServeHTTP(w, r)
+	}))
+	session := func(k string) string {
+		return "sed s/aaaa-aaaa-aaaa-aaaaaaaaaaaa/" + k + "/g " + fastFixture
+	}
+	app := script(t, session("aaaa-aaaa-aaaa-aaaaaaaaaaaa")+"\nsleep 0.5\n"+session("bbbb-bbbb-bbbb-bbbbbbbbbbbb")+
+		"\nsleep 1\necho > "+tmp+"/b\nwhile [ ! -e "+tmp+"/go ]; do sleep 0.05; done\n"+session("cccc-cccc-cccc-cccccccccccc"))
+	errc := make(chan error, 1)
+	go func() {
+		_, err := capture(t, "run", "--quiet", "--url", at, "--spool-max", "2600", "--bin", app, "--", "hi")
+		errc <- err
+	}()
+	waitFile(t, tmp+"/b", "\n")
+	open()
+	waitA := func() { // spine took A: its bytes are free
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if status, _ := sessionStatusOK(apps.SessionID("claude-code", "fa570000-aaaa-aaaa-aaaa-aaaaaaaaaaaa")); status != "" {
+				return
+			}
+		}
+		st, err := sessionStatusOK(apps.SessionID("claude-code", "fa570000-aaaa-aaaa-aaaa-aaaaaaaaaaaa"))
+		t.Fatalf("session A never recorded: %q %v", st, err)
+	}
+	waitA()
+	if err := os.WriteFile(tmp+"/go", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := <-errc
+	var code appExit
+	if !errors.As(err, &code) || code != notRecordedCode {
+		t.Fatalf("spine run: %v, want exit %d (B not kept)", err, notRecordedCode)
+	}
+	waitIdle(t, n)
+	if status, _ := sessionStatusOK(apps.SessionID("claude-code", "fa570000-cccc-cccc-cccc-cccccccccccc")); status != "done" {
+		t.Fatalf("session C %q, want done: the spool had room again", status)
+	}
+}
+
+// sessionStatusOK is a session's status through spine, "" when it has none.
+func sessionStatusOK(id string) (string, error) {
+	c, err := newClient("", "")
+	if err != nil {
+		return "", err
+	}
+	var s struct{ Status string }
+	err = c.Do(context.Background(), http.MethodGet, "/v1/sessions/"+id, nil, &s)
+	return s.Status, err
+}
