@@ -124,8 +124,6 @@ func TestRunnerAndRemoteSessionFieldBounds(t *testing.T) {
 			event(map[string]any{"seq": 1, "type": desktop.EventAssistantText, "text": over(streams.MaxEventTextLen)})},
 		{"events error", "POST", "/v1/desktop-runner/tasks/" + c.Task.ID + "/events", r.token,
 			event(map[string]any{"seq": 1, "type": desktop.EventTerminal, "status": "failed", "error": over(streams.MaxErrorLen)})},
-		{"events sessionId", "POST", "/v1/desktop-runner/tasks/" + c.Task.ID + "/events", r.token,
-			event(map[string]any{"seq": 1, "type": desktop.EventSessionID, "sessionId": over(streams.MaxNameLen)})},
 		{"events usage", "POST", "/v1/desktop-runner/tasks/" + c.Task.ID + "/events", r.token,
 			event(map[string]any{"seq": 1, "type": desktop.EventUsage, "usage": map[string]string{"u": over(streams.MaxUsageRawLen)}})},
 		{"complete error", "POST", "/v1/desktop-runner/tasks/" + c.Task.ID + "/complete", r.token,

@@ -38,7 +38,7 @@ func queued(set func(*desktop.TaskSpec)) func(string) *desktop.Message {
 func event(typ string, set func(*desktop.RunnerEvent, string)) func(string) *desktop.Message {
 	return func(v string) *desktop.Message {
 		m := baseMessage(desktop.TypeEvents)
-		e := desktop.RunnerEvent{Seq: 1, Type: typ, SessionID: "local"}
+		e := desktop.RunnerEvent{Seq: 1, Type: typ, SessionID: "0b0a5d1e-7c1f-4a59-9d5e-2f6f1d2c3b4a"}
 		set(&e, v)
 		m.Events = []desktop.RunnerEvent{e}
 		return m
@@ -69,11 +69,7 @@ var messageBounds = []messageBound{
 	{"task.workspace", streams.MaxPathLen, func(v string) *desktop.Message {
 		return queued(func(t *desktop.TaskSpec) { t.Workspace = v })(v)
 	}},
-	{"task.localSessionId", streams.MaxNameLen, func(v string) *desktop.Message {
-		return queued(func(t *desktop.TaskSpec) { t.LocalSessionID = v })(v)
-	}},
 	{"events.text", streams.MaxEventTextLen, event(desktop.EventAssistantText, func(e *desktop.RunnerEvent, v string) { e.Text = v })},
-	{"events.sessionId", streams.MaxNameLen, event(desktop.EventSessionID, func(e *desktop.RunnerEvent, v string) { e.SessionID = v })},
 	{"events.status", streams.MaxNameLen, event(desktop.EventStatus, func(e *desktop.RunnerEvent, v string) { e.Status = v })},
 	{"events.error", streams.MaxErrorLen, event(desktop.EventTerminal, func(e *desktop.RunnerEvent, v string) { e.Error = v })},
 	{"complete.error", streams.MaxErrorLen, func(v string) *desktop.Message {
@@ -89,9 +85,11 @@ var messageBounds = []messageBound{
 }
 
 // ruledMessageFields are held by a rule other than a length: ids
-// (streams.ValidID) and closed value sets.
+// (streams.ValidID), an app's session id (desktop.ValidLocalSessionID: a
+// UUID) and closed value sets.
 var ruledMessageFields = []string{"type", "id", "org", "member", "taskId", "runnerId", "task.kind", "task.target",
-	"task.remoteSessionId", "task.runnerId", "recordedSession", "task.app", "events.type", "complete.status", "complete.receiptId"}
+	"task.remoteSessionId", "task.runnerId", "recordedSession", "task.app", "events.type", "complete.status", "complete.receiptId",
+	"task.localSessionId", "events.sessionId"}
 
 // createRequestBounds are remoteSession.create's string fields; their
 // bounds are proven over HTTP by TestRunnerAndRemoteSessionFieldBounds

@@ -22,7 +22,7 @@ func TestDesktopRoutesRedactBeforeTheLog(t *testing.T) {
 	sess := e.create(alice, map[string]any{"target": "desktop", "title": "title " + key, "instructions": "use ANTHROPIC_API_KEY=" + key})
 	c := r.claim(sess.LatestTaskID)
 	evs := []desktop.RunnerEvent{
-		{Seq: 1, Type: desktop.EventSessionID, SessionID: "local " + key},
+		{Seq: 1, Type: desktop.EventSessionID, SessionID: "0b0a5d1e-7c1f-4a59-9d5e-2f6f1d2c3b4a"},
 		{Seq: 2, Type: desktop.EventAssistantText, Text: "found " + key + " in .env"},
 		{Seq: 3, Type: desktop.EventUsage, Usage: []byte(`{"inputTokens":10,"note":"` + key + `"}`)},
 		{Seq: 4, Type: desktop.EventTerminal, Status: "failed", Error: "auth failed for " + key},

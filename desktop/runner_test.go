@@ -10,6 +10,9 @@ import (
 	"github.com/spinehq/spine/desktop"
 )
 
+// localID is an app's session id as the apps make them: a UUID.
+const localID = "0b0a5d1e-7c1f-4a59-9d5e-2f6f1d2c3b42"
+
 // A fake runner drives register → events stream → work → claim → heartbeat
 // → events → complete over HTTP, and the member reads it back.
 func TestRunnerLifecycle(t *testing.T) {
@@ -45,7 +48,7 @@ func TestRunnerLifecycle(t *testing.T) {
 		t.Fatalf("heartbeat = %+v", lease)
 	}
 	evs := []desktop.RunnerEvent{
-		{Seq: 1, Type: desktop.EventSessionID, SessionID: "local-42"},
+		{Seq: 1, Type: desktop.EventSessionID, SessionID: localID},
 		{Seq: 2, Type: desktop.EventAssistantText, Text: "running the tests"},
 	}
 	code, body := r.post(c.Task.ID, "events", map[string]any{"fence": c.Fence, "events": evs})
@@ -81,7 +84,7 @@ func TestRunnerLifecycle(t *testing.T) {
 	if end := res.Entries[5]; end.Source != desktop.SourceTask || string(end.Data) != `{"status":"done"}` {
 		t.Fatalf("end entry = %+v", end)
 	}
-	if res.Session.State != desktop.StateDone || res.Session.LocalSessionID != "local-42" || !res.Ended || res.More {
+	if res.Session.State != desktop.StateDone || res.Session.LocalSessionID != localID || !res.Ended || res.More {
 		t.Fatalf("read = %+v", res)
 	}
 	// The cursor pages: two at a time gives the same six entries, in order, then none.
@@ -115,13 +118,42 @@ func TestRunnerLifecycle(t *testing.T) {
 	}
 	stream.next(t, "work_available", time.Second)
 	work = r.work()
-	if len(work) != 1 || work[0].ID != send.MessageID || work[0].LocalSessionID != "local-42" || work[0].RunnerID != "laptop-1" {
+	if len(work) != 1 || work[0].ID != send.MessageID || work[0].LocalSessionID != localID || work[0].RunnerID != "laptop-1" {
 		t.Fatalf("follow-up work = %+v", work)
 	}
 	list := decode[desktop.ListResult](t, e.must(200, "GET", "/v1/remote-sessions?target=desktop", alice, nil))
 	if len(list.Sessions) != 1 || list.Sessions[0].Tasks != 2 || list.Sessions[0].State != desktop.StateQueued ||
 		len(list.Runners) != 1 || !list.Runners[0].Present || list.Runners[0].Machine != "alice-laptop" {
 		t.Fatalf("list = %+v", list)
+	}
+}
+
+// A session_id event whose id is not an app's session id (a UUID) is a
+// 400 invalid_id, and nothing of its post is stored: a follow-up puts the
+// session's local id on the next runner's app command line. It was taken
+// (only its length was checked), and the follow-up task carried
+// "--dangerously-skip-permissions" as its localSessionId.
+func TestRunnerSessionIDMustBeAnAppsSessionID(t *testing.T) {
+	e := newEnv(t)
+	alice := e.member("acme", "alice")
+	r := e.runner(alice, "laptop-1", "alice-laptop")
+	sess := e.create(alice, map[string]any{"target": "desktop", "instructions": "x"})
+	c := r.claim(sess.LatestTaskID)
+	for _, bad := range []string{"--dangerously-skip-permissions", "local-42", localID + " --last", localID[:35], "../" + localID[3:], strings.Repeat("z", 300)} {
+		evs := []desktop.RunnerEvent{{Seq: 1, Type: desktop.EventAssistantText, Text: "hi"},
+			{Seq: 2, Type: desktop.EventSessionID, SessionID: bad}}
+		code, body := r.post(c.Task.ID, "events", map[string]any{"fence": c.Fence, "events": evs})
+		wantCode(t, "sessionId "+bad, 400, "invalid_id", code, body)
+		if strings.Contains(string(body), bad) {
+			t.Errorf("the refusal echoes the id: %s", body)
+		}
+	}
+	if res := e.read(alice, sess.ID, "0"); len(res.Entries) != 1 || res.Session.LocalSessionID != "" {
+		t.Fatalf("read after refused posts = %+v", res)
+	}
+	evs := []desktop.RunnerEvent{{Seq: 1, Type: desktop.EventSessionID, SessionID: strings.ToUpper(localID)}}
+	if code, body := r.post(c.Task.ID, "events", map[string]any{"fence": c.Fence, "events": evs}); code != 200 {
+		t.Fatalf("a UUID (upper case) = %d %s", code, body)
 	}
 }
 

@@ -3,6 +3,7 @@ package desktop
 import (
 	"cmp"
 	"fmt"
+	"regexp"
 	"strings"
 	"unicode/utf8"
 
@@ -96,6 +97,8 @@ func validateSpec(t *TaskSpec) error {
 		return streams.Reject(streams.ReasonMissingField, "instructions are required")
 	case !validApp(t.App):
 		return streams.Reject(streams.ReasonInvalidField, "app %q (want claude-code or codex)", t.App)
+	case t.LocalSessionID != "" && !ValidLocalSessionID(t.LocalSessionID):
+		return streams.Reject(streams.ReasonInvalidID, "localSessionId is not an app's session id (a UUID)")
 	}
 	if t.DeliverBy != nil {
 		if err := streams.CheckTime("deliverBy", *t.DeliverBy); err != nil {
@@ -105,12 +108,22 @@ func validateSpec(t *TaskSpec) error {
 	// cmp.Or: the first field over its bound.
 	return cmp.Or(streams.CheckLen("instructions", t.Instructions, streams.MaxInstructionsLen),
 		streams.CheckLen("title", t.Title, streams.MaxNameLen),
-		streams.CheckLen("workspace", t.Workspace, streams.MaxPathLen),
-		streams.CheckLen("localSessionId", t.LocalSessionID, streams.MaxNameLen))
+		streams.CheckLen("workspace", t.Workspace, streams.MaxPathLen))
 }
 
 // validApp: a task names no app, or one spine runs.
 func validApp(app string) bool { return app == "" || app == AppClaudeCode || app == AppCodex }
+
+// localSessionRe is an app's own session id as both apps make them: a
+// UUID (Claude Code's session id, Codex's thread id).
+var localSessionRe = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// ValidLocalSessionID says whether id is an app's own session id (a UUID).
+// A follow-up's runner puts it on the app's command line (claude --resume
+// ID, codex exec resume ID), where anything else could be a flag its owner
+// never allowed: spine refuses it in a runner's session_id event and a
+// task, and spine runner refuses a task with one.
+func ValidLocalSessionID(id string) bool { return localSessionRe.MatchString(id) }
 
 // ValidateEvents checks a batch of runner events.
 func ValidateEvents(evs []RunnerEvent) error {
@@ -138,12 +151,13 @@ func validateEvent(i int, e *RunnerEvent) error {
 		return streams.Reject(streams.ReasonInvalidUTF8, "events[%d].text is not UTF-8", i)
 	case e.Type == EventSessionID && e.SessionID == "":
 		return streams.Reject(streams.ReasonMissingField, "events[%d].sessionId is required", i)
+	case e.SessionID != "" && !ValidLocalSessionID(e.SessionID):
+		return streams.Reject(streams.ReasonInvalidID, "events[%d].sessionId is not an app's session id (a UUID): a follow-up resumes it on the app's command line", i)
 	case len(e.Usage) > streams.MaxUsageRawLen:
 		return streams.Reject(streams.ReasonFieldTooLong, "events[%d].usage is %d bytes, limit %d", i, len(e.Usage), streams.MaxUsageRawLen)
 	}
 	field := func(name string) string { return fmt.Sprintf("events[%d].%s", i, name) }
 	if err := cmp.Or(streams.CheckLen(field("text"), e.Text, streams.MaxEventTextLen),
-		streams.CheckLen(field("sessionId"), e.SessionID, streams.MaxNameLen),
 		streams.CheckLen(field("status"), e.Status, streams.MaxNameLen),
 		streams.CheckLen(field("error"), e.Error, streams.MaxErrorLen)); err != nil {
 		return err

@@ -92,7 +92,7 @@ func desktopTraffic(t *testing.T, n *node.Node) {
 	}
 	_, err = svc.Heartbeat(ctx, laptop, c.Task.ID, c.Fence)
 	must(err)
-	events(laptop, c, desktop.RunnerEvent{Seq: 1, Type: desktop.EventSessionID, SessionID: "local-1"},
+	events(laptop, c, desktop.RunnerEvent{Seq: 1, Type: desktop.EventSessionID, SessionID: "0b0a5d1e-7c1f-4a59-9d5e-2f6f1d2c3b41"},
 		desktop.RunnerEvent{Seq: 2, Type: desktop.EventAssistantText, Text: "ok"})
 	events(laptop, c, desktop.RunnerEvent{Seq: 2, Type: desktop.EventAssistantText, Text: "ok"},
 		desktop.RunnerEvent{Seq: 3, Type: desktop.EventUsage, Usage: []byte(`{"inputTokens":7}`)})

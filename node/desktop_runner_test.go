@@ -182,6 +182,46 @@ func TestRunnerIngestIsHeldToItsTasks(t *testing.T) {
 	}
 }
 
+// The envelopes after a runner's refused session.start in its batch are
+// refused with the start's code: task_not_held for a task it does not hold,
+// session_exists for a start naming another task than the one an earlier
+// batch linked the session to. They were not: the first chunk was the 404
+// of a session never started, and the second was taken (202) into the
+// session of the other task.
+func TestRunnerRefusedStartRefusesTheRestOfItsSession(t *testing.T) {
+	f := newFixture(t)
+	alice := f.token("acme", "alice")
+	r := f.desktopRunner(alice, "alice-laptop")
+	create := func() desktop.Session {
+		return decode[desktop.Session](t, f.mustDo(201, "POST", "/v1/remote-sessions", alice,
+			map[string]any{"target": "desktop", "instructions": "x", "runnerId": r.id}))
+	}
+	held, queued := create(), create()
+	c := r.claim(held.LatestTaskID)
+	if res := f.ingest(r.token, runnerStart("s-held", c.Task.ID), spinetest.Text("s-held", 1, "mine\n")).Results; res[1].Status != 202 {
+		t.Fatalf("the held task's session = %+v", res)
+	}
+	res := f.ingest(r.token, runnerStart("s-queued", queued.LatestTaskID), spinetest.Text("s-queued", 1, "not held\n"),
+		usageEnd("s-queued"), runnerStart("s-held", queued.LatestTaskID), spinetest.Text("s-held", 2, "smuggled\n")).Results
+	want := []struct {
+		status int
+		code   string
+	}{{409, "task_not_held"}, {409, "task_not_held"}, {409, "task_not_held"}, {409, "session_exists"}, {409, "session_exists"}}
+	for i, w := range want {
+		if res[i].Status != w.status || res[i].Error == nil || res[i].Error.Code != w.code {
+			t.Errorf("envelope %d = %+v, want %d %s", i, res[i], w.status, w.code)
+		}
+	}
+	f.waitCaughtUp()
+	if code, _ := f.do("GET", "/v1/sessions/s-queued", alice, nil); code != 404 {
+		t.Errorf("the refused start's session was recorded")
+	}
+	if tr := f.mustDo(200, "GET", "/v1/sessions/s-held/transcript", alice, nil); bytes.Contains(tr, []byte("smuggled")) ||
+		!bytes.Contains(tr, []byte("mine")) {
+		t.Fatalf("transcript of s-held = %s", tr)
+	}
+}
+
 // readAll pages through a remote session's transcript limit entries at a
 // time from since, and returns the entries and the last cursor.
 func (f *fixture) readRemote(token, id, since string, limit int) desktop.ReadResult {
@@ -229,7 +269,7 @@ func TestRemoteSessionReadServesRecordedSessions(t *testing.T) {
 	c1 := r.claim(sess.LatestTaskID)
 	f.ingest(r.token, runnerStart("run-1", c1.Task.ID), spinetest.Text("run-1", 1, "looking\n"))
 	f.mustDo(200, "POST", "/v1/desktop-runner/tasks/"+c1.Task.ID+"/events", r.token, map[string]any{"fence": c1.Fence,
-		"events": []desktop.RunnerEvent{{Seq: 1, Type: desktop.EventSessionID, SessionID: "local-1"},
+		"events": []desktop.RunnerEvent{{Seq: 1, Type: desktop.EventSessionID, SessionID: "0b0a5d1e-7c1f-4a59-9d5e-2f6f1d2c3b41"},
 			{Seq: 2, Type: desktop.EventAssistantText, Text: "the runner's copy of the answer"}}})
 	f.waitCaughtUp()
 	first := f.readRemote(alice, sess.ID, "0", 1000)

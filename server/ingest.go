@@ -79,6 +79,7 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	futures := make([]jetstream.PubAckFuture, len(items))
+	refused := map[string]*refusal{} // a runner's starts refused in this batch, by session
 	for i, e := range envs {
 		res := &resp.Results[i]
 		if e == nil {
@@ -86,7 +87,7 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 		}
 		rej := s.checkHolder(e, held, opts)
 		if rej == nil && isRunner {
-			rej = s.checkRunner(r, e, runner, mine)
+			rej = s.checkRunner(r, e, runner, mine, refused)
 		}
 		if rej != nil {
 			res.Status, res.Error = rej.status, &streams.ErrorDetail{Code: rej.code, Message: rej.msg}
@@ -112,9 +113,17 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 
 // checkRunner links a runner's start to its task (then the session is the
 // runner's for the rest of the batch) and refuses anything else for a
-// session that is not the runner's.
-func (s *Server) checkRunner(r *http.Request, e *streams.Envelope, runner desktop.RunnerIdentity, mine map[string]bool) *refusal {
+// session that is not the runner's. A start it refuses refuses the rest of
+// its session in the batch too, with the start's code: what follows a
+// start spine did not take is never recorded under another start (one an
+// earlier batch linked) or told apart from it.
+func (s *Server) checkRunner(r *http.Request, e *streams.Envelope, runner desktop.RunnerIdentity, mine map[string]bool,
+	refused map[string]*refusal) *refusal {
 	if e.Type != streams.TypeSessionStart {
+		if rej := refused[e.SessionID]; rej != nil {
+			s.m.ingested.WithLabelValues(e.Type, "rejected").Inc()
+			return &refusal{rej.status, rej.code, "the start of session " + e.SessionID + " in this batch was refused: " + rej.msg}
+		}
 		if !mine[e.SessionID] {
 			return s.noStart(e)
 		}
@@ -122,8 +131,10 @@ func (s *Server) checkRunner(r *http.Request, e *streams.Envelope, runner deskto
 	}
 	if rej := s.linkRunner(r.Context(), e, runner); rej != nil {
 		s.m.ingested.WithLabelValues(e.Type, "rejected").Inc()
+		refused[e.SessionID] = rej
 		return rej
 	}
+	delete(refused, e.SessionID)
 	mine[e.SessionID] = true
 	return nil
 }

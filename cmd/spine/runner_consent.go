@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/spinehq/spine/apps"
+	"github.com/spinehq/spine/desktop"
 )
 
 // consent is what the desktop's owner allows spine runner to do, from the
@@ -246,15 +246,12 @@ func (a appConsent) appCommand(app, prompt, resume string) ([]string, apps.Forma
 	return nil, "", fmt.Errorf("app %q: want claude-code or codex", app)
 }
 
-// localSessionRe is an app's own session id as both apps make them: a
-// UUID (Claude Code's session id, Codex's thread id).
-var localSessionRe = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-
 // checkLocalSession refuses a follow-up's local session id that is not an
-// app's session id: it goes on the app's command line, where one like
+// app's session id (desktop.ValidLocalSessionID, the rule spine holds
+// events and tasks to): it goes on the app's command line, where one like
 // "--dangerously-skip-permissions" would be a flag the owner never allowed.
 func checkLocalSession(id string) error {
-	if id == "" || localSessionRe.MatchString(id) {
+	if id == "" || desktop.ValidLocalSessionID(id) {
 		return nil
 	}
 	return &refusal{fmt.Sprintf("invalid_local_session: the local session id to resume is not an app's session id (a UUID): %.40q", id)}
