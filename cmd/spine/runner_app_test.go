@@ -285,19 +285,36 @@ func TestRunnerRunsTaskAndFollowUp(t *testing.T) {
 		fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("still 42, resumed")},
 			Usage: fakemodel.Usage{Input: 5, Output: 6, CacheRead: 3200}},
 	)
+	// spine takes the session's start only after the app ended (its usage
+	// posted) and a read: what the runner posted then is read before the
+	// session's link, and must not be the answer the session then gives.
+	posted, release := r.holdIngest(`"type":"usage"`)
 	r.start("--config", r.config(nil))
 	id := r.create(map[string]any{"instructions": "what is the answer?"})
+	select {
+	case <-posted:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("the runner never posted its usage:\n%s", r.out)
+	}
+	early := r.read(id, "")
+	release()
 	rr := r.waitState(id, "done")
 	if !strings.Contains(rr.text(), "the answer is 42") || rr.Session.LocalSessionID == "" {
 		t.Fatalf("remote session read: local session %q\n%s", rr.Session.LocalSessionID, rr.text())
+	}
+	// The answer is read once: from the start, and read on from the early
+	// read's cursor (the session's stdout; the runner posts no prose).
+	later := r.readEnded(id, early.Next)
+	if n, m := strings.Count(rr.text(), "the answer is 42"), strings.Count(early.text()+later.text(), "the answer is 42"); n != 1 || m != 1 {
+		t.Fatalf("the answer read %d times from the start, %d times across two reads:\n%s--\n%s", n, m, early.text(), later.text())
 	}
 	if !strings.Contains(r.out.String(), "the answer is 42") || !strings.Contains(r.out.String(), "$ pwd") {
 		t.Fatalf("the runner's terminal showed:\n%s", r.out)
 	}
 	local, task := rr.Session.LocalSessionID, rr.Session.LatestTaskID
 	// The events the runner posted, in order: the local session id, the
-	// prose and the action as they came, the usage, the terminal state.
-	want := []string{"session_id", "assistant_text", "status $ pwd", "assistant_text", "usage", "terminal done"}
+	// action, the usage, the terminal state (the prose is the session's).
+	want := []string{"session_id", "status $ pwd", "usage", "terminal done"}
 	if got := r.taskEvents(task); !slices.Equal(got, want) {
 		t.Fatalf("the runner posted %q, want %q", got, want)
 	}
@@ -350,6 +367,45 @@ func TestRunnerRunsTaskAndFollowUp(t *testing.T) {
 		!bytes.Contains(log[2].Request, []byte("and again?")) {
 		t.Fatalf("the follow-up's request to the model is not the resumed conversation: %d served", len(log))
 	}
+}
+
+// holdIngest puts a proxy between the runner and spine (the runner logs in
+// again with its URL) that keeps the runner's POST /v1/ingest until release
+// is called, and closes posted once a post of the runner's task events
+// holding want was answered.
+func (r *runnerRig) holdIngest(want string) (posted chan struct{}, release func()) {
+	r.t.Helper()
+	target, _ := url.Parse(r.member.base)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.FlushInterval = -1 // the event stream
+	posted, held := make(chan struct{}), make(chan struct{})
+	var seen, freed sync.Once
+	release = func() { freed.Do(func() { close(held) }) }
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		switch {
+		case req.URL.Path == "/v1/ingest":
+			select {
+			case <-held:
+			case <-req.Context().Done():
+				return
+			}
+		case req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/events"):
+			body, _ := io.ReadAll(req.Body)
+			req.Body = io.NopCloser(bytes.NewReader(body))
+			proxy.ServeHTTP(w, req)
+			if bytes.Contains(body, []byte(want)) {
+				seen.Do(func() { close(posted) })
+			}
+			return
+		}
+		proxy.ServeHTTP(w, req)
+	}))
+	r.t.Cleanup(front.Close)
+	r.t.Cleanup(release) // before front.Close: a held ingest ends
+	if out, err := capture(r.t, "runner", "login", "--url", front.URL, "--machine", "laptop"); err != nil {
+		r.t.Fatalf("runner login: %v\n%s", err, out)
+	}
+	return posted, release
 }
 
 // taskEvents are the kinds of the events the runner posted for a task, in

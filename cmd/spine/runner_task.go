@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"os/exec"
-	"strings"
 	"sync"
 	"time"
 
@@ -216,8 +215,11 @@ func (h *heldTask) stamp(e *streams.Envelope) {
 }
 
 // show renders the run on the terminal and turns it into the task's
-// events: the app's own session id, its prose, each action as a status,
-// and its usage at the end.
+// events: the app's own session id, each action as a status, and its usage
+// at the end. The app's prose is not posted (assistant_text): the session
+// the runner records for the task carries it, and remoteSession.read reads
+// it there (docs/desktop.md#reading); posted too, it was read twice when
+// the post came before spine took the session's start.
 func (h *heldTask) show() func(*streams.Envelope) {
 	render := h.r.out.envelopes()
 	named := false
@@ -230,11 +232,8 @@ func (h *heldTask) show() func(*streams.Envelope) {
 				h.ev.add(desktop.RunnerEvent{Type: desktop.EventSessionID, SessionID: e.AppSessionRef})
 			}
 		case streams.TypeSessionChunk:
-			switch {
-			case e.Event != nil:
+			if e.Event != nil {
 				h.ev.add(desktop.RunnerEvent{Type: desktop.EventStatus, Status: desktop.StateRunning, Text: describe(e.Event)})
-			case e.Stream == "stdout" && e.Text != "" && !strings.HasPrefix(e.Text, "\n> "): // "\n> …" is the prompt
-				h.ev.add(desktop.RunnerEvent{Type: desktop.EventAssistantText, Text: e.Text})
 			}
 		case streams.TypeSessionEnd:
 			if e.Usage != nil {
