@@ -344,6 +344,27 @@ func (s *session) running(ctx context.Context) error {
 		Usage: &u, TotalCost: cost})
 }
 
+// PublishUsage publishes, for every session a record may have changed the
+// usage of since the last call (Options.UsageByPass), its usage so far:
+// one session.usage at most, and none when it is unchanged. skip, when
+// set, leaves out the sessions whose sources it names (a collector's files
+// already quiet for long enough, about to be ended with that usage).
+func (tr *Translator) PublishUsage(ctx context.Context, skip func(files []string) bool) error {
+	for _, s := range tr.order {
+		if s == nil || !s.usageDue {
+			continue
+		}
+		s.usageDue = false
+		if s.left || skip != nil && skip(s.files) {
+			continue
+		}
+		if err := s.running(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // shownUsage is the running usage published last.
 type shownUsage struct {
 	id    string // of the spine session it was published for

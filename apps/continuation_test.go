@@ -450,3 +450,34 @@ func TestRecheckAfterASweptEnd(t *testing.T) {
 		t.Fatalf("continuation %s ends %+v, want usage 10 of each", cont, end)
 	}
 }
+
+// With Options.UsageByPass the running usage waits for PublishUsage: one
+// session.usage per session however many records changed it, none when
+// nothing changed since, none for a session skip names.
+func TestUsageByPass(t *testing.T) {
+	ctx := context.Background()
+	lines := []string{claudeLine(0, "do one", 0), claudeLine(1, "one done", 1), claudeLine(2, "again", 0),
+		claudeLine(3, "two done", 10)}
+	log := &logSink{}
+	tr := NewTranslator(Options{Owner: streams.Owner{Org: "o", Member: "m"}, Sink: log, Live: true, UsageByPass: true})
+	st := tr.Stream(Source{Path: "/p/c-1.jsonl", Format: FormatClaudeTranscript})
+	feed(t, tr, st, lines)
+	if n := len(log.of("c-1", streams.TypeSessionUsage)); n != 0 {
+		t.Fatalf("%d session.usage before PublishUsage", n)
+	}
+	for range 2 {
+		if err := tr.PublishUsage(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if u := log.of("c-1", streams.TypeSessionUsage); len(u) != 1 || u[0].Usage.InputTokens != 11 {
+		t.Fatalf("session.usage after two passes: %+v, want one of 11", u)
+	}
+	feed(t, tr, st, []string{claudeLine(4, "three done", 5)})
+	if err := tr.PublishUsage(ctx, func([]string) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(log.of("c-1", streams.TypeSessionUsage)); n != 1 {
+		t.Fatalf("%d session.usage after a skipped pass", n)
+	}
+}

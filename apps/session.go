@@ -39,6 +39,7 @@ type session struct {
 	baseEnded bool          // spine held its own session ended: what it had is passed over
 	published bool          // this translation published something of it
 	left      bool          // another producer records it (Options.LeaveRun): nothing is published
+	usageDue  bool          // a record may have changed its usage since PublishUsage (Options.UsageByPass)
 	sawProse  bool
 	id, appID string
 	format    Format

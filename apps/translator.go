@@ -46,6 +46,11 @@ type Options struct {
 	// record changes a started session's usage, a session.usage carries
 	// the usage so far (see session.running).
 	Live bool
+	// UsageByPass holds a live translation's running usage back from each
+	// record: it is published by PublishUsage, at most one session.usage
+	// per session each time, for a caller that reads in passes (spine
+	// collect: a pass of a long transcript would send one per response).
+	UsageByPass bool
 	// LeaveRun leaves alone the app sessions another producer records
 	// from the app's own output: one whose spine session, or one of its
 	// continuations, is kind run (spine run), is not published at all, in
@@ -196,7 +201,11 @@ func (st *Stream) Record(ctx context.Context, rec Record) (skip string, err erro
 			// exec log's) went to the source's current one.
 			s = st.p.current()
 		}
-		if s != nil && !s.closed {
+		switch {
+		case s == nil || s.closed:
+		case st.tr.opts.UsageByPass:
+			s.usageDue = true
+		default:
 			err = s.running(ctx)
 		}
 	}

@@ -149,7 +149,9 @@ func New(opts Options) (*Collector, error) {
 		firstSeen: map[string]time.Time{}}
 	// Live: each session's usage so far is sent as it changes (session.usage).
 	// LeaveRun: spine run's sessions are recorded from its own output.
-	c.tr = apps.NewTranslator(apps.Options{Owner: opts.Owner, Sink: c.gate, Skipped: c.skipped, Live: true, LeaveRun: true})
+	// UsageByPass: one session.usage per session and pass at most.
+	c.tr = apps.NewTranslator(apps.Options{Owner: opts.Owner, Sink: c.gate, Skipped: c.skipped, Live: true, LeaveRun: true,
+		UsageByPass: true})
 	return c, nil
 }
 
@@ -223,8 +225,9 @@ func (c *Collector) roots() []string {
 	return r
 }
 
-// Once reads every complete line present and returns: the sessions stay
-// open on spine (a later Run or Once goes on with them).
+// Once reads every complete line present, ends the sessions whose files
+// have been quiet for Options.Idle, and returns: the others stay open on
+// spine (a later Run or Once goes on with them, or ends them).
 func (c *Collector) Once(ctx context.Context) error {
 	defer c.Close()
 	if err := c.replay(ctx); err != nil {
@@ -347,6 +350,15 @@ func (c *Collector) replay(ctx context.Context) error {
 	for path := range bad {
 		c.forget(path)
 	}
+	// The usage the replay read is taken as shown: spine has it, or will
+	// have it at the next change (sent again, it would be stored twice
+	// under another place).
+	c.gate.muted = true
+	err := c.tr.PublishUsage(ctx, nil)
+	c.gate.muted = false
+	if err != nil {
+		return err
+	}
 	if a, ok := c.opts.Sink.(interface{ AskEach() }); ok {
 		a.AskEach() // from now on, sessions spine started since must be seen
 	}
@@ -430,6 +442,15 @@ func (c *Collector) pass(ctx context.Context) error {
 			if err := f.t.read(ctx, f.end); err != nil {
 				return err
 			}
+		}
+		// None for files already quiet past --idle (a backfill): their
+		// sessions end now, with that usage.
+		var skip func([]string) bool
+		if c.opts.Idle >= 0 {
+			skip = c.quietSince(time.Now().Add(-c.opts.Idle))
+		}
+		if err := c.tr.PublishUsage(ctx, skip); err != nil {
+			return err
 		}
 	}
 	stats, err := c.opts.Sink.Flush(ctx)
@@ -515,22 +536,7 @@ func (c *Collector) endIdle(ctx context.Context) error {
 	if err := c.dropRecordedEnds(ctx); err != nil {
 		return err
 	}
-	cutoff := time.Now().Add(-c.opts.Idle)
-	judged := map[string]bool{} // by the files: EndQuiet ends what Quiet listed
-	quiet := func(files []string) bool {
-		key := strings.Join(files, "\x00")
-		if q, ok := judged[key]; ok {
-			return q
-		}
-		q := true
-		for _, f := range files {
-			if fi, err := os.Stat(f); err == nil && fi.ModTime().After(cutoff) {
-				q = false
-			}
-		}
-		judged[key] = q
-		return q
-	}
+	quiet := c.quietSince(time.Now().Add(-c.opts.Idle)) // EndQuiet ends what Quiet listed
 	ending := c.tr.Quiet(quiet)
 	if len(ending) == 0 {
 		return nil
@@ -554,6 +560,27 @@ func (c *Collector) endIdle(ctx context.Context) error {
 	// session by its own id.
 	c.st.Ending = append(c.st.Ending[:before], ended...)
 	return c.st.save(c.opts.StatePath)
+}
+
+// quietSince judges whether files have all had no new line since cutoff
+// (their modification times; a file gone is quiet), each set of files once:
+// asked again, it answers as it did.
+func (c *Collector) quietSince(cutoff time.Time) func(files []string) bool {
+	judged := map[string]bool{}
+	return func(files []string) bool {
+		key := strings.Join(files, "\x00")
+		if q, ok := judged[key]; ok {
+			return q
+		}
+		q := true
+		for _, f := range files {
+			if fi, err := os.Stat(f); err == nil && fi.ModTime().After(cutoff) {
+				q = false
+			}
+		}
+		judged[key] = q
+		return q
+	}
 }
 
 // dropRecordedEnds drops from state.Ending the sessions spine has recorded

@@ -14,11 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/spinehq/spine/accounting"
 	"github.com/spinehq/spine/apps"
 	"github.com/spinehq/spine/importer"
 	"github.com/spinehq/spine/internal/spinetest"
 	"github.com/spinehq/spine/node"
+	"github.com/spinehq/spine/streams"
 )
 
 // sessionRow is what the tests read of GET /v1/sessions/{id}.
@@ -506,5 +509,59 @@ func TestEndingKeptUntilRecorded(t *testing.T) {
 	err := collector(&lagging{Sink: importer.NewHTTPSink(a, 500), id: id, lies: 1 << 30}).Once(ctx)
 	if err == nil || !strings.Contains(err.Error(), "has not recorded the end") {
 		t.Fatalf("a start-up whose end spine never records: %v", err)
+	}
+}
+
+// usageCount is how many session.usage the log holds.
+func usageCount(t *testing.T, n *node.Node) uint64 {
+	t.Helper()
+	s, err := n.JS.Stream(context.Background(), streams.StreamSessions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(context.Background(), jetstream.WithSubjectFilter(streams.SessionSubject("*", streams.TypeSessionUsage)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c uint64
+	for _, m := range info.State.Subjects {
+		c += m
+	}
+	return c
+}
+
+// A pass sends one session.usage per session at most, however many of its
+// lines changed the usage (the crud transcript has several responses), and
+// none for a file already quiet past --idle (a backfill: the session ends
+// in the same pass, with that usage).
+func TestUsageOncePerPass(t *testing.T) {
+	for _, backfill := range []bool{true, false} {
+		a, n := testAPINode(t)
+		home := t.TempDir()
+		path := crudPath(home)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, crudTranscript(t), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if backfill {
+			old := time.Now().Add(-time.Hour)
+			if err := os.Chtimes(path, old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c, err := New(Options{ClaudeDir: home, StatePath: filepath.Join(t.TempDir(), "state.json"), Machine: "m1",
+			Sink: importer.NewHTTPSink(a, 500), Idle: 10 * time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Once(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		want := map[bool]uint64{true: 0, false: 1}[backfill]
+		if got := usageCount(t, n); got != want {
+			t.Fatalf("backfill=%v: %d session.usage, want %d", backfill, got, want)
+		}
 	}
 }

@@ -24,11 +24,28 @@ func lockState(statePath string) (*os.File, error) {
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w: %s is used by another spine collect (one collector per state file: stop it, or pass another --state)",
-				ErrStateLocked, statePath)
-		}
-		return nil, fmt.Errorf("lock state %s: %w", statePath, err)
+		return nil, lockFailed(statePath, err)
 	}
 	return f, nil
+}
+
+// lockFailed says why the state could not be locked: another collector
+// holds it, or its file system has no locks.
+func lockFailed(statePath string, err error) error {
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return fmt.Errorf("%w: %s is used by another spine collect (one collector per state file: stop it, or pass another --state)",
+			ErrStateLocked, statePath)
+	}
+	if lockUnsupported(err) {
+		return fmt.Errorf("lock state %s: its file system does not support file locks (flock: %v; an NFS or SMB "+
+			"mount, say): pass --state with a path on a local disk", statePath, err)
+	}
+	return fmt.Errorf("lock state %s: %w", statePath, err)
+}
+
+// lockUnsupported reports whether flock failed because the file system
+// has no locks (ENOTSUP, EOPNOTSUPP: some network file systems; ENOLCK: an
+// NFS mount without its lock daemon).
+func lockUnsupported(err error) bool {
+	return errors.Is(err, syscall.ENOTSUP) || errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENOLCK)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,22 +82,67 @@ func appendTo(t *testing.T, path string, data []byte) {
 
 // stored is how many envelopes the session log holds, but the running
 // usage ones (session.usage, which only a live translation sends): what a
-// translation of the same files counts.
+// translation of the same files counts. Those it checks apart: no session
+// holds the same running usage twice (nothing sent twice).
 func stored(t *testing.T, n *node.Node) uint64 {
 	t.Helper()
-	s, err := n.JS.Stream(context.Background(), streams.StreamSessions)
+	ctx := context.Background()
+	s, err := n.JS.Stream(ctx, streams.StreamSessions)
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := s.Info(context.Background(), jetstream.WithSubjectFilter(streams.SessionSubject("*", streams.TypeSessionUsage)))
+	usage := streams.SessionSubject("*", streams.TypeSessionUsage)
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(usage))
 	if err != nil {
 		t.Fatal(err)
 	}
 	all := info.State.Msgs
+	var usages uint64
 	for _, c := range info.State.Subjects {
 		all -= c
+		usages += c
 	}
+	usageOnce(t, s, usage, usages)
 	return all
+}
+
+// usageOnce fails the test when two of the log's n session.usage carry
+// the same session and usage.
+func usageOnce(t *testing.T, s jetstream.Stream, subject string, n uint64) {
+	t.Helper()
+	if n == 0 {
+		return
+	}
+	ctx := context.Background()
+	c, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for got := uint64(0); got < n; {
+		batch, err := c.Fetch(int(n-got), jetstream.FetchMaxWait(spinetest.WaitTimeout))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for m := range batch.Messages() {
+			got++
+			e, err := streams.Decode(m.Data())
+			if err != nil {
+				t.Fatal(err)
+			}
+			key := fmt.Sprintf("%s %+v %v", e.SessionID, *e.Usage, e.TotalCost)
+			if e.TotalCost != nil {
+				key = fmt.Sprintf("%s %+v %g", e.SessionID, *e.Usage, *e.TotalCost)
+			}
+			if seen[key] {
+				t.Fatalf("session.usage stored twice: %s", key)
+			}
+			seen[key] = true
+		}
+		if batch.Error() != nil {
+			t.Fatal(batch.Error())
+		}
+	}
 }
 
 func importJSON(t *testing.T, args ...string) importer.Summary {
