@@ -888,6 +888,61 @@ func TestRunnerLeaseFromRegistration(t *testing.T) {
 	}
 }
 
+// A heartbeat spine keeps answering 429 (Retry-After 30 s) is not waited
+// for past the lease: the runner stops the app once the lease it last had
+// has run out (3 s, from the registration), however long the client would
+// otherwise wait for a busy spine (15 minutes). Before, the heartbeat call
+// waited out each Retry-After and the app ran on unheld.
+func TestRunnerBusyHeartbeatKeepsToTheLease(t *testing.T) {
+	r := newRunnerRig(t)
+	heartbeatEvery = 0 // the registration's
+	target, _ := url.Parse(r.member.base)
+	var beats atomic.Int64
+	proxy := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(target) },
+		ModifyResponse: func(resp *http.Response) error {
+			if resp.Request.URL.Path != "/v1/desktop-runner/register" {
+				return nil
+			}
+			var m map[string]any
+			if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+				return err
+			}
+			resp.Body.Close()
+			m["heartbeatSeconds"], m["leaseSeconds"] = 1, 3
+			data, _ := json.Marshal(m)
+			resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(data)), int64(len(data))
+			resp.Header.Del("Content-Length")
+			return nil
+		}}
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if strings.HasSuffix(req.URL.Path, "/heartbeat") && beats.Add(1) > 1 {
+			w.Header().Set("Retry-After", "30")
+			http.Error(w, `{"error":{"code":"busy","message":"spine is busy"}}`, http.StatusTooManyRequests)
+			return
+		}
+		proxy.ServeHTTP(w, req)
+	}))
+	t.Cleanup(front.Close)
+	if out, err := capture(t, "runner", "login", "--url", front.URL); err != nil {
+		t.Fatalf("runner login: %v\n%s", err, out)
+	}
+	sleep := uniqueSleep(123)
+	r.srv.Anthropic(fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("waiting"),
+		fakemodel.Tool("Bash", map[string]any{"command": sleep, "description": "wait"})}})
+	r.start("--config", r.config(nil))
+	r.create(map[string]any{"instructions": "wait while spine is busy"})
+	r.waitOut("lost the task's lease")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		out, _ := exec.Command("pgrep", "-f", sleep).Output()
+		if len(out) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the Bash call's %s still runs after the lease ran out: %s", sleep, out)
+		}
+	}
+}
+
 // An app that fails (exits 3 without a word) ends the task failed, with
 // why; one that cannot start at all too.
 func TestRunnerAppFails(t *testing.T) {

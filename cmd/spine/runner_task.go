@@ -266,7 +266,11 @@ func (h *heldTask) heartbeat(ctx context.Context, stop context.CancelCauseFunc) 
 		}
 		sent := time.Now()
 		var lease desktop.Lease
-		err := h.r.call(ctx, http.MethodPost, h.path("heartbeat"), map[string]any{"fence": h.fence}, &lease)
+		// No wait for a busy spine past the lease: the client returns its 429
+		// rather than sleep beyond the call's deadline.
+		cctx, cancel := context.WithDeadline(ctx, deadline)
+		err := h.r.call(cctx, http.MethodPost, h.path("heartbeat"), map[string]any{"fence": h.fence}, &lease)
+		cancel()
 		switch {
 		case ctx.Err() != nil:
 			return
