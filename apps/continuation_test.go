@@ -481,3 +481,41 @@ func TestUsageByPass(t *testing.T) {
 		t.Fatalf("%d session.usage after a skipped pass", n)
 	}
 }
+
+// claimSink is a log whose sessions in claims another producer has claimed.
+type claimSink struct {
+	*logSink
+	claims map[string]bool
+}
+
+func (c *claimSink) Claimed(id string) bool { return c.claims[id] }
+
+// A session this translation holds open that spine run claims (it resumes
+// the app session as a new process) is ended before the next record, with
+// what it had, and nothing more of it is published: the resumed process is
+// spine run's to record. Without LeaveRun it goes on.
+func TestClaimedWhileOpen(t *testing.T) {
+	ctx := context.Background()
+	first := []string{claudeLine(0, "do one", 0), claudeLine(1, "one done", 1)}
+	later := []string{claudeLine(2, "do two", 0), claudeLine(3, "two done", 10)}
+	for _, leave := range []bool{true, false} {
+		sink := &claimSink{logSink: &logSink{}, claims: map[string]bool{}}
+		tr := NewTranslator(Options{Owner: streams.Owner{Org: "o", Member: "m"}, Sink: sink, Live: true, LeaveRun: leave})
+		st := tr.Stream(Source{Path: "/h/.claude/projects/p/c-1.jsonl", Format: FormatClaudeTranscript})
+		feed(t, tr, st, first)
+		sink.claims["c-1"] = true
+		n := len(sink.of("c-1", streams.TypeSessionChunk))
+		feed(t, tr, st, later)
+		if err := tr.Finish(ctx); err != nil {
+			t.Fatal(err)
+		}
+		end := sink.of("c-1", streams.TypeSessionEnd)
+		more := len(sink.of("c-1", streams.TypeSessionChunk)) - n
+		if leave && (more != 0 || len(end) != 1 || end[0].Usage.InputTokens != 1 || len(sink.sessions()) != 1) {
+			t.Fatalf("claimed while open: %d more chunks, ends %+v, sessions %v", more, end, sink.sessions())
+		}
+		if !leave && more == 0 {
+			t.Fatal("without LeaveRun the session took nothing more")
+		}
+	}
+}

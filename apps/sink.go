@@ -15,6 +15,14 @@ type Sink interface {
 	Publish(ctx context.Context, e *streams.Envelope) error
 }
 
+// Claimer is a Sink that also knows which app sessions another producer
+// on this machine has claimed as its own (spine collect's, which spine run
+// claims its sessions to): with Options.LeaveRun, a session claimed while
+// this translation writes it is ended where it is and left alone.
+type Claimer interface {
+	Claimed(sessionID string) bool
+}
+
 // Recorded is what spine holds of one session.
 type Recorded struct {
 	Started bool  // its start is recorded: do not publish another

@@ -169,7 +169,8 @@ type parser interface {
 type Stream struct {
 	p    parser
 	tr   *Translator
-	live bool // Options.Live: running usage is published as it changes
+	live bool     // Options.Live: running usage is published as it changes
+	last *session // the session the last record went to; nil when none
 }
 
 // Stream starts translating one source.
@@ -192,15 +193,19 @@ func (tr *Translator) Stream(src Source) *Stream {
 // Record translates one record; a non-empty skip says why it was not. An
 // error is the sink's: it stops the translation.
 func (st *Stream) Record(ctx context.Context, rec Record) (skip string, err error) {
+	if err := st.leaveClaimed(ctx); err != nil {
+		return "", err
+	}
 	st.tr.last = nil
 	skip, err = st.p.record(ctx, rec)
+	s := st.tr.last
+	if s == nil {
+		// A record that named no session (most of a Codex rollout's or
+		// exec log's) went to the source's current one.
+		s = st.p.current()
+	}
+	st.last = s
 	if err == nil && st.live {
-		s := st.tr.last
-		if s == nil {
-			// A record that named no session (most of a Codex rollout's or
-			// exec log's) went to the source's current one.
-			s = st.p.current()
-		}
 		switch {
 		case s == nil || s.closed:
 		case st.tr.opts.UsageByPass:
@@ -210,6 +215,25 @@ func (st *Stream) Record(ctx context.Context, rec Record) (skip string, err erro
 		}
 	}
 	return skip, err
+}
+
+// leaveClaimed ends, before a record is translated, the source's current
+// session when another producer has claimed it since it was resolved
+// (Options.LeaveRun, a Claimer sink): spine run resuming a session this
+// translation holds open records the resumed process itself, so the
+// session ends with what it had, and nothing more of it is published.
+func (st *Stream) leaveClaimed(ctx context.Context) error {
+	c, ok := st.tr.opts.Sink.(Claimer)
+	if !ok || !st.tr.opts.LeaveRun {
+		return nil
+	}
+	s := st.last // the session of the source's last record
+	if s == nil || s.left || s.closed || !s.started || !c.Claimed(s.id) {
+		return nil
+	}
+	err := s.pause(ctx)
+	s.left = true
+	return err
 }
 
 // Done ends the source (its sessions stay open: a later source may

@@ -2,9 +2,7 @@ package collect
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -53,8 +51,11 @@ func claimed(dir, sessionID string) bool {
 		return false
 	}
 	_, err := os.Stat(filepath.Join(dir, sessionID))
-	return err == nil || !errors.Is(err, fs.ErrNotExist) // unsure: left alone
+	return err == nil // a claims directory that cannot be read claims nothing
 }
+
+// Claimed reports whether spine run has claimed the session (apps.Claimer).
+func (g *gate) Claimed(sessionID string) bool { return claimed(g.claims, sessionID) }
 
 // Recorded is the sink's answer, but kind run for a claimed session.
 func (g *gate) Recorded(ctx context.Context, id string) (apps.Recorded, error) {
