@@ -47,7 +47,8 @@ func TestRunningUsageOnTheSession(t *testing.T) {
 
 // The idle sweeper's end reports no usage: the session keeps the running
 // usage and cost its producer last reported, so a collector that went
-// quiet past the server's idle timeout still leaves its usage on the row.
+// quiet past the server's idle timeout still leaves its usage on the row;
+// so does a worker disconnect's.
 func TestSweptEndKeepsTheRunningUsage(t *testing.T) {
 	h := running(t)
 	c := &clock{}
@@ -62,5 +63,13 @@ func TestSweptEndKeepsTheRunningUsage(t *testing.T) {
 	if !s.Ended() || s.Status != "timeout" || s.Tokens == nil || s.Tokens.Input != 4+12 || s.Tokens.Output != 8 ||
 		s.TotalCost == nil || *s.TotalCost != cost {
 		t.Fatalf("swept session: status %s, tokens %+v, cost %v", s.Status, s.Tokens, s.TotalCost)
+	}
+	// A worker disconnect's end, which reports nothing either.
+	start := spinetest.Start("dc1")
+	start.WorkerID = "w-dc"
+	h.Publish(start, runningUsage("dc1", 2, nil), spinetest.Disconnect("w-dc", "gone"))
+	h.WaitCaughtUp()
+	if s := session(t, h, "dc1"); !s.Ended() || s.Status != "disconnected" || s.Tokens == nil || s.Tokens.Output != 4 {
+		t.Fatalf("disconnected session: status %s, tokens %+v", s.Status, s.Tokens)
 	}
 }
