@@ -248,10 +248,18 @@ func desktopDoors(t *testing.T, f *fixture, tok string) remoteDoors {
 	c := decode[desktop.Claim](t, f.mustDo(200, "POST", "/v1/desktop-runner/tasks/"+sess.LatestTaskID+"/claim", rt.Token, nil))
 	task := "/v1/desktop-runner/tasks/" + c.Task.ID
 	f.mustDo(200, "POST", task+"/heartbeat", rt.Token, map[string]any{"fence": c.Fence})
-	var evs []desktop.RunnerEvent
+	// A local session id must be an app's (a UUID): one holding a secret is
+	// refused whole, and the refusal does not echo it.
 	for _, sh := range secretstest.Shapes {
-		evs = append(evs, desktop.RunnerEvent{Seq: int64(len(evs) + 1), Type: desktop.EventSessionID, SessionID: sh.Text},
-			desktop.RunnerEvent{Seq: int64(len(evs) + 2), Type: desktop.EventStatus, Status: sh.Text})
+		body := f.mustDo(400, "POST", task+"/events", rt.Token, map[string]any{"fence": c.Fence,
+			"events": []desktop.RunnerEvent{{Seq: 1, Type: desktop.EventSessionID, SessionID: sh.Text}}})
+		if bytes.Contains(body, []byte(sh.Secret)) {
+			t.Fatalf("the refusal of a session id echoes its secret: %s", body)
+		}
+	}
+	evs := []desktop.RunnerEvent{{Seq: 1, Type: desktop.EventSessionID, SessionID: "0b7c5a52-4c1e-4f7e-9a55-2f4c1d3e6a10"}}
+	for _, sh := range secretstest.Shapes {
+		evs = append(evs, desktop.RunnerEvent{Seq: int64(len(evs) + 1), Type: desktop.EventStatus, Status: sh.Text})
 	}
 	evs = append(evs,
 		desktop.RunnerEvent{Seq: int64(len(evs) + 1), Type: desktop.EventAssistantText, Text: secretText("assistant")},
