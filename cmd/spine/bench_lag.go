@@ -41,6 +41,7 @@ func runBenchLag(ctx context.Context, args []string) error {
 	poll := fs.Duration("poll", bench.DefaultLagPoll, "the transcript reader's interval while a chunk is awaited (it also reads on each commit)")
 	raw := fs.Duration("raw", bench.DefaultLagRawSeconds, "how long the raw baseline offers chunks (0s skips it)")
 	fixtures := fs.String("fixtures", "", "the folder of real app output: claude-transcripts/, codex-rollout/, claude-stream-json/ (default ../shared/fixtures beside the repository)")
+	spine := fs.String("spine", "", "the spine binary whose collect and run are measured, to compare builds (default this one)")
 	fs.Bool("json", true, "print JSON (always; accepted for scripts)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), benchLagUsage)
@@ -54,7 +55,7 @@ func runBenchLag(ctx context.Context, args []string) error {
 		return usageError{fmt.Sprintf("bench lag takes no arguments, got %q", fs.Args())}
 	}
 	cfg := bench.LagConfig{Rate: *rate, Lines: *lines, Sessions: *sessions, Poll: *poll, RawSeconds: *raw,
-		Fixtures: *fixtures, DatabaseURL: config.DatabaseURL(), Logger: benchLogger()}
+		Fixtures: *fixtures, Spine: *spine, DatabaseURL: config.DatabaseURL(), Logger: benchLogger()}
 	switch *mode {
 	case "collect":
 		cfg.Collect = true
