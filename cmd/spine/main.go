@@ -4,7 +4,7 @@
 //	spine migrate                     apply database migrations and exit
 //	spine publish [--nats URL] FILE.jsonl|-   send envelopes from a file
 //	spine import [flags] PATH...      import Claude Code and Codex output
-//	spine collect [--claude-dir D] [--codex-dir D] [--machine M] [--once] [--state F]
+//	spine collect [--claude-dir D] [--codex-dir D] [--machine M] [--once] [--state F] [--idle D]
 //	                                  send this machine's sessions to spine as the apps write them
 //	spine run [--app A] [flags] -- ARGS...   run Claude Code or Codex, recorded live
 //	spine runner login [--url U] [--token T] [--machine M]; spine runner [--config F] [--confirm] [--once] [--json]

@@ -215,8 +215,9 @@ type runSpec struct {
 	// that is not a terminal to its end before it starts.
 	NoStdin bool
 	// Leftovers: also deliver what earlier runs left in the spool, with
-	// this run's token (spine run; the runner's token may write only its
-	// tasks' sessions, so it does not).
+	// this run's token, before asking spine about the session (spine run
+	// in its spool; the runner in its own spool directory, where only its
+	// earlier tasks' files are: docs/runner.md).
 	Leftovers bool
 }
 

@@ -606,8 +606,8 @@ func TestSpoolPassesOverBadLines(t *testing.T) {
 }
 
 // spoolFiles is what the spool directory holds of spool files (FILE.jsonl
-// and its FILE.sent, FILE.meta...): not the claims/ of spine run's
-// sessions (collect.Claim) or a runner's directory.
+// and its FILE.sent, FILE.meta...): not a runner's directory (spine run's
+// claims are in spool-claims/, beside the spool: collect.Claim).
 func spoolFiles(dir string) ([]string, error) {
 	all, err := filepath.Glob(filepath.Join(dir, "*"))
 	var files []string
