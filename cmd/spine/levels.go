@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/spinehq/spine/internal/config"
 )
 
 // A level says how much intelligence a run needs, not which model serves
@@ -43,7 +45,7 @@ var errEmbeddings = errors.New("embeddings is refused: an embedding must come fr
 
 // levelsPath is levels.json in spine's config directory.
 func levelsPath() (string, error) {
-	d, err := spineConfigDir()
+	d, err := config.Dir()
 	return filepath.Join(d, "levels.json"), err
 }
 

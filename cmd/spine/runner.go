@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/spinehq/spine/desktop"
+	"github.com/spinehq/spine/internal/config"
 )
 
 // runRunner is `spine runner`, the desktop runner: it takes this member's
@@ -106,7 +107,7 @@ func newRunner(cfgPath string, confirm, asJSON bool) (*runner, error) {
 		return nil, err
 	}
 	if cfgPath == "" {
-		dir, err := spineConfigDir()
+		dir, err := config.Dir()
 		if err != nil {
 			return nil, err
 		}

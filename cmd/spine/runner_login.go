@@ -14,6 +14,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/spinehq/spine/internal/config"
 )
 
 // runnerLogin is `spine runner login`: with the member's token it mints a
@@ -133,19 +135,8 @@ func newRunnerID() string {
 	return "runner-" + hex.EncodeToString(b)
 }
 
-// spineConfigDir is spine's directory under the user's config dir
-// ($XDG_CONFIG_HOME or ~/.config on Linux, ~/Library/Application Support on
-// macOS), where spine collect keeps its state too.
-func spineConfigDir() (string, error) {
-	d, err := os.UserConfigDir()
-	if err != nil {
-		return "", fmt.Errorf("no config dir: %w", err)
-	}
-	return filepath.Join(d, "spine"), nil
-}
-
 func runnerCredsPath() (string, error) {
-	d, err := spineConfigDir()
+	d, err := config.Dir()
 	return filepath.Join(d, "runner.json"), err
 }
 

@@ -61,11 +61,11 @@ func spoolDir(flag string) (string, error) {
 	if d := config.SpoolDir(); d != "" {
 		return d, nil
 	}
-	base, err := os.UserConfigDir()
+	base, err := config.Dir()
 	if err != nil {
 		return "", fmt.Errorf("no spool directory (%v): pass --spool DIR", err)
 	}
-	return filepath.Join(base, "spine", "spool"), nil
+	return filepath.Join(base, "spool"), nil
 }
 
 // spool is one run's spool file, written by the translation.

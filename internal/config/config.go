@@ -159,6 +159,18 @@ func DatabaseURL() string { return os.Getenv(EnvDatabaseURL) }
 // taken yet (empty: spine/spool in the user's config directory).
 func SpoolDir() string { return os.Getenv(EnvSpoolDir) }
 
+// Dir is spine's directory in the user's config directory
+// ($XDG_CONFIG_HOME or ~/.config on Linux, ~/Library/Application Support
+// on macOS): the runner's login and config, levels.json, spine collect's
+// state, the default spool.
+func Dir() (string, error) {
+	d, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("no config dir: %w", err)
+	}
+	return filepath.Join(d, "spine"), nil
+}
+
 // Remote is where a CLI command reaches a running spine and the token it
 // sends there.
 type Remote struct {
