@@ -1035,3 +1035,26 @@ func sessionStatusOK(id string) (string, error) {
 	err = c.Do(context.Background(), http.MethodGet, "/v1/sessions/"+id, nil, &s)
 	return s.Status, err
 }
+
+// TestSpoolWriteAtomicMode: writeFileAtomic's file (FILE.meta, FILE.sent,
+// the runner's login) is the user's alone even when an earlier FILE.tmp
+// was left readable by others.
+func TestSpoolWriteAtomicMode(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "runner.json")
+	if err := os.WriteFile(path+".tmp", []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path+".tmp", 0o644); err != nil { // past the umask
+		t.Fatal(err)
+	}
+	if err := writeFileAtomic(path, []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("%s: %v %v, want mode 0600", path, fi.Mode(), err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "new" {
+		t.Fatalf("%s holds %q", path, b)
+	}
+}

@@ -152,8 +152,8 @@ func loadRunnerCreds(path string) (*runnerCreds, error) {
 	return &c, nil
 }
 
-// saveRunnerCreds writes the file whole (a temporary file renamed over it),
-// readable by the user alone: it holds a token.
+// saveRunnerCreds writes the file whole (writeFileAtomic), readable by the
+// user alone: it holds a token.
 func saveRunnerCreds(path string, c *runnerCreds) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
@@ -162,21 +162,5 @@ func saveRunnerCreds(path string, c *runnerCreds) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".runner-*.json")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) //nolint:errcheck // gone after the rename
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return writeFileAtomic(path, append(data, '\n'))
 }

@@ -550,9 +550,24 @@ func (e *heldError) Unwrap() error { return e.apiError }
 // done: every line written so far was taken.
 func (d *delivery) done() bool { return len(d.next) == 0 && len(d.part) == 0 && d.bad == nil }
 
+// writeFileAtomic writes path whole: FILE.tmp, readable by the user alone
+// (made so if an earlier FILE.tmp was left with another mode), renamed
+// over it.
 func writeFileAtomic(path string, data []byte) error {
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
 		return err
 	}
 	return os.Rename(tmp, path)
