@@ -56,8 +56,10 @@ type Options struct {
 	Idle time.Duration
 	// ClaimsDir is where spine run claims the app sessions it records
 	// (see Claim); the collector leaves those alone, as it does every
-	// session spine holds as kind run. "" means none are claimed (spine
-	// says kind run all the same, once it has spine run's start).
+	// session spine holds as kind run. A new file being written waits for
+	// its claim only while a spine run there is marked running (MarkRun).
+	// "" means none are claimed and no file waits (spine says kind run all
+	// the same, once it has spine run's start).
 	ClaimsDir string
 	// Logger hears what was skipped and what failed; nil discards.
 	Logger *slog.Logger
@@ -87,6 +89,7 @@ type Collector struct {
 	// wake, when not zero, is when the first one held is due (see fresh).
 	firstSeen map[string]time.Time
 	wake      time.Time
+	now       func() time.Time // time.Now; tests set a clock of their own
 	// lastPass is the wall-clock time of the last pass (see recheck).
 	lastPass time.Time
 }
@@ -146,7 +149,7 @@ func New(opts Options) (*Collector, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := &Collector{opts: opts, st: st, gate: &gate{Sink: opts.Sink, machine: opts.Machine, claims: opts.ClaimsDir}, tails: map[string]*tail{}, unreadable: map[string]bool{}, log: log, lock: lock,
-		firstSeen: map[string]time.Time{}}
+		firstSeen: map[string]time.Time{}, now: time.Now}
 	// Live: each session's usage so far is sent as it changes (session.usage).
 	// LeaveRun: spine run's sessions are recorded from its own output.
 	// UsageByPass: one session.usage per session and pass at most.
@@ -264,6 +267,7 @@ func (c *Collector) Run(ctx context.Context) error {
 	defer tick.Stop()
 	for {
 		w.watch(c.roots())
+		w.watchDir(c.opts.ClaimsDir) // a claim or a run's end may end a file's wait
 		err := c.recheck(ctx, time.Now())
 		if err == nil {
 			err = c.pass(ctx)
@@ -401,7 +405,7 @@ func (c *Collector) pass(ctx context.Context) error {
 	c.wake = time.Time{}
 	for _, src := range srcs {
 		seen[src.path] = true
-		if c.fresh(src.path) {
+		if c.fresh(src) {
 			continue
 		}
 		t := c.file(src)
@@ -488,24 +492,31 @@ func (c *Collector) recheck(ctx context.Context, now time.Time) error {
 }
 
 // claimWait is how long a new file that is being written is left unread
-// after it is first listed: spine run claims its session (see Claim) as
-// soon as the app names it on its output, about when the app begins the
-// transcript, so the collector finds the claim before it reads a line.
+// after it is first listed while a spine run is running here (runLive):
+// spine run claims its session (see Claim) as soon as the app names it on
+// its output, about when the app begins the transcript, so the collector
+// finds the claim before it reads a line.
 const claimWait = time.Second
 
 // fresh reports whether a file the collector has never read is too new to
-// read yet: written within claimWait and first listed less than claimWait
-// ago. It sets c.wake to when the next pass may read it.
-func (c *Collector) fresh(path string) bool {
+// read yet: written within claimWait, first listed less than claimWait
+// ago, a spine run live on this machine and the session the file's name
+// says not claimed. It sets c.wake to when the next pass may read it.
+func (c *Collector) fresh(src source) bool {
+	path := src.path
 	if c.tails[path] != nil || c.st.Files[path] != nil {
 		delete(c.firstSeen, path)
 		return false
 	}
 	fi, err := os.Stat(path)
-	now := time.Now()
+	now := c.now()
 	if err != nil || now.Sub(fi.ModTime()) >= claimWait {
 		delete(c.firstSeen, path)
 		return false // older than any claim could be late
+	}
+	if claimed(c.opts.ClaimsDir, fileSession(path, src.format)) || !runLive(c.opts.ClaimsDir) {
+		delete(c.firstSeen, path)
+		return false // claimed (the gate leaves it alone), or no run to claim it
 	}
 	first, ok := c.firstSeen[path]
 	if !ok {

@@ -10,10 +10,16 @@ import (
 	"syscall"
 )
 
+// tryLock takes an exclusive flock on f without waiting. The lock goes
+// with the process, so one a process killed held is free again.
+func tryLock(f *os.File) error {
+	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+}
+
 // lockState takes an exclusive lock on the state file's lock file
 // (state + ".lock"), without waiting: two collectors sharing one state
-// file would overwrite each other's offsets. The lock goes with the
-// process (flock), so a collector killed leaves none behind.
+// file would overwrite each other's offsets. A collector killed leaves
+// no lock behind.
 func lockState(statePath string) (*os.File, error) {
 	if err := os.MkdirAll(filepath.Dir(statePath), 0o700); err != nil {
 		return nil, fmt.Errorf("lock state: %w", err)
@@ -22,7 +28,7 @@ func lockState(statePath string) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock state: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := tryLock(f); err != nil {
 		f.Close()
 		return nil, lockFailed(statePath, err)
 	}

@@ -76,6 +76,14 @@ func (w *watcher) watch(roots []string) {
 	}
 }
 
+// watchDir watches dir itself (not what is under it, nor its parent), once
+// it exists; "" is none.
+func (w *watcher) watchDir(dir string) {
+	if w.w != nil && dir != "" {
+		w.add(dir)
+	}
+}
+
 func (w *watcher) add(dir string) {
 	if w.watched[dir] {
 		return

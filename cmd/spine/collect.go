@@ -118,3 +118,20 @@ func claimSession(sessionID string) {
 		fmt.Fprintf(os.Stderr, "spine run: %v (a spine collect here may record the session too)\n", err)
 	}
 }
+
+// markRun marks spine run (or the runner's task) as running until the
+// returned func is called, so a collector on this machine waits for the
+// claims it makes (collect.MarkRun). A mark that cannot be made is said on
+// stderr: the run goes on, and a collector here may record its session.
+func markRun() (release func()) {
+	dir := claimsDir()
+	if dir == "" {
+		return func() {}
+	}
+	release, err := collect.MarkRun(dir)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "spine run: %v (a spine collect here may record the session too)\n", err)
+		return func() {}
+	}
+	return release
+}

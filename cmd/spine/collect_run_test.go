@@ -183,3 +183,27 @@ func (s *chunkSink) Publish(_ context.Context, e *streams.Envelope) error {
 	}
 	return nil
 }
+
+// spine run marks itself running (collect.MarkRun) before it starts the
+// app, held for the app's life, so a collector here waits for its claims;
+// the mark is gone once the run is. The app itself finds one marker, locked.
+func TestRunMarksItselfRunning(t *testing.T) {
+	_, _ = testNode(t)
+	claims := claimsDir()
+	seen := filepath.Join(t.TempDir(), "seen")
+	body := `for m in "` + claims + `"/*.run; do if [ -e "$m" ]; then flock -n "$m" true && echo unlocked || echo held; fi; done > "` + seen + `"; cat ` + fastFixture
+	c, err := newClient("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv, format, _ := appArgs("claude-code", []string{"hi"})
+	if _, err := runApp(context.Background(), runSpec{Bin: script(t, body), Argv: argv, Format: format, API: c}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(seen); err != nil || string(b) != "held\n" {
+		t.Fatalf("the app found %q (%v), want one marker, held", b, err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(claims, "*.run*")); len(m) != 0 {
+		t.Fatalf("markers left after the run: %v", m)
+	}
+}

@@ -321,6 +321,7 @@ func runApp(ctx context.Context, spec runSpec) (runResult, error) {
 	if group {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	}
+	defer markRun()() // before the app writes its transcript, for the app's life
 	err = cmd.Start()
 	w.Close()
 	if err != nil {
