@@ -210,7 +210,7 @@ func (r *runner) drain(ctx context.Context) error {
 	tried := map[string]bool{}
 	for ctx.Err() == nil {
 		var work struct {
-			Tasks []runnerTask `json:"tasks"`
+			Tasks []desktop.Task `json:"tasks"`
 		}
 		if err := r.call(ctx, http.MethodGet, "/v1/desktop-runner/work", nil, &work); err != nil {
 			return fmt.Errorf("list work: %w", err)

@@ -165,7 +165,7 @@ func (r *refusal) Error() string { return r.reason }
 // allow decides a task: the app it runs (the task's, else Claude Code when
 // allowed, else the one allowed) and the directory; a *refusal when the
 // task asks for more than the owner allowed.
-func (c *consent) allow(t *runnerTask) (app string, dir string, err error) {
+func (c *consent) allow(t *desktop.Task) (app string, dir string, err error) {
 	app = t.App
 	if app == "" {
 		app = "claude-code"

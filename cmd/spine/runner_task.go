@@ -16,19 +16,6 @@ import (
 	"github.com/spinehq/spine/streams"
 )
 
-// runnerTask is a claimed task as the runner reads it.
-type runnerTask struct {
-	ID              string `json:"taskId"`
-	RemoteSessionID string `json:"remoteSessionId"`
-	Title           string `json:"title"`
-	Instructions    string `json:"instructions"`
-	// LocalSessionID is the app session a follow-up resumes ("" for a new one).
-	LocalSessionID string `json:"localSessionId"`
-	// App and Workspace are what the task asks for ("" for the config's default).
-	App       string `json:"app"`
-	Workspace string `json:"workspace"`
-}
-
 // Why a task's app was stopped before it ended on its own.
 var (
 	errCancelRequested = errors.New("the remote session was cancelled")
@@ -46,10 +33,7 @@ const finishGrace = 15 * time.Second
 // take claims a task and runs it; losing the claim race is no error. Only
 // a token spine no longer takes is returned: the runner cannot go on.
 func (r *runner) take(ctx context.Context, id string) error {
-	var cl struct {
-		Task  runnerTask `json:"task"`
-		Fence uint64     `json:"fence"`
-	}
+	var cl desktop.Claim
 	err := r.call(ctx, http.MethodPost, "/v1/desktop-runner/tasks/"+url.PathEscape(id)+"/claim", struct{}{}, &cl)
 	var ae *apiError
 	switch {
@@ -60,15 +44,18 @@ func (r *runner) take(ctx context.Context, id string) error {
 	case err != nil:
 		r.out.say("runner", fmt.Sprintf("spine runner: claim %s: %v", id, err), nil)
 		return nil
+	case cl.Task == nil:
+		r.out.say("runner", fmt.Sprintf("spine runner: claim %s: spine's answer holds no task", id), nil)
+		return nil
 	}
-	h := &heldTask{r: r, task: cl.Task, fence: cl.Fence}
+	h := &heldTask{r: r, task: *cl.Task, fence: cl.Fence}
 	return h.run(ctx)
 }
 
 // heldTask is a task this runner holds the claim of, while it runs.
 type heldTask struct {
 	r     *runner
-	task  runnerTask
+	task  desktop.Task // as claimed
 	fence uint64
 	ev    *eventPoster
 }

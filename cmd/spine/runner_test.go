@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/spinehq/spine/desktop"
 	"github.com/spinehq/spine/streams"
 )
 
@@ -38,17 +39,17 @@ func TestConsentAllows(t *testing.T) {
 	}
 	real, _ := filepath.EvalSymlinks(allowed)
 	for _, tc := range []struct {
-		task        runnerTask
+		task        desktop.Task
 		app, dir    string
 		refusedWith string
 	}{
-		{runnerTask{}, "claude-code", real, ""},
-		{runnerTask{Workspace: sub}, "claude-code", filepath.Join(real, "api"), ""},
-		{runnerTask{Workspace: other}, "", "", "workspace_not_allowed"},
-		{runnerTask{Workspace: escape}, "", "", "workspace_not_allowed"},
-		{runnerTask{Workspace: "api"}, "", "", "not an absolute path"},
-		{runnerTask{Workspace: filepath.Join(allowed, "missing")}, "", "", "workspace_not_found"},
-		{runnerTask{App: "codex"}, "", "", "app_not_allowed"},
+		{desktop.Task{}, "claude-code", real, ""},
+		{desktop.Task{Workspace: sub}, "claude-code", filepath.Join(real, "api"), ""},
+		{desktop.Task{Workspace: other}, "", "", "workspace_not_allowed"},
+		{desktop.Task{Workspace: escape}, "", "", "workspace_not_allowed"},
+		{desktop.Task{Workspace: "api"}, "", "", "not an absolute path"},
+		{desktop.Task{Workspace: filepath.Join(allowed, "missing")}, "", "", "workspace_not_found"},
+		{desktop.Task{App: "codex"}, "", "", "app_not_allowed"},
 	} {
 		app, dir, err := c.allow(&tc.task)
 		var ref *refusal
@@ -71,7 +72,7 @@ func TestConsentWorkspaces(t *testing.T) {
 	}
 	sub := t.TempDir()
 	real, _ := filepath.EvalSymlinks(sub)
-	if _, dir, err := root.allow(&runnerTask{Workspace: sub}); err != nil || dir != real {
+	if _, dir, err := root.allow(&desktop.Task{Workspace: sub}); err != nil || dir != real {
 		t.Errorf("workspace / and a task in %s: %s, %v", sub, dir, err)
 	}
 	cfgDir := t.TempDir()
@@ -159,12 +160,12 @@ func TestRunnerRefusesInvalidLocalSession(t *testing.T) {
 	}
 	for _, app := range []string{"claude-code", "codex"} {
 		for _, id := range []string{"--dangerously-skip-permissions", "-c", "../x", "0b0a5d1e-7c1f-4a59-9d5e-2f6f1d2c3b4a --last", "not-a-uuid"} {
-			h := &heldTask{r: &runner{consent: c}, task: runnerTask{App: app, LocalSessionID: id}}
+			h := &heldTask{r: &runner{consent: c}, task: desktop.Task{App: app, LocalSessionID: id}}
 			if spec, _, status, msg := h.prepare(); status != "refused" || !strings.HasPrefix(msg, "invalid_local_session: ") {
 				t.Errorf("%s resuming %q: %s %q, argv %q; want refused invalid_local_session", app, id, status, msg, spec.Argv)
 			}
 		}
-		h := &heldTask{r: &runner{consent: c}, task: runnerTask{App: app, LocalSessionID: "0B0A5D1E-7c1f-4a59-9d5e-2f6f1d2c3b4a"}}
+		h := &heldTask{r: &runner{consent: c}, task: desktop.Task{App: app, LocalSessionID: "0B0A5D1E-7c1f-4a59-9d5e-2f6f1d2c3b4a"}}
 		if _, _, status, msg := h.prepare(); status != "" {
 			t.Errorf("%s resuming a UUID: %s %q", app, status, msg)
 		}
