@@ -80,7 +80,7 @@ func runRun(ctx context.Context, args []string) error {
 	}
 	path := *bin
 	if path == "" {
-		name := map[string]string{"claude-code": "claude", "codex": "codex"}[*app]
+		name := appBinary[*app]
 		if path, err = exec.LookPath(name); err != nil {
 			return fmt.Errorf("%s is not on PATH: install it or pass --bin", name)
 		}
@@ -105,13 +105,7 @@ func runRun(ctx context.Context, args []string) error {
 	switch {
 	case *quiet:
 	case *asJSON:
-		spec.Show = func(e *streams.Envelope) {
-			c := *e
-			c.Owner = nil // as sent: spine makes the token's member the owner
-			if data, err := c.Marshal(); err == nil {
-				fmt.Fprintf(stdout, "%s\n", data)
-			}
-		}
+		spec.Show = showJSON(stdout)
 	default:
 		spec.Show = render(stdout)
 	}
@@ -219,6 +213,21 @@ type runSpec struct {
 	// in its spool; the runner in its own spool directory, where only its
 	// earlier tasks' files are: docs/runner.md).
 	Leftovers bool
+}
+
+// appBinary is the command each app is on PATH as.
+var appBinary = map[string]string{"claude-code": "claude", "codex": "codex"}
+
+// showJSON prints each envelope as one JSON line (--json), as sent: spine
+// makes the token's member the owner. JSON escapes control characters.
+func showJSON(w io.Writer) func(*streams.Envelope) {
+	return func(e *streams.Envelope) {
+		c := *e
+		c.Owner = nil
+		if data, err := c.Marshal(); err == nil {
+			fmt.Fprintf(w, "%s\n", data)
+		}
+	}
 }
 
 // runResult is how a run ended.

@@ -55,13 +55,7 @@ func (o *runnerOut) envelopes() func(*streams.Envelope) {
 		show := render(stdout)
 		return func(e *streams.Envelope) { show(shownEnvelope(e)) }
 	}
-	return func(e *streams.Envelope) {
-		c := *e
-		c.Owner = nil
-		if data, err := c.Marshal(); err == nil { // JSON escapes control characters
-			fmt.Fprintf(stdout, "%s\n", data)
-		}
-	}
+	return showJSON(stdout)
 }
 
 // shown is s fit for a terminal: control characters other than newline

@@ -122,7 +122,7 @@ func (h *heldTask) prepare() (spec runSpec, app, status, msg string) {
 	}
 	bin := a.Bin
 	if bin == "" {
-		name := map[string]string{"claude-code": "claude", "codex": "codex"}[app]
+		name := appBinary[app]
 		if bin, err = exec.LookPath(name); err != nil {
 			return spec, "", "failed", "app_not_found: " + name + " is not on this desktop's PATH: set its bin in the runner config"
 		}
