@@ -62,6 +62,13 @@ func (h *HTTPSink) Recorded(ctx context.Context, sessionID string) (apps.Recorde
 			return apps.Recorded{}, nil
 		}
 	}
+	return AskRecorded(ctx, h.c, sessionID)
+}
+
+// AskRecorded is what spine has of one session (GET /v1/sessions/{id}):
+// apps.Recorded{} for a 404 (a session spine does not have, or another
+// member's), an error when spine did not answer so.
+func AskRecorded(ctx context.Context, api API, sessionID string) (apps.Recorded, error) {
 	var s struct {
 		Kind      string         `json:"kind"`
 		LastSeq   int64          `json:"lastSeq"`
@@ -69,7 +76,7 @@ func (h *HTTPSink) Recorded(ctx context.Context, sessionID string) (apps.Recorde
 		Usage     *streams.Usage `json:"usage"`
 		TotalCost *float64       `json:"totalCost"`
 	}
-	err := h.c.Do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(sessionID), nil, &s)
+	err := api.Do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(sessionID), nil, &s)
 	var se interface{ HTTPStatus() int }
 	if errors.As(err, &se) && se.HTTPStatus() == http.StatusNotFound {
 		return apps.Recorded{}, nil

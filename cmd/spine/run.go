@@ -783,20 +783,12 @@ func (r *runSink) Recorded(ctx context.Context, id string) (apps.Recorded, error
 	r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, recordedWait)
 	defer cancel()
-	type session struct {
-		LastSeq   int64          `json:"lastSeq"`
-		EndedAt   *time.Time     `json:"endedAt"`
-		Usage     *streams.Usage `json:"usage"`
-		TotalCost *float64       `json:"totalCost"`
-	}
-	var s session
-	got := false
+	var s apps.Recorded // a 404, or no answer: taken as new
 	for {
-		var cur session
-		if err := r.api.Do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id), nil, &cur); err == nil {
-			s, got = cur, true
+		if cur, err := importer.AskRecorded(ctx, r.api, id); err == nil && cur.Started {
+			s = cur
 		}
-		caughtUp := got && s.LastSeq >= want.seq && (s.EndedAt != nil || !want.ended)
+		caughtUp := s.Started && s.LastSeq >= want.seq && (s.Ended || !want.ended)
 		if !fromLeft || caughtUp || ctx.Err() != nil {
 			break
 		}
@@ -805,12 +797,9 @@ func (r *runSink) Recorded(ctx context.Context, id string) (apps.Recorded, error
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	if !got {
-		return apps.Recorded{}, nil // a 404: new; no answer: taken as new
-	}
 	// The end's usage, or a running session's so far (a held session's,
 	// see apps.Recorded).
-	return apps.Recorded{Started: true, Ended: s.EndedAt != nil, LastSeq: s.LastSeq, Usage: s.Usage, Cost: s.TotalCost}, nil
+	return s, nil
 }
 
 // Publish spools e (stamped); one the spool has no room for is counted.
