@@ -62,7 +62,7 @@ func (s *Service) Claim(ctx context.Context, id RunnerIdentity, taskID string) (
 			return nil, err
 		}
 		switch {
-		case Active(t.State) && t.ClaimedBy == id.RunnerID && t.LeaseExpiresAt != nil && t.LeaseExpiresAt.After(s.now()):
+		case t.leasedTo(id.RunnerID, s.now()):
 			return &Claim{Task: t, Fence: t.Fence, LeaseExpiresAt: *t.LeaseExpiresAt}, nil
 		case t.State != StateQueued:
 			return nil, ErrAlreadyClaimed
@@ -255,7 +255,7 @@ func (s *Service) LinkSession(ctx context.Context, id RunnerIdentity, taskID, se
 	if err := s.linked(ctx, id, taskID, sessionID); !errors.Is(err, errNotLinked) {
 		return err
 	}
-	if !Active(t.State) || t.ClaimedBy != id.RunnerID || t.LeaseExpiresAt == nil || !t.LeaseExpiresAt.After(s.now()) {
+	if !t.leasedTo(id.RunnerID, s.now()) {
 		return &NotHeldError{State: t.State}
 	}
 	m := &Message{Type: TypeSessionLinked, ID: linkID(taskID, sessionID), At: s.now(), Org: id.Org, Member: id.Member,
@@ -321,4 +321,9 @@ func (s *Service) linked(ctx context.Context, id RunnerIdentity, taskID, session
 func linkID(taskID, sessionID string) string {
 	sum := sha256.Sum256([]byte(taskID + "/" + sessionID))
 	return "ln-" + hex.EncodeToString(sum[:16])
+}
+
+// leasedTo: runner holds t now (active, claimed by it, its lease not over).
+func (t *Task) leasedTo(runner string, now time.Time) bool {
+	return Active(t.State) && t.ClaimedBy == runner && t.LeaseExpiresAt != nil && t.LeaseExpiresAt.After(now)
 }
