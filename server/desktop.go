@@ -70,18 +70,29 @@ func (s *Server) runnerAuthed(h runnerHandler) http.Handler {
 			writeError(w, http.StatusUnauthorized, CodeUnauthorized, "a runner token is required (POST /v1/desktop-runner/tokens as the member)")
 			return
 		}
-		id, err := s.cfg.Desktop.VerifyRunner(r.Context(), tok)
-		if err != nil {
-			if !errors.Is(err, desktop.ErrTokenRevoked) && !isAuthError(err) {
-				s.internal(w, "verify runner token", err)
-				return
-			}
-			w.Header().Set("WWW-Authenticate", `Bearer realm="spine-runner", error="invalid_token"`)
-			writeError(w, http.StatusUnauthorized, CodeUnauthorized, "invalid runner token: "+err.Error())
+		id, ok := s.verifyRunner(w, r, tok, "spine-runner", "invalid runner token: ")
+		if !ok {
 			return
 		}
 		h(w, r, id)
 	})
+}
+
+// verifyRunner verifies tok as a live runner token. When it is not one it
+// answers the request (a 401 invalid_token in realm, its message invalid
+// and why; a 500 when the check itself failed) and returns false.
+func (s *Server) verifyRunner(w http.ResponseWriter, r *http.Request, tok, realm, invalid string) (desktop.RunnerIdentity, bool) {
+	id, err := s.cfg.Desktop.VerifyRunner(r.Context(), tok)
+	if err == nil {
+		return id, true
+	}
+	if !errors.Is(err, desktop.ErrTokenRevoked) && !isAuthError(err) {
+		s.internal(w, "verify runner token", err)
+		return id, false
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="`+realm+`", error="invalid_token"`)
+	writeError(w, http.StatusUnauthorized, CodeUnauthorized, invalid+err.Error())
+	return id, false
 }
 
 func isAuthError(err error) bool {

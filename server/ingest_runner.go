@@ -36,18 +36,12 @@ func (s *Server) authedOrRunner(h http.HandlerFunc) http.Handler {
 			member.ServeHTTP(w, r)
 			return
 		}
-		if _, err := s.cfg.Signer.Verify(tok, auth.AudienceMember, time.Now()); !errors.Is(err, auth.ErrAudience) {
-			member.ServeHTTP(w, r) // a member token, or one no audience would take
+		if claims, err := s.cfg.Signer.Verify(tok, auth.AudienceMember, time.Now()); !errors.Is(err, auth.ErrAudience) {
+			serveMember(w, r, h, claims, err) // a member token, or one no audience would take
 			return
 		}
-		id, err := s.cfg.Desktop.VerifyRunner(r.Context(), tok)
-		if err != nil {
-			if !errors.Is(err, desktop.ErrTokenRevoked) && !isAuthError(err) {
-				s.internal(w, "verify runner token", err)
-				return
-			}
-			w.Header().Set("WWW-Authenticate", `Bearer realm="spine", error="invalid_token"`)
-			writeError(w, http.StatusUnauthorized, CodeUnauthorized, "invalid token: "+err.Error())
+		id, ok := s.verifyRunner(w, r, tok, "spine", "invalid token: ")
+		if !ok {
 			return
 		}
 		claims := auth.Claims{Org: id.Org, Member: id.Member, Audience: desktop.AudienceRunner, ID: id.TokenID, ExpiresAt: id.ExpiresAt}

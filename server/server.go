@@ -159,11 +159,17 @@ func (s *Server) authed(h http.HandlerFunc) http.Handler {
 			return
 		}
 		claims, err := s.cfg.Signer.Verify(tok, auth.AudienceMember, time.Now())
-		if err != nil {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="spine", error="invalid_token"`)
-			writeError(w, http.StatusUnauthorized, CodeUnauthorized, "invalid token: "+err.Error())
-			return
-		}
-		h(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, claims)))
+		serveMember(w, r, h, claims, err)
 	})
+}
+
+// serveMember serves h as the member of claims, or answers err (the
+// member token's verification failed) with a 401 invalid_token.
+func serveMember(w http.ResponseWriter, r *http.Request, h http.HandlerFunc, claims auth.Claims, err error) {
+	if err != nil {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="spine", error="invalid_token"`)
+		writeError(w, http.StatusUnauthorized, CodeUnauthorized, "invalid token: "+err.Error())
+		return
+	}
+	h(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, claims)))
 }
