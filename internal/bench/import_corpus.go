@@ -52,22 +52,11 @@ func loadTemplate(fixturesDir string, f apps.Format) (*corpusTemplate, error) {
 	slices.Sort(files)
 	ct := &corpusTemplate{format: f}
 	for _, path := range files {
-		data, err := os.ReadFile(path)
+		lines, size, err := fileTemplates(path, f)
 		if err != nil {
 			return nil, err
 		}
-		if f == apps.FormatCodexRollout && !bytes.Contains(data, []byte(`"session_meta"`)) {
-			continue // its session would be the file's name: every copy one session
-		}
-		for line := range bytes.SplitSeq(data, []byte("\n")) {
-			line = bytes.TrimSpace(line)
-			var v any
-			if len(line) == 0 || json.Unmarshal(line, &v) != nil {
-				continue
-			}
-			ct.lines = append(ct.lines, split(line, ids(v, nil)))
-			ct.bytes += int64(len(line)) + 1
-		}
+		ct.lines, ct.bytes = append(ct.lines, lines...), ct.bytes+size
 	}
 	if len(ct.lines) == 0 {
 		return nil, fmt.Errorf("no %s lines under %s", f, fixturesDir)
@@ -161,4 +150,29 @@ func (ct *corpusTemplate) writeCorpus(path string, size int64) (copies, lines in
 // corpusName is the file a format's corpus is written to.
 func corpusName(dir string, f apps.Format, tag string) string {
 	return filepath.Join(dir, strings.Join([]string{string(f), tag}, "-")+".jsonl")
+}
+
+// fileTemplates is one fixture file's JSON lines, in order, as templates,
+// and their size with newlines. A Codex rollout without session_meta has
+// none: its session would be the file's name, every copy one session.
+func fileTemplates(path string, f apps.Format) ([]template, int64, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	if f == apps.FormatCodexRollout && !bytes.Contains(data, []byte(`"session_meta"`)) {
+		return nil, 0, nil
+	}
+	var lines []template
+	var size int64
+	for line := range bytes.SplitSeq(data, []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		var v any
+		if len(line) == 0 || json.Unmarshal(line, &v) != nil {
+			continue
+		}
+		lines = append(lines, split(line, ids(v, nil)))
+		size += int64(len(line)) + 1
+	}
+	return lines, size, nil
 }

@@ -3,9 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -52,26 +50,11 @@ func loadFixtureFiles(dir string, formats ...apps.Format) ([]*fixtureFile, error
 }
 
 func readFixtureFile(path string, f apps.Format) (*fixtureFile, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
+	lines, _, err := fileTemplates(path, f)
+	if err != nil || len(lines) == 0 {
 		return nil, err
 	}
-	if f == apps.FormatCodexRollout && !bytes.Contains(data, []byte(`"session_meta"`)) {
-		return nil, nil
-	}
-	ff := &fixtureFile{name: filepath.Base(path), format: f}
-	for line := range bytes.SplitSeq(data, []byte("\n")) {
-		line = bytes.TrimSpace(line)
-		var v any
-		if len(line) == 0 || json.Unmarshal(line, &v) != nil {
-			continue
-		}
-		ff.lines = append(ff.lines, split(line, ids(v, nil)))
-	}
-	if len(ff.lines) == 0 {
-		return nil, nil
-	}
-	return ff, nil
+	return &fixtureFile{name: filepath.Base(path), format: f, lines: lines}, nil
 }
 
 // instance is the template's line with suffix after each id.
