@@ -448,12 +448,12 @@ func TestRunSpoolLeftoverClaimed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, _, err := deliverLeftovers(context.Background(), c, spoolDir); got != 0 || err != nil {
-		t.Fatalf("delivered %d (%v) of a file another process holds", got, err)
+	if r, err := sendLeftovers(context.Background(), c, spoolDir, true, nil); r.delivered != 0 || err != nil {
+		t.Fatalf("delivered %d (%v) of a file another process holds", r.delivered, err)
 	}
 	held.close()
-	if got, left, err := deliverLeftovers(context.Background(), c, spoolDir); got == 0 || len(left) != 0 || err != nil {
-		t.Fatalf("delivered %d, left %v (%v) once free", got, left, err)
+	if r, err := sendLeftovers(context.Background(), c, spoolDir, true, nil); r.delivered == 0 || len(r.left) != 0 || err != nil {
+		t.Fatalf("delivered %d, left %v (%v) once free", r.delivered, r.left, err)
 	}
 	waitIdle(t, n)
 	if status, _ := sessionStatus(t, apps.SessionID("claude-code", "fa570000-aaaa-aaaa-aaaa-aaaaaaaaaaaa")); status != "done" {
@@ -543,7 +543,7 @@ func TestSpoolWriteCutsBack(t *testing.T) {
 // earlier run's file) is passed over, told and counted lost, and the rest
 // of the file is delivered and the file removed; a file spine refuses as a
 // whole request (400) is kept, told, and the newer files still go. Before,
-// the bad line had spine refuse the whole batch (400) and deliverLeftovers
+// the bad line had spine refuse the whole batch (400) and sendLeftovers
 // stopped at that file: the newer one was never sent.
 func TestSpoolPassesOverBadLines(t *testing.T) {
 	shortRetries(t)
@@ -728,7 +728,7 @@ func TestSpoolFileLockedBeforeSeen(t *testing.T) {
 		t.Fatal(err)
 	}
 	spoolOpening = func(string) {
-		if _, _, err := deliverLeftovers(context.Background(), c, dir); err != nil {
+		if _, err := sendLeftovers(context.Background(), c, dir, true, nil); err != nil {
 			t.Error(err)
 		}
 	}

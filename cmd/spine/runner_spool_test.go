@@ -44,7 +44,8 @@ func TestRunnerSpoolKeepsRefused(t *testing.T) {
 		Seq: 1, Stream: "nowhere", Text: "hi"}
 	writeSpoolFile(t, filepath.Join(run.spool, "1-held.jsonl"), start, chunk)
 	writeSpoolFile(t, filepath.Join(run.spool, "2-bad.jsonl"), bad)
-	_, left, err := deliverLeftovers(context.Background(), run.c, run.spool)
+	res, err := sendLeftovers(context.Background(), run.c, run.spool, true, nil)
+	left := res.left
 	if len(left) != 1 || filepath.Base(left[0]) != "1-held.jsonl" || err == nil || !strings.Contains(err.Error(), "task_not_held") {
 		t.Fatalf("delivered with %v, left %v; want the refused start's file kept (task_not_held)", err, left)
 	}

@@ -591,24 +591,6 @@ func leftovers(dir string) []string {
 	return files
 }
 
-// deliverLeftovers sends each spool file an earlier run left in dir,
-// oldest first, and removes each spine took all of. It returns how many
-// envelopes it delivered and what is left undelivered (sendLeftovers says
-// how many lines it passed over as lost, too).
-//
-// A file spine refused an envelope of for who sent it (heldError), or
-// refused a request of as a whole (a 4xx but 401, 403 and 429: the batch
-// itself, which asking again would not change), is kept and told, and the
-// next file goes on: it is left, and err says why. Spine not answering, or
-// refusing the token, stops it: the next files would fare the same.
-//
-// Only the files spooled for api's target go (FILE.meta: the same spine
-// URL and member); a file spooled before there was FILE.meta goes too.
-func deliverLeftovers(ctx context.Context, api importer.API, dir string) (delivered int, left []string, err error) {
-	r, err := sendLeftovers(ctx, api, dir, true, nil)
-	return r.delivered, r.left, err
-}
-
 // leftoverResult is what sendLeftovers did: envelopes delivered, lines
 // passed over as lost (no whole JSON), files left; others are the files
 // spooled for another target, not sent.
@@ -619,10 +601,22 @@ type leftoverResult struct {
 	others          []string
 }
 
-// sendLeftovers is deliverLeftovers; unmarked says whether a file with no
-// FILE.meta (spooled by an earlier spine, for nobody knows whom) goes too:
-// spine spool, told the target by the user, sends it; spine run does not.
-// seen, when set, is told each line spine took.
+// sendLeftovers sends each spool file an earlier run left in dir, oldest
+// first, and removes each spine took all of. Its result says how many
+// envelopes it delivered, how many lines it passed over as lost and what
+// is left undelivered.
+//
+// A file spine refused an envelope of for who sent it (heldError), or
+// refused a request of as a whole (a 4xx but 401, 403 and 429: the batch
+// itself, which asking again would not change), is kept and told, and the
+// next file goes on: it is left, and err says why. Spine not answering, or
+// refusing the token, stops it: the next files would fare the same.
+//
+// Only the files spooled for api's target go (FILE.meta: the same spine
+// URL and member); unmarked says whether a file with no FILE.meta (spooled
+// by an earlier spine, for nobody knows whom) goes too: spine spool, told
+// the target by the user, sends it; spine run does not. seen, when set, is
+// told each line spine took.
 func sendLeftovers(ctx context.Context, api importer.API, dir string, unmarked bool, seen func([]byte)) (res leftoverResult, err error) {
 	to := targetOf(api)
 	files := leftovers(dir)
