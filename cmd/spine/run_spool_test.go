@@ -1058,3 +1058,19 @@ func TestSpoolWriteAtomicMode(t *testing.T) {
 		t.Fatalf("%s holds %q", path, b)
 	}
 }
+
+// TestSpoolLockError: a spool file locked by another process is errBusy
+// (passed over), and a file system without locks says so and what to do,
+// not "delivered by another process".
+func TestSpoolLockError(t *testing.T) {
+	if err := spoolLockError(syscall.EWOULDBLOCK); err != errBusy {
+		t.Fatalf("EWOULDBLOCK: %v, want errBusy", err)
+	}
+	for _, errno := range []syscall.Errno{syscall.ENOTSUP, syscall.EOPNOTSUPP, syscall.ENOLCK} {
+		err := spoolLockError(errno)
+		if errors.Is(err, errBusy) || !strings.Contains(err.Error(), "does not support file locks") ||
+			!strings.Contains(err.Error(), "--spool DIR") {
+			t.Errorf("%v: %v", errno, err)
+		}
+	}
+}

@@ -108,7 +108,7 @@ func openSpool(dir string, max int64, target spoolTarget) (*spool, error) {
 		_ = os.Remove(path + ".meta")
 		return nil, fmt.Errorf("spool: %s: %w", path, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := lockSpoolFile(f); err != nil {
 		return fail(err)
 	}
 	meta, err := json.Marshal(target)
@@ -341,6 +341,28 @@ func openDelivery(api importer.API, path string) (*delivery, error) {
 // errBusy: another process delivers the file.
 var errBusy = errors.New("delivered by another process")
 
+// lockSpoolFile takes f's exclusive lock (flock) without waiting: the run
+// writing a spool file, or the one process delivering it, holds it.
+func lockSpoolFile(f *os.File) error {
+	return spoolLockError(syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB))
+}
+
+// spoolLockError is errBusy for a lock another process holds, and says so
+// for a file system without locks (ENOTSUP, EOPNOTSUPP; ENOLCK: an NFS
+// mount without its lock daemon), as spine collect does for its state.
+func spoolLockError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, syscall.EWOULDBLOCK):
+		return errBusy
+	case errors.Is(err, syscall.ENOTSUP) || errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENOLCK):
+		return fmt.Errorf("its file system does not support file locks (flock: %v; an NFS or SMB mount, say): "+
+			"pass --spool DIR or set SPINE_SPOOL_DIR to a directory on a local disk", err)
+	}
+	return err
+}
+
 // claimDelivery opens a leftover file for sending, locked (flock) so that
 // one process at a time delivers it: errBusy when another does, and
 // os.ErrNotExist when it has just been delivered and removed.
@@ -349,9 +371,9 @@ func claimDelivery(api importer.API, path string) (*delivery, error) {
 	if err != nil {
 		return nil, err
 	}
-	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+	if err := lockSpoolFile(f); err != nil {
 		f.Close()
-		return nil, errBusy
+		return nil, err
 	}
 	if _, err := os.Stat(path); err != nil { // removed by whoever held it before
 		f.Close()
@@ -716,8 +738,8 @@ func dropSpool(dir, name string) (int, error) {
 		return 0, err
 	}
 	defer f.Close()
-	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
-		return 0, fmt.Errorf("%s: %w", filepath.Base(path), errBusy)
+	if err := lockSpoolFile(f); err != nil {
+		return 0, fmt.Errorf("%s: %w", filepath.Base(path), err)
 	}
 	lines := 0
 	sc := bufio.NewReader(f)
