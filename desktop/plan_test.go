@@ -55,8 +55,8 @@ func (e *env) bulkSessions(prefix string, idLen, n int, taskID, linkTo string) {
 // member's sessions: with 20,000 sessions of the member that name a task
 // and no statistics (autovacuum is off where this runs), sessions is read
 // only by its primary key (the progress query walked sessions_owner_id,
-// every session of the member: task_id IN (SELECT …) cannot use the
-// partial index sessions_task).
+// every session of the member: task_id IN (SELECT …) could not use the
+// partial index sessions_task, dropped by migration 013).
 func TestReadPlansUseTheLinks(t *testing.T) {
 	e := newEnv(t)
 	alice := e.member("acme", "alice")
