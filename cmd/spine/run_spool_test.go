@@ -236,17 +236,15 @@ func TestRunSpoolFull(t *testing.T) {
 // it did through the importer's sink.
 func TestRunAsksForItsSession(t *testing.T) {
 	_, _ = testNode(t)
-	target, _ := url.Parse(os.Getenv(config.EnvURL))
-	proxy := httputil.NewSingleHostReverseProxy(target)
 	var mu sync.Mutex
 	var gets []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(proxyFront(testSpine(), func(w http.ResponseWriter, r *http.Request) bool {
 		if r.Method == http.MethodGet {
 			mu.Lock()
 			gets = append(gets, r.URL.Path)
 			mu.Unlock()
 		}
-		proxy.ServeHTTP(w, r)
+		return false
 	}))
 	defer srv.Close()
 	if out, err := capture(t, "run", "--quiet", "--url", srv.URL, "--bin", script(t, "cat "+fastFixture), "--", "hi"); err != nil {
@@ -378,20 +376,18 @@ func TestRunSpoolCompacts(t *testing.T) {
 // writing its output.
 func TestRunNeverBlocksTheApp(t *testing.T) {
 	n, _ := testNode(t)
-	target, _ := url.Parse(os.Getenv(config.EnvURL))
-	proxy := httputil.NewSingleHostReverseProxy(target)
 	release := make(chan struct{})
 	var once sync.Once
 	open := func() { once.Do(func() { close(release) }) }
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(proxyFront(testSpine(), func(w http.ResponseWriter, r *http.Request) bool {
 		if r.URL.Path == "/v1/ingest" {
 			select {
 			case <-release:
 			case <-r.Context().Done():
-				return
+				return true
 			}
 		}
-		proxy.ServeHTTP(w, r)
+		return false
 	}))
 	defer srv.Close()
 	defer open()
@@ -577,16 +573,14 @@ func TestSpoolPassesOverBadLines(t *testing.T) {
 	}
 	// A spine (behind a proxy) that refuses the request with refuse-me as
 	// a whole, as it does a body it cannot read.
-	target, _ := url.Parse(os.Getenv(config.EnvURL))
-	fwd := httputil.NewSingleHostReverseProxy(target)
-	proxy := serveAt(t, addr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	proxy := serveAt(t, addr, proxyFront(testSpine(), func(w http.ResponseWriter, r *http.Request) bool {
 		body, _ := io.ReadAll(r.Body)
 		if strings.Contains(string(body), "refuse-me") {
 			http.Error(w, `{"error":{"code":"bad_request","message":"body is not a JSON array of envelopes"}}`, http.StatusBadRequest)
-			return
+			return true
 		}
 		r.Body = io.NopCloser(strings.NewReader(string(body)))
-		fwd.ServeHTTP(w, r)
+		return false
 	}))
 	out, err := capture(t, "spool", "--url", proxy)
 	var code appExit
@@ -624,8 +618,25 @@ func spoolFiles(dir string) ([]string, error) {
 // up.
 func spineAt(t *testing.T, addr string) string {
 	t.Helper()
-	target, _ := url.Parse(os.Getenv(config.EnvURL))
-	return serveAt(t, addr, httputil.NewSingleHostReverseProxy(target))
+	return serveAt(t, addr, httputil.NewSingleHostReverseProxy(testSpine()))
+}
+
+// testSpine is the test node's spine (testNode sets SPINE_URL).
+func testSpine() *url.URL {
+	u, _ := url.Parse(os.Getenv(config.EnvURL))
+	return u
+}
+
+// proxyFront is a reverse proxy to target with intercept in front: it
+// answers a request itself (true) or lets it through (false), as it left
+// it (a body read and put back, a wait).
+func proxyFront(target *url.URL, intercept func(http.ResponseWriter, *http.Request) bool) http.Handler {
+	fwd := httputil.NewSingleHostReverseProxy(target)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !intercept(w, r) {
+			fwd.ServeHTTP(w, r)
+		}
+	})
 }
 
 // serveAt serves h at addr.
@@ -940,13 +951,11 @@ func TestRunResumeAfterLeftover(t *testing.T) {
 	if _, err := capture(t, "run", "--quiet", "--url", "http://"+addr, "--bin", script(t, "cat "+fastFixture), "--", "hi"); err == nil {
 		t.Fatal("spine run to no spine succeeded")
 	}
-	target, _ := url.Parse(os.Getenv(config.EnvURL))
-	fwd := httputil.NewSingleHostReverseProxy(target)
-	at := serveAt(t, addr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	at := serveAt(t, addr, proxyFront(testSpine(), func(w http.ResponseWriter, r *http.Request) bool {
 		if r.Method == http.MethodPost {
 			time.Sleep(300 * time.Millisecond)
 		}
-		fwd.ServeHTTP(w, r)
+		return false
 	}))
 	resumed := script(t, "sed -e 's/second model fast turn/resumed-run-text/' -e 's/standard turn/resumed-run-text/' "+fastFixture)
 	if out, err := capture(t, "run", "--quiet", "--url", at, "--bin", resumed, "--", "hi"); err != nil {
@@ -977,17 +986,15 @@ func TestRunSpoolFullThenRoom(t *testing.T) {
 	var once sync.Once
 	open := func() { once.Do(func() { close(release) }) }
 	defer open()
-	target, _ := url.Parse(os.Getenv(config.EnvURL))
-	fwd := httputil.NewSingleHostReverseProxy(target)
-	at := serveAt(t, freeAddr(t), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	at := serveAt(t, freeAddr(t), proxyFront(testSpine(), func(w http.ResponseWriter, r *http.Request) bool {
 		if r.Method == http.MethodPost {
 			select {
 			case <-release:
 			case <-r.Context().Done():
-				return
+				return true
 			}
 		}
-		fwd.ServeHTTP(w, r)
+		return false
 	}))
 	session := func(k string) string {
 		return "sed s/aaaa-aaaa-aaaa-aaaaaaaaaaaa/" + k + "/g " + fastFixture
