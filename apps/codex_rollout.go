@@ -1,8 +1,11 @@
 package apps
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -107,9 +110,7 @@ func (p *codexRollout) record(ctx context.Context, rec Record) (string, error) {
 				"the rollout is not imported", pl.ID), nil
 		}
 		s.begun, s.run = true, pl.Originator == "codex_exec"
-		if pl.CreatorAccountID != "" {
-			s.billing = "subscription" // signed in with a ChatGPT account: its plan pays
-		}
+		s.billing = cmpOr(rolloutBilling(l.Type, &pl), s.billing)
 		s.setWorkspace(pl.CWD)
 		s.touch(parseTime(pl.Timestamp))
 	}
@@ -141,6 +142,53 @@ func (p *codexRollout) record(ctx context.Context, rec Record) (string, error) {
 		return p.event(ctx, s, at, &pl)
 	}
 	return fmt.Sprintf("unknown line type %q", l.Type), nil
+}
+
+// rolloutBilling is the billing signal of one rollout line (its type and
+// payload): "subscription" when it names a ChatGPT sign-in, else "".
+func rolloutBilling(lineType string, pl *rolloutPayload) string {
+	switch {
+	case lineType == "session_meta" && pl.CreatorAccountID != "":
+		return "subscription" // signed in with a ChatGPT account: its plan pays
+	case lineType == "event_msg" && pl.Type == "token_count" && pl.RateLimits != nil &&
+		pl.RateLimits.PlanType != nil && *pl.RateLimits.PlanType != "":
+		return "subscription" // the rate limits of a ChatGPT plan
+	}
+	return ""
+}
+
+// CodexRolloutBilling is a Codex rollout's billing signal, as its
+// translation reads it (see codexRollout): "subscription" when the rollout
+// names a ChatGPT sign-in, else "" (silent: an API key is never told). It
+// reads the lines up to the first signal and, of each, only what billing
+// needs: spine run reads the rollout of the thread an exec --json run
+// names, the exec log saying nothing of billing. An error is r's.
+func CodexRolloutBilling(r io.Reader) (string, error) {
+	lr := NewLineReader(bufio.NewReaderSize(r, 64<<10))
+	for {
+		rec, err := lr.Next()
+		var le *LineError
+		if errors.As(err, &le) {
+			continue // a line the translation would skip too
+		}
+		if errors.Is(err, io.EOF) {
+			return "", nil
+		}
+		if err != nil {
+			return "", err
+		}
+		var l rolloutLine
+		if json.Unmarshal(rec.Data, &l) != nil || l.Type != "session_meta" && l.Type != "event_msg" {
+			continue
+		}
+		var pl rolloutPayload
+		if json.Unmarshal(l.Payload, &pl) != nil {
+			continue
+		}
+		if b := rolloutBilling(l.Type, &pl); b != "" {
+			return b, nil
+		}
+	}
 }
 
 func (p *codexRollout) session() *session {
@@ -282,9 +330,7 @@ func codexFunction(name string, arguments json.RawMessage) func(callResult) []*s
 func (p *codexRollout) event(ctx context.Context, s *session, at time.Time, pl *rolloutPayload) (string, error) {
 	switch pl.Type {
 	case "token_count":
-		if pl.RateLimits != nil && pl.RateLimits.PlanType != nil && *pl.RateLimits.PlanType != "" {
-			s.billing = "subscription" // the rate limits of a ChatGPT plan
-		}
+		s.billing = cmpOr(rolloutBilling("event_msg", pl), s.billing)
 		return p.tokens(s, at, pl), nil
 	case "user_message":
 		return "", p.userText(ctx, s, at, pl.Message, true)

@@ -259,6 +259,26 @@ func (st *Stream) Exit(code int, status, errText string) {
 	}
 }
 
+// AppSessionID is the app's own id of the source's current session (a
+// Codex thread id), "" when the source named none.
+func (st *Stream) AppSessionID() string {
+	if s := st.p.current(); s != nil {
+		return s.appID
+	}
+	return ""
+}
+
+// Billing gives the source's current session a billing signal of the
+// app's own that its source does not carry ("subscription" or
+// "metered"; "" changes nothing): spine run reads a Codex exec run's from
+// the thread's rollout (CodexRolloutBilling). Options.Billing still
+// overrides it. Call it, as Exit, before the session is ended.
+func (st *Stream) Billing(signal string) {
+	if s := st.p.current(); s != nil && signal != "" {
+		s.billing = signal
+	}
+}
+
 // response is the usage a recent response was counted with and the day
 // it went to, for its other snapshots.
 type response struct {

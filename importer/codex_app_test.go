@@ -353,6 +353,22 @@ func TestCodexBilling(t *testing.T) {
 			t.Errorf("%s: billing %q, want %q", c.name, got, c.want)
 		}
 	}
+	// apps.CodexRolloutBilling (spine run's read of an exec run's rollout)
+	// says what the rollout's translation says.
+	for _, c := range []struct {
+		rollouts []string
+		want     string
+	}{{plan.Rollouts, "subscription"}, {key.Rollouts, ""}} {
+		f, err := os.Open(c.rollouts[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := apps.CodexRolloutBilling(f)
+		f.Close()
+		if err != nil || got != c.want {
+			t.Errorf("CodexRolloutBilling of %s: %q (%v), want %q", c.rollouts[0], got, err, c.want)
+		}
+	}
 }
 
 // A session's start and end are the times the output carries: a rollout's

@@ -417,6 +417,11 @@ func runApp(ctx context.Context, spec runSpec) (runResult, error) {
 	translate(pctx, apps.NewLineReader(bufio.NewReaderSize(raw, 1<<20)), st, shst, rs)
 	<-exited
 	code, status, why := exitOf(cmd, werr, stop())
+	if spec.Billing == "" && spec.Format == apps.FormatCodexExec { // exec --json says nothing of billing
+		b := codexBilling(st.AppSessionID())
+		st.Billing(b)
+		shst.Billing(b)
+	}
 	if err := st.Done(pctx); err != nil {
 		rs.fail(err)
 	}

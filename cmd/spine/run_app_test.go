@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -242,6 +243,59 @@ func TestRunCodex(t *testing.T) {
 	}
 	checkRecorded(t, n, caughtUp, apps.SessionID("codex", thread), srv.Log(),
 		[]string{"listing", "codex is done"}, "echo live-run", nil, "subscription", output)
+}
+
+// spine run --app codex without --billing stamps the session with the
+// billing its thread's own rollout says (exec --json says none): a home
+// signed in with ChatGPT is subscription, on the session and its
+// router-call row; one with an API key stays unknown; --billing metered
+// overrides the rollout.
+func TestRunCodexBilling(t *testing.T) {
+	n, caughtUp := testNode(t)
+	srv := fakemodel.Start(t)
+	cases := []struct {
+		name    string
+		chatGPT bool
+		flags   []string
+		want    string // the router-call row's billing, and the session's ("" for unknown)
+	}{
+		{"ChatGPT sign-in", true, nil, "subscription"},
+		{"API key", false, nil, "unknown"},
+		{"ChatGPT sign-in, --billing metered", true, []string{"--billing", "metered"}, "metered"},
+	}
+	var turns []fakemodel.Turn
+	for range cases {
+		turns = append(turns, fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("billed")},
+			Usage: fakemodel.Usage{Input: 100, CacheRead: 2000, Output: 5}})
+	}
+	srv.OpenAI(turns...)
+	for _, c := range cases {
+		codex := apprig.NewCodex(t, srv, &apprig.CodexOptions{ChatGPT: c.chatGPT})
+		t.Setenv("CODEX_HOME", codex.Home) // the app's environment: spine run's
+		output := filepath.Join(t.TempDir(), "codex.jsonl")
+		bin := appWrapper(t, codex.Bin, codex.Dir, codex.Env(t), output)
+		args := append([]string{"run", "--app", "codex", "--quiet", "--bin", bin}, c.flags...)
+		out, err := capture(t, append(args, "--", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "hello")...)
+		if err != nil {
+			t.Fatalf("%s: spine run: %v\n%s", c.name, err, out)
+		}
+		raw, _ := os.ReadFile(output)
+		thread, _ := firstValue(raw, "thread_id").(string)
+		if thread == "" || len(codex.Rollouts(t)) != 1 {
+			t.Fatalf("%s: the app's output names no thread, or its home has %d rollouts:\n%s", c.name, len(codex.Rollouts(t)), raw)
+		}
+		id := apps.SessionID("codex", thread)
+		caughtUp()
+		out, err = capture(t, "read", "session", id, "--json")
+		var s struct{ Status, Billing string }
+		if err != nil || json.Unmarshal([]byte(out), &s) != nil {
+			t.Fatalf("%s: read session %s: %v\n%s", c.name, id, err, out)
+		}
+		row := routerCall(t, n, id)
+		if s.Status != "done" || cmp.Or(s.Billing, "unknown") != c.want || row.billing != c.want {
+			t.Errorf("%s: session %s billing %q, router call billing %q; want %q", c.name, s.Status, s.Billing, row.billing, c.want)
+		}
+	}
 }
 
 // watcher is spine run's stdout in a test: it says when what it shows
