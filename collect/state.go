@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/spinehq/spine/internal/config"
 )
 
 // fileState is how far one file has been read and sent: every line before
@@ -124,9 +126,9 @@ func (st *state) save(path string) error {
 // DefaultStatePath is where the state lives unless Options.StatePath says:
 // collect-state.json in spine's directory under the user's config dir.
 func DefaultStatePath() (string, error) {
-	dir, err := os.UserConfigDir()
+	dir, err := config.Dir()
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(dir, "spine", "collect-state.json"), nil
+	return filepath.Join(dir, "collect-state.json"), nil
 }
