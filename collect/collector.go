@@ -625,31 +625,20 @@ func (c *Collector) dropRecordedEnds(ctx context.Context) error {
 // later (an end spine never records — refused, say — stops collection
 // until it is taken out of the state file).
 func (c *Collector) endsRecorded(ctx context.Context) error {
-	if len(c.st.Ending) == 0 {
-		return nil
-	}
 	deadline := time.Now().Add(endWait)
-	for _, id := range c.st.Ending {
-		for {
-			r, err := c.opts.Sink.Recorded(ctx, id)
-			if err != nil {
-				return err
-			}
-			if r.Ended || !r.Started {
-				break // recorded, or gone (nothing of it to write after its end)
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("spine has not recorded the end of session %s the last run sent, after %s", id, endWait)
-			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(endPoll):
-			}
+	for {
+		if err := c.dropRecordedEnds(ctx); err != nil || len(c.st.Ending) == 0 {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("spine has not recorded the end of session %s the last run sent, after %s", c.st.Ending[0], endWait)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(endPoll):
 		}
 	}
-	c.st.Ending = nil
-	return c.st.save(c.opts.StatePath)
 }
 
 // endWait bounds endsRecorded; endPoll is how often it asks.
