@@ -40,7 +40,7 @@ func newFileCollector(t *testing.T, claims string) (*Collector, string) {
 // read reports whether a pass read the file (its offset moved).
 func read(t *testing.T, c *Collector, path string) bool {
 	t.Helper()
-	if err := c.pass(context.Background()); err != nil {
+	if err := c.pass(context.Background(), c.quiet()); err != nil {
 		t.Fatal(err)
 	}
 	return c.st.Files[path] != nil && c.st.Files[path].Offset > 0

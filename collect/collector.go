@@ -236,8 +236,10 @@ func (c *Collector) Once(ctx context.Context) error {
 	if err := c.replay(ctx); err != nil {
 		return err
 	}
+	var quiet func([]string) bool
 	for {
-		if err := c.pass(ctx); err != nil {
+		quiet = c.quiet()
+		if err := c.pass(ctx, quiet); err != nil {
 			return err
 		}
 		if c.wake.IsZero() {
@@ -249,7 +251,7 @@ func (c *Collector) Once(ctx context.Context) error {
 		case <-time.After(time.Until(c.wake)):
 		}
 	}
-	return c.endIdle(ctx)
+	return c.endIdle(ctx, quiet)
 }
 
 // Run collects until ctx is done: a pass on every change fsnotify reports
@@ -269,11 +271,12 @@ func (c *Collector) Run(ctx context.Context) error {
 		w.watch(c.roots())
 		w.watchDir(c.opts.ClaimsDir) // a claim or a run's end may end a file's wait
 		err := c.recheck(ctx, time.Now())
+		quiet := c.quiet() // one look at each file's time for both
 		if err == nil {
-			err = c.pass(ctx)
+			err = c.pass(ctx, quiet)
 		}
 		if err == nil {
-			err = c.endIdle(ctx)
+			err = c.endIdle(ctx, quiet)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -390,8 +393,9 @@ func under(path, dir string) bool {
 // Where each file's complete lines end is found first and saved in the
 // state's order before any of them is fed, so that a restart after a
 // failure (spine unreachable, the state not saved) feeds them again in the
-// order they were fed now.
-func (c *Collector) pass(ctx context.Context) error {
+// order they were fed now. quiet (c.quiet, nil for never) judges which
+// sessions are past Options.Idle.
+func (c *Collector) pass(ctx context.Context, quiet func([]string) bool) error {
 	srcs, err := c.list()
 	if err != nil {
 		return err
@@ -449,11 +453,7 @@ func (c *Collector) pass(ctx context.Context) error {
 		}
 		// None for files already quiet past --idle (a backfill): their
 		// sessions end now, with that usage.
-		var skip func([]string) bool
-		if c.opts.Idle >= 0 {
-			skip = c.quietSince(time.Now().Add(-c.opts.Idle))
-		}
-		if err := c.tr.PublishUsage(ctx, skip); err != nil {
+		if err := c.tr.PublishUsage(ctx, quiet); err != nil {
 			return err
 		}
 	}
@@ -540,14 +540,14 @@ func (c *Collector) fresh(src source) bool {
 // end are listed in the state (state.Ending) before their ends are sent,
 // so a crash after spine took them still makes the next start wait for
 // them; the ends of earlier passes spine has recorded are dropped first.
-func (c *Collector) endIdle(ctx context.Context) error {
-	if c.opts.Idle < 0 {
+// quiet is the pass's (c.quiet): EndQuiet ends what Quiet listed.
+func (c *Collector) endIdle(ctx context.Context, quiet func([]string) bool) error {
+	if quiet == nil {
 		return nil
 	}
 	if err := c.dropRecordedEnds(ctx); err != nil {
 		return err
 	}
-	quiet := c.quietSince(time.Now().Add(-c.opts.Idle)) // EndQuiet ends what Quiet listed
 	ending := c.tr.Quiet(quiet)
 	if len(ending) == 0 {
 		return nil
@@ -571,6 +571,15 @@ func (c *Collector) endIdle(ctx context.Context) error {
 	// session by its own id.
 	c.st.Ending = append(c.st.Ending[:before], ended...)
 	return c.st.save(c.opts.StatePath)
+}
+
+// quiet is the loop's quietSince, nil when sessions never idle
+// (Options.Idle below 0).
+func (c *Collector) quiet() func([]string) bool {
+	if c.opts.Idle < 0 {
+		return nil
+	}
+	return c.quietSince(time.Now().Add(-c.opts.Idle))
 }
 
 // quietSince judges whether files have all had no new line since cutoff

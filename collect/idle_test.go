@@ -311,7 +311,7 @@ func TestGapAsksSpineAgain(t *testing.T) {
 	if err := c.recheck(ctx, now); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.pass(ctx); err != nil {
+	if err := c.pass(ctx, c.quiet()); err != nil {
 		t.Fatal(err)
 	}
 	id := "8122657c-fe54-4dc9-89a3-20049e8a84f7"
@@ -332,7 +332,7 @@ func TestGapAsksSpineAgain(t *testing.T) {
 	if err := c.recheck(ctx, now.Add(time.Hour)); err != nil { // the wall clock after the sleep
 		t.Fatal(err)
 	}
-	if err := c.pass(ctx); err != nil {
+	if err := c.pass(ctx, c.quiet()); err != nil {
 		t.Fatal(err)
 	}
 	cont := apps.ContinuationID("claude-code", id, s.LastSeq, 0)
