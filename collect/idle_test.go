@@ -73,6 +73,28 @@ func routerTokens(t *testing.T, n *node.Node, id string) accounting.Tokens {
 // lineEnd is the end of the line data[n] is in.
 func lineEnd(data []byte, n int) int { return n + bytes.IndexByte(data[n:], '\n') + 1 }
 
+// halfTranscript writes the crud transcript's first half (up to a line's
+// end) where Claude Code keeps it under home, its modification time mtime
+// unless zero, and returns its path and the rest.
+func halfTranscript(t *testing.T, home string, mtime time.Time) (path string, rest []byte) {
+	t.Helper()
+	data := crudTranscript(t)
+	path = crudPath(home)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	half := lineEnd(data, len(data)/2)
+	if err := os.WriteFile(path, data[:half], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !mtime.IsZero() {
+		if err := os.Chtimes(path, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return path, data[half:]
+}
+
 func addTokens(a, b accounting.Tokens) accounting.Tokens {
 	return accounting.Tokens{Input: a.Input + b.Input, Output: a.Output + b.Output, CacheRead: a.CacheRead + b.CacheRead,
 		CacheWrite: a.CacheWrite + b.CacheWrite, Reasoning: a.Reasoning + b.Reasoning, Total: a.Total + b.Total}
@@ -88,11 +110,6 @@ func addTokens(a, b accounting.Tokens) accounting.Tokens {
 func TestIdleEndsAndContinues(t *testing.T) {
 	a, n := testAPINode(t)
 	home := t.TempDir()
-	data := crudTranscript(t)
-	path := crudPath(home)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	state := filepath.Join(t.TempDir(), "state.json")
 	old := time.Now().Add(-time.Hour)
 	collectOnce := func() {
@@ -105,13 +122,7 @@ func TestIdleEndsAndContinues(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	half := lineEnd(data, len(data)/2)
-	if err := os.WriteFile(path, data[:half], 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chtimes(path, old, old); err != nil {
-		t.Fatal(err)
-	}
+	path, rest := halfTranscript(t, home, old)
 	collectOnce()
 	id := "8122657c-fe54-4dc9-89a3-20049e8a84f7"
 	first := waitSession(t, a, id, "its idle end", func(s sessionRow) bool { return s.EndedAt != nil })
@@ -120,7 +131,7 @@ func TestIdleEndsAndContinues(t *testing.T) {
 	}
 	firstCall := routerTokens(t, n, id)
 
-	appendTo(t, path, data[half:]) // the app resumed: new lines, a fresh modification time
+	appendTo(t, path, rest) // the app resumed: new lines, a fresh modification time
 	collectOnce()
 	cont := apps.ContinuationID("claude-code", id, first.LastSeq, 0)
 	open := waitSession(t, a, cont, "the continuation", func(s sessionRow) bool { return s.LastSeq > 0 })
@@ -171,22 +182,14 @@ func appendTo(t *testing.T, path string, data []byte) {
 func TestImportedFirstThenCollected(t *testing.T) {
 	a, _ := testAPINode(t)
 	home := t.TempDir()
-	data := crudTranscript(t)
-	path := crudPath(home)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	half := lineEnd(data, len(data)/2)
-	if err := os.WriteFile(path, data[:half], 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path, rest := halfTranscript(t, home, time.Time{})
 	if _, err := importer.Import(context.Background(), []string{path}, importer.Options{Sink: importer.NewHTTPSink(a, 500)}); err != nil {
 		t.Fatal(err)
 	}
 	id := "8122657c-fe54-4dc9-89a3-20049e8a84f7"
 	imported := waitSession(t, a, id, "the import's end", func(s sessionRow) bool { return s.EndedAt != nil })
 
-	appendTo(t, path, data[half:])
+	appendTo(t, path, rest)
 	c, err := New(Options{ClaudeDir: home, StatePath: filepath.Join(t.TempDir(), "state.json"), Machine: "m1",
 		Sink: importer.NewHTTPSink(a, 500)})
 	if err != nil {
@@ -238,20 +241,9 @@ func (l *lagging) Recorded(ctx context.Context, id string) (apps.Recorded, error
 func TestRestartWaitsForTheIdleEnd(t *testing.T) {
 	a, _ := testAPINode(t)
 	home := t.TempDir()
-	data := crudTranscript(t)
-	path := crudPath(home)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	state := filepath.Join(t.TempDir(), "state.json")
-	half := lineEnd(data, len(data)/2)
-	if err := os.WriteFile(path, data[:half], 0o644); err != nil {
-		t.Fatal(err)
-	}
 	old := time.Now().Add(-time.Hour)
-	if err := os.Chtimes(path, old, old); err != nil {
-		t.Fatal(err)
-	}
+	path, rest := halfTranscript(t, home, old)
 	id := "8122657c-fe54-4dc9-89a3-20049e8a84f7"
 	collectOnce := func(sink importer.Sink) {
 		t.Helper()
@@ -266,7 +258,7 @@ func TestRestartWaitsForTheIdleEnd(t *testing.T) {
 	collectOnce(importer.NewHTTPSink(a, 500))
 	first := waitSession(t, a, id, "its idle end", func(s sessionRow) bool { return s.EndedAt != nil })
 
-	appendTo(t, path, data[half:])
+	appendTo(t, path, rest)
 	collectOnce(&lagging{Sink: importer.NewHTTPSink(a, 500), id: id, lies: 3})
 	cont := apps.ContinuationID("claude-code", id, first.LastSeq, 0)
 	waitSession(t, a, cont, "the continuation", func(s sessionRow) bool { return s.LastSeq > 0 })
@@ -284,19 +276,8 @@ func TestRestartWaitsForTheIdleEnd(t *testing.T) {
 func TestGapAsksSpineAgain(t *testing.T) {
 	a, _ := testAPINode(t)
 	home := t.TempDir()
-	data := crudTranscript(t)
-	path := crudPath(home)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	old := time.Now().Add(-time.Hour) // not held as new (see fresh)
-	half := lineEnd(data, len(data)/2)
-	if err := os.WriteFile(path, data[:half], 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chtimes(path, old, old); err != nil {
-		t.Fatal(err)
-	}
+	path, rest := halfTranscript(t, home, old)
 	c, err := New(Options{ClaudeDir: home, StatePath: filepath.Join(t.TempDir(), "state.json"), Machine: "m1",
 		Sink: importer.NewHTTPSink(a, 500), Idle: 10 * time.Minute})
 	if err != nil {
@@ -325,7 +306,7 @@ func TestGapAsksSpineAgain(t *testing.T) {
 	}
 	s := waitSession(t, a, id, "its end", func(s sessionRow) bool { return s.EndedAt != nil }) // after its chunks
 
-	appendTo(t, path, data[half:])
+	appendTo(t, path, rest)
 	if err := os.Chtimes(path, old, old); err != nil {
 		t.Fatal(err)
 	}
@@ -450,19 +431,8 @@ func readState(t *testing.T, path string) *state {
 func TestEndingKeptUntilRecorded(t *testing.T) {
 	a, _ := testAPINode(t)
 	home := t.TempDir()
-	data := crudTranscript(t)
-	path := crudPath(home)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	half := lineEnd(data, len(data)/2)
-	if err := os.WriteFile(path, data[:half], 0o644); err != nil {
-		t.Fatal(err)
-	}
 	old := time.Now().Add(-time.Hour)
-	if err := os.Chtimes(path, old, old); err != nil {
-		t.Fatal(err)
-	}
+	halfTranscript(t, home, old)
 	statePath := filepath.Join(t.TempDir(), "state.json")
 	id := "8122657c-fe54-4dc9-89a3-20049e8a84f7"
 	collector := func(sink importer.Sink) *Collector {

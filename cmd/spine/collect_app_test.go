@@ -58,6 +58,26 @@ func eventually(t *testing.T, what string, ok func() bool) {
 	}
 }
 
+// scriptPausedTurns scripts the fake model for a Claude Code session of
+// three turns saying PREFIX-marker-one, -two and -three, the first two
+// each paused inside its own Bash call until the test creates go1, then
+// go2, in c.Dir. Turn i's usage is u with Input+i, Output*i, CacheRead*i
+// and CacheWrite5m+i.
+func scriptPausedTurns(srv *fakemodel.Server, c *apprig.Claude, prefix string, u fakemodel.Usage) {
+	gate := func(name string) string {
+		return fmt.Sprintf("until [ -f %s ]; do sleep 0.05; done; echo passed-%s", filepath.Join(c.Dir, name), name)
+	}
+	turn := func(i int64, blocks ...fakemodel.Block) fakemodel.Turn {
+		return fakemodel.Turn{Blocks: blocks, Match: fakemodel.MainThread,
+			Usage: fakemodel.Usage{Input: u.Input + i, Output: u.Output * i, CacheRead: u.CacheRead * i, CacheWrite5m: u.CacheWrite5m + i}}
+	}
+	srv.Anthropic(
+		turn(1, fakemodel.Text(prefix+"-marker-one"), fakemodel.Tool("Bash", map[string]any{"command": gate("go1"), "description": "wait"})),
+		turn(2, fakemodel.Text(prefix+"-marker-two"), fakemodel.Tool("Bash", map[string]any{"command": gate("go2"), "description": "wait"})),
+		turn(3, fakemodel.Text(prefix+"-marker-three")),
+	)
+}
+
 // A real Claude Code session, paused twice inside its own Bash calls (each
 // waits for a file the test creates), is collected while it runs: what it
 // wrote becomes readable through spine while it is still running; the
@@ -69,18 +89,7 @@ func TestCollectRealClaudeSession(t *testing.T) {
 	n, caughtUp := testNode(t)
 	srv := fakemodel.Start(t)
 	c := apprig.NewClaude(t, srv, nil)
-	gate := func(name string) string {
-		return fmt.Sprintf("until [ -f %s ]; do sleep 0.05; done; echo passed-%s", filepath.Join(c.Dir, name), name)
-	}
-	turn := func(i int64, blocks ...fakemodel.Block) fakemodel.Turn {
-		return fakemodel.Turn{Blocks: blocks, Match: fakemodel.MainThread,
-			Usage: fakemodel.Usage{Input: 3 + i, Output: 20 * i, CacheRead: 9000 * i, CacheWrite5m: 500 + i}}
-	}
-	srv.Anthropic(
-		turn(1, fakemodel.Text("collected-marker-one"), fakemodel.Tool("Bash", map[string]any{"command": gate("go1"), "description": "wait"})),
-		turn(2, fakemodel.Text("collected-marker-two"), fakemodel.Tool("Bash", map[string]any{"command": gate("go2"), "description": "wait"})),
-		turn(3, fakemodel.Text("collected-marker-three")),
-	)
+	scriptPausedTurns(srv, c, "collected", fakemodel.Usage{Input: 3, Output: 20, CacheRead: 9000, CacheWrite5m: 500})
 	claudeDir := filepath.Join(c.Home, ".claude")
 	state := filepath.Join(t.TempDir(), "state.json")
 	ran := make(chan *apprig.ClaudeRun, 1)

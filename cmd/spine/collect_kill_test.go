@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,18 +65,7 @@ func TestCollectKill9(t *testing.T) {
 	n, caughtUp := testNode(t)
 	srv := fakemodel.Start(t)
 	c := apprig.NewClaude(t, srv, nil)
-	gate := func(name string) string {
-		return fmt.Sprintf("until [ -f %s ]; do sleep 0.05; done; echo passed-%s", filepath.Join(c.Dir, name), name)
-	}
-	turn := func(i int64, blocks ...fakemodel.Block) fakemodel.Turn {
-		return fakemodel.Turn{Blocks: blocks, Match: fakemodel.MainThread,
-			Usage: fakemodel.Usage{Input: 5 + i, Output: 30 * i, CacheRead: 8000 * i, CacheWrite5m: 400 + i}}
-	}
-	srv.Anthropic(
-		turn(1, fakemodel.Text("kill-marker-one"), fakemodel.Tool("Bash", map[string]any{"command": gate("go1"), "description": "wait"})),
-		turn(2, fakemodel.Text("kill-marker-two"), fakemodel.Tool("Bash", map[string]any{"command": gate("go2"), "description": "wait"})),
-		turn(3, fakemodel.Text("kill-marker-three")),
-	)
+	scriptPausedTurns(srv, c, "kill", fakemodel.Usage{Input: 5, Output: 30, CacheRead: 8000, CacheWrite5m: 400})
 	claudeDir := filepath.Join(c.Home, ".claude")
 	args := []string{"--claude-dir", claudeDir, "--codex-dir", "", "--state", filepath.Join(t.TempDir(), "state.json"), "--machine", "m9"}
 	ran := make(chan *apprig.ClaudeRun, 1)
