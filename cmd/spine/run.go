@@ -466,6 +466,8 @@ func runApp(ctx context.Context, spec runSpec) (runResult, error) {
 	select { // the leftovers, while spine takes them
 	case <-left:
 	case <-time.After(flushGrace):
+		cancel() // and wait for it to let go of the file it holds
+		<-left
 	}
 	return res, nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/spinehq/spine/apps"
+	"github.com/spinehq/spine/internal/config"
 )
 
 // codexBilling is the billing signal of a Codex thread read from the
@@ -20,13 +21,9 @@ func codexBilling(thread string) string {
 	if thread == "" || len(thread) > 64 || strings.Trim(thread, "0123456789abcdefABCDEF-") != "" {
 		return "" // not a thread id: nothing of it goes into a path
 	}
-	home := os.Getenv("CODEX_HOME")
+	home := config.CodexHome()
 	if home == "" {
-		dir, err := os.UserHomeDir()
-		if err != nil {
-			return ""
-		}
-		home = filepath.Join(dir, ".codex")
+		return ""
 	}
 	files, _ := filepath.Glob(filepath.Join(home, "sessions", "*", "*", "*", "rollout-*-"+thread+".jsonl"))
 	for _, path := range files { // one, unless a copy was made by hand

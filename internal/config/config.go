@@ -155,6 +155,20 @@ func FromEnv() (Config, error) {
 // commands (spine bench) that need no other setting.
 func DatabaseURL() string { return os.Getenv(EnvDatabaseURL) }
 
+// CodexHome is where Codex keeps its sessions: its own $CODEX_HOME (a
+// setting of Codex, not of spine, so not in Vars), else ~/.codex; "" when
+// neither can be told.
+func CodexHome() string {
+	if d := os.Getenv("CODEX_HOME"); d != "" {
+		return d
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, ".codex")
+}
+
 // SpoolDir is SPINE_SPOOL_DIR, where spine run spools what spine has not
 // taken yet (empty: spine/spool in the user's config directory).
 func SpoolDir() string { return os.Getenv(EnvSpoolDir) }
