@@ -316,3 +316,59 @@ func TestDecodeRules(t *testing.T) {
 		}
 	}
 }
+
+// A member's cancel while the projection lags the log (a runner's event
+// already in the log, not yet applied) is taken once the projection
+// catches up, not refused as busy: a write that loses to a move the caller
+// could not read yet waits for it before it reads again. Before, each of
+// its retries read the same stale task and lost again: 503 unavailable
+// (TestRunnerCancelStopsTheApp failed so once in a clean-clone run).
+func TestCancelWhileTheProjectionLags(t *testing.T) {
+	e := newEnv(t)
+	alice := e.member("acme", "alice")
+	r := e.runner(alice, "laptop", "laptop")
+	sess := e.create(alice, map[string]any{"target": "desktop", "instructions": "x"})
+	c := r.claim(sess.LatestTaskID)
+	r.heartbeat(c.Task.ID, c.Fence)
+	ctx := context.Background()
+	hold, err := e.h.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	released := make(chan struct{})
+	release := sync.OnceFunc(func() { hold.Rollback(ctx); close(released) })
+	defer release()
+	if _, err := hold.Exec(ctx, `SELECT 1 FROM projector_checkpoints WHERE name = $1 FOR UPDATE`, desktop.ProjectorName); err != nil {
+		t.Fatal(err)
+	}
+	posted := make(chan int, 1)
+	go func() { // in the log at once; its answer waits for the projection
+		code, _ := r.post(c.Task.ID, "events", map[string]any{"fence": c.Fence,
+			"events": []map[string]any{{"seq": 1, "type": "status", "status": "working"}}})
+		posted <- code
+	}()
+	st, err := e.h.JS.Stream(ctx, streams.StreamTasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		m, err := st.GetLastMsgForSubject(ctx, desktop.TaskSubjects(c.Task.ID))
+		if err == nil && strings.HasSuffix(m.Subject, ".events") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the runner's events never reached the log: %v", err)
+		}
+	}
+	go func() { time.Sleep(300 * time.Millisecond); release() }()
+	if code, body := e.do("POST", "/v1/remote-sessions/"+sess.ID+"/cancel", alice, nil); code != 200 {
+		t.Fatalf("cancel while the projection lags = %d %s, want 200", code, body)
+	}
+	<-released
+	if code := <-posted; code != 200 {
+		t.Fatalf("events = %d", code)
+	}
+	if lease := r.heartbeat(c.Task.ID, c.Fence); !lease.CancelRequested {
+		t.Fatalf("heartbeat after the cancel = %+v", lease)
+	}
+}

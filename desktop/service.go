@@ -177,6 +177,12 @@ func (s *Service) publish(ctx context.Context, m *Message, opts publishOpts) (ui
 	}
 	ack, err := s.cfg.JS.PublishMsg(ctx, msg, popts...)
 	if isWrongLastSequence(err) {
+		// The task moved on in the log past what the caller read: let the
+		// projection catch up with it first, so the caller's next read (and
+		// retry) sees the move instead of losing to it again.
+		if err := s.caughtUp(ctx, m.TaskID); err != nil {
+			return 0, err
+		}
 		return 0, ErrConflict
 	}
 	if err != nil {
@@ -186,6 +192,20 @@ func (s *Service) publish(ctx context.Context, m *Message, opts publishOpts) (ui
 		return ack.Sequence, err
 	}
 	return ack.Sequence, nil
+}
+
+// caughtUp waits until the projection has applied the task's last
+// message in the log.
+func (s *Service) caughtUp(ctx context.Context, taskID string) error {
+	st, err := s.cfg.JS.Stream(ctx, streams.StreamTasks)
+	if err != nil {
+		return fmt.Errorf("read the tasks stream: %w", err)
+	}
+	last, err := st.GetLastMsgForSubject(ctx, TaskSubjects(taskID))
+	if err != nil {
+		return fmt.Errorf("read task %s's last message: %w", taskID, err)
+	}
+	return s.applied.wait(ctx, last.Sequence)
 }
 
 // prepare stamps m's version and id, replaces U+0000 (which PostgreSQL
