@@ -1,46 +1,27 @@
 package node_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/spinehq/spine/internal/config"
 	"github.com/spinehq/spine/internal/pgtest"
+	"github.com/spinehq/spine/internal/spinetest"
 	"github.com/spinehq/spine/node"
 )
-
-// syncBuffer is a log destination the node's goroutines may share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // The embedded client port refuses a client without the token that serve
 // keeps in the data dir (0600, never logged); spine's own in-process
 // connection and a client with the token get in.
 func TestNATSPortRefusesAnonymous(t *testing.T) {
 	_, url := pgtest.New(t)
-	var logs syncBuffer
+	var logs spinetest.Buffer
 	cfg := config.Config{DatabaseURL: url, NATSListen: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", DataDir: t.TempDir(),
 		TokenSecret: secret, Replicas: 1}
 	n, err := node.Start(context.Background(), cfg, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})), nil)

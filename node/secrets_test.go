@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,28 +24,11 @@ import (
 	"github.com/spinehq/spine/internal/config"
 	"github.com/spinehq/spine/internal/pgtest"
 	"github.com/spinehq/spine/internal/secretstest"
+	"github.com/spinehq/spine/internal/spinetest"
 	"github.com/spinehq/spine/node"
 	"github.com/spinehq/spine/recorder"
 	"github.com/spinehq/spine/streams"
 )
-
-// lockedBuffer collects the node's log.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // splitKey is cut across two stdout chunks; neither piece is a key alone.
 const splitKey = "sk-ant-api03-Zk9xV2hQ3mR7tY1uW4pL8nB6cD0eF5gHsplit"
@@ -61,7 +43,7 @@ func secretText(field string) string { return field + ":\n" + secretstest.All() 
 func TestNoSecretReachesStorage(t *testing.T) {
 	_, dbURL := pgtest.New(t)
 	dataDir := t.TempDir()
-	logs := &lockedBuffer{}
+	logs := &spinetest.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	n, err := node.Start(context.Background(), config.Config{DatabaseURL: dbURL, NATSListen: "off", HTTPAddr: "127.0.0.1:0",
 		DataDir: dataDir, TokenSecret: secret, Replicas: 1}, log, &node.Options{BatchSize: 50})

@@ -26,26 +26,9 @@ import (
 	"github.com/spinehq/spine/internal/apprig"
 	"github.com/spinehq/spine/internal/config"
 	"github.com/spinehq/spine/internal/fakemodel"
+	"github.com/spinehq/spine/internal/spinetest"
 	"github.com/spinehq/spine/node"
 )
-
-// syncBuffer is the runner's stdout while it runs beside the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // runnerRig is a spine node, a member's client, a signed-in runner
 // machine (its config dir a temporary one) and a Claude Code home against
@@ -58,7 +41,7 @@ type runnerRig struct {
 	claude   *apprig.Claude
 	member   *client
 	token    string // the member's
-	out      *syncBuffer
+	out      *spinetest.Buffer
 	// app is a script that runs the real Claude Code with the rig's
 	// environment only, in the directory it is started in.
 	app string
@@ -75,7 +58,7 @@ func newRunnerRig(t *testing.T) *runnerRig {
 		t.Fatal(err)
 	}
 	r := &runnerRig{t: t, n: n, caughtUp: caughtUp, srv: srv, claude: c, member: member, token: os.Getenv(config.EnvToken),
-		out: &syncBuffer{}, app: envScript(t, c.Bin, c.Env())}
+		out: &spinetest.Buffer{}, app: envScript(t, c.Bin, c.Env())}
 	if out, err := capture(t, "runner", "login", "--machine", "laptop"); err != nil {
 		t.Fatalf("runner login: %v\n%s", err, out)
 	}
@@ -616,9 +599,9 @@ func TestRunnerConfirm(t *testing.T) {
 
 // confirmWith makes answers the owner's answers to --confirm; what the
 // runner asks is returned.
-func (r *runnerRig) confirmWith(answers io.Reader) *syncBuffer {
+func (r *runnerRig) confirmWith(answers io.Reader) *spinetest.Buffer {
 	oldA, oldP := runnerAnswers, runnerPrompt
-	prompt := &syncBuffer{}
+	prompt := &spinetest.Buffer{}
 	runnerAnswers, runnerPrompt = answers, prompt
 	r.t.Cleanup(func() { runnerAnswers, runnerPrompt = oldA, oldP })
 	return prompt

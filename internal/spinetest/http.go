@@ -1,8 +1,10 @@
 package spinetest
 
 import (
+	"bytes"
 	"io"
 	"net/http"
+	"sync"
 	"testing"
 )
 
@@ -24,4 +26,23 @@ func Do(t testing.TB, method, url, token string, body io.Reader) (int, []byte) {
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, data
+}
+
+// Buffer is a bytes.Buffer that goroutines may write while a test reads it
+// (a node's log, a command's output).
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *Buffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *Buffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
