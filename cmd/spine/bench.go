@@ -180,3 +180,20 @@ func printBench(res *bench.Result) error {
 	}
 	return nil
 }
+
+// parseNoArgs parses a command that takes flags only: usage heads its -h,
+// and an argument is a usage error naming the command (fs's name).
+func parseNoArgs(fs *flag.FlagSet, usage string, args []string) error {
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return usageError{fmt.Sprintf("%s takes no arguments, got %q", fs.Name(), fs.Args())}
+	}
+	return nil
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
-	"fmt"
 
 	"github.com/spinehq/spine/internal/bench"
 	"github.com/spinehq/spine/internal/config"
@@ -30,16 +29,8 @@ func runBenchDispatch(ctx context.Context, args []string) error {
 	tasks := fs.Int("tasks", bench.DefaultDispatchTasks, "tasks cycled claim → complete")
 	samples := fs.Int("samples", bench.DefaultDispatchSamples, "creates timed until the runner is notified")
 	fs.Bool("json", true, "print JSON (always; accepted for scripts)")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), benchDispatchUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, benchDispatchUsage, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		fs.Usage()
-		return usageError{fmt.Sprintf("bench dispatch takes no arguments, got %q", fs.Args())}
 	}
 	res, err := bench.RunDispatch(ctx, bench.DispatchConfig{Runners: *runners, Tasks: *tasks, Samples: *samples,
 		DatabaseURL: config.DatabaseURL(), Logger: benchLogger()})

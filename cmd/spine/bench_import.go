@@ -48,16 +48,8 @@ func runBenchImport(ctx context.Context, args []string) error {
 	cpu := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	ccusage := fs.String("ccusage", "", "ccusage binary timed beside spine's cost reports (default $SPINE_CCUSAGE, bin/ccusage-"+bench.CcusageVersion+" from make ccusage-parity, or ccusage on PATH)")
 	runs := fs.Int("report-runs", bench.DefaultReportRuns, "times each cost report (spine's and ccusage's) is run; medians are printed")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), benchImportUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, benchImportUsage, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		fs.Usage()
-		return usageError{fmt.Sprintf("bench import takes no arguments, got %q", fs.Args())}
 	}
 	cfg := bench.ImportConfig{FixturesDir: *fixtures, Dir: *dir, Size: *size << 20, NodeSize: *nodeSize << 20,
 		Ccusage: *ccusage, ReportRuns: *runs, DatabaseURL: config.DatabaseURL(), Logger: benchLogger()}

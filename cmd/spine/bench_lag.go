@@ -43,16 +43,8 @@ func runBenchLag(ctx context.Context, args []string) error {
 	fixtures := fs.String("fixtures", "", "the folder of real app output: claude-transcripts/, codex-rollout/, claude-stream-json/ (default ../shared/fixtures beside the repository)")
 	spine := fs.String("spine", "", "the spine binary whose collect and run are measured, to compare builds (default this one)")
 	fs.Bool("json", true, "print JSON (always; accepted for scripts)")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), benchLagUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, benchLagUsage, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		fs.Usage()
-		return usageError{fmt.Sprintf("bench lag takes no arguments, got %q", fs.Args())}
 	}
 	cfg := bench.LagConfig{Rate: *rate, Lines: *lines, Sessions: *sessions, Poll: *poll, RawSeconds: *raw,
 		Fixtures: *fixtures, Spine: *spine, DatabaseURL: config.DatabaseURL(), Logger: benchLogger()}

@@ -36,16 +36,8 @@ func runBenchLibrary(ctx context.Context, args []string) error {
 	small := fs.Int("small-count", bench.DefaultSmallCount, "1 KiB files of each kind (text, random)")
 	large := fs.Int("large-count", bench.DefaultLargeCount, "8 MiB files of each kind (text, random)")
 	fs.Bool("json", true, "print JSON (always; accepted for scripts)")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), benchLibraryUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, benchLibraryUsage, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		fs.Usage()
-		return usageError{fmt.Sprintf("bench library takes no arguments, got %q", fs.Args())}
 	}
 	if *small < 1 || *large < 1 {
 		return usageError{fmt.Sprintf("bench library: --small-count %d and --large-count %d must be 1 or more", *small, *large)}
