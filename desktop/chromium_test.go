@@ -34,7 +34,7 @@ func TestSessionPageInChromium(t *testing.T) {
 	claim := r.claim(sess.LatestTaskID)
 
 	b := startChromium(t, bin)
-	page := b.open(t, e.base+"/ui/sessions/"+sess.ID+"?token="+alice)
+	page := b.open(t, e.base+"/ui/remote/"+sess.ID+"?token="+alice)
 	// The page is live once its event stream said ready.
 	page.await(t, `document.documentElement.dataset.live === 'on'`)
 	if got := page.eval(t, `document.getElementById('state').textContent`); got != "claimed" {
@@ -240,7 +240,7 @@ func (p *tab) await(t *testing.T, cond string) {
 			} `json:"result"`
 		}
 		err := p.b.try(p.session, "Runtime.evaluate", map[string]any{"returnByValue": true,
-			"expression": `location.pathname.startsWith('/ui/sessions/') && document.readyState !== 'loading'`}, &probe)
+			"expression": `location.pathname.startsWith('/ui/remote/') && document.readyState !== 'loading'`}, &probe)
 		if (err == nil && probe.Result.Value == true) || i > 300 {
 			break
 		}

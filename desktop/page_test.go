@@ -41,7 +41,7 @@ func TestSessionPage(t *testing.T) {
 	alice := e.member("acme", "alice")
 	r := e.runner(alice, "laptop", "alice-laptop")
 	sess := e.create(alice, map[string]any{"target": "desktop", "title": "<b>tidy</b>", "instructions": "tidy the imports"})
-	page := e.base + "/ui/sessions/" + sess.ID
+	page := e.base + "/ui/remote/" + sess.ID
 
 	if code, body := get(t, http.DefaultClient, page); code != 401 || !strings.Contains(body, "?token=") {
 		t.Fatalf("page without a token = %d %s", code, body)
@@ -55,7 +55,7 @@ func TestSessionPage(t *testing.T) {
 	}
 	bob := pageClient(t)
 	_, theirs := get(t, bob, page+"?token="+e.member("acme", "bob"))
-	_, missing := get(t, bob, e.base+"/ui/sessions/rs-nope")
+	_, missing := get(t, bob, e.base+"/ui/remote/rs-nope")
 	if theirs != missing || !strings.Contains(theirs, "not found") {
 		t.Fatalf("bob's view of alice's page %q vs missing %q", theirs, missing)
 	}

@@ -90,7 +90,7 @@ func (s *Service) scanSession(row pgx.Row) (*Session, error) {
 }
 
 // SessionURL is the session's page on spine.
-func (s *Service) SessionURL(id string) string { return s.cfg.BaseURL + "/ui/sessions/" + id }
+func (s *Service) SessionURL(id string) string { return s.cfg.BaseURL + "/ui/remote/" + id }
 
 // Session reads one of owner's remote sessions, or ErrUnknownSession (also
 // for another member's: the two are one answer).

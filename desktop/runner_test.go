@@ -27,7 +27,7 @@ func TestRunnerLifecycle(t *testing.T) {
 	queuedAt := time.Now()
 	sess := e.create(alice, map[string]any{"target": "desktop", "title": "fix the build", "instructions": "run make test"})
 	if sess.State != desktop.StateQueued || sess.RunnerID != "laptop-1" || sess.Machine != "alice-laptop" ||
-		!strings.HasSuffix(sess.URL, "/ui/sessions/"+sess.ID) {
+		!strings.HasSuffix(sess.URL, "/ui/remote/"+sess.ID) {
 		t.Fatalf("created = %+v", sess)
 	}
 	ann := decode[map[string]string](t, []byte(stream.next(t, "work_available", time.Second)))

@@ -175,7 +175,7 @@ func TestMCPTwoToolsCreateRead(t *testing.T) {
 	sess := structured[struct{ Session desktop.Session }](t, res).Session
 	ui, _ := res.Meta["ui"].(map[string]any)
 	if sess.State != desktop.StateQueued || ui["resourceUri"] != gateway.SessionCardURI(sess.ID) ||
-		!strings.Contains(text(res), "tidy imports") || !strings.Contains(text(res), "open: "+e.base+"/ui/sessions/"+sess.ID) {
+		!strings.Contains(text(res), "tidy imports") || !strings.Contains(text(res), "open: "+e.base+"/ui/remote/"+sess.ID) {
 		t.Fatalf("create result = %+v meta %v text %q", sess, res.Meta, text(res))
 	}
 	card, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: gateway.SessionCardURI(sess.ID)})
@@ -183,7 +183,7 @@ func TestMCPTwoToolsCreateRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c := card.Contents[0]; c.MIMEType != gateway.CardMIMEType || !strings.Contains(c.Text, "tidy imports") ||
-		!strings.Contains(c.Text, "queued") || !strings.Contains(c.Text, "/ui/sessions/"+sess.ID) {
+		!strings.Contains(c.Text, "queued") || !strings.Contains(c.Text, "/ui/remote/"+sess.ID) {
 		t.Fatalf("card = %+v", c)
 	}
 	generic, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: gateway.CardURI})

@@ -373,7 +373,7 @@ func TestSessionPageHearsTheRecordedSession(t *testing.T) {
 	f.waitCaughtUp()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", f.base+"/ui/sessions/"+sess.ID+"/events", nil)
+	req, _ := http.NewRequestWithContext(ctx, "GET", f.base+"/ui/remote/"+sess.ID+"/events", nil)
 	req.Header.Set("Authorization", "Bearer "+alice)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil || resp.StatusCode != 200 {

@@ -337,7 +337,7 @@ func readBodies(t *testing.T, f *fixture, tok string, remote remoteDoors) map[st
 	get("remote sessions", "/v1/remote-sessions")
 	for _, id := range []string{remote.http, remote.mcp} {
 		get("remote session "+id, "/v1/remote-sessions/"+id)
-		get("remote page "+id, "/ui/sessions/"+id+"?token="+tok)
+		get("remote page "+id, "/ui/remote/"+id+"?token="+tok)
 	}
 	return out
 }

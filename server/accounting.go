@@ -15,7 +15,6 @@ import (
 
 	"github.com/spinehq/spine/accounting"
 	"github.com/spinehq/spine/auth"
-	"github.com/spinehq/spine/server/pages"
 	"github.com/spinehq/spine/streams"
 )
 
@@ -212,11 +211,9 @@ func (s *Server) costPage(w http.ResponseWriter, r *http.Request) {
 		writePageError(w, http.StatusInternalServerError, "cost summary failed; see the server log")
 		return
 	}
-	var buf bytes.Buffer
-	if err := pages.Cost(&buf, accounting.Page{Summary: sum, Measure: measure}.Data()); err != nil {
-		s.log.Error("render cost page", "err", err)
-		writePageError(w, http.StatusInternalServerError, "rendering failed; see the server log")
-		return
+	title := "Cost · " + sum.Org
+	if sum.Member != "" {
+		title += " · " + sum.Member
 	}
-	writeHTML(w, http.StatusOK, buf.Bytes())
+	s.page(w, http.StatusOK, "cost", view(r, "cost", title, accounting.Page{Summary: sum, Measure: measure}.Data()))
 }

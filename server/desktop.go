@@ -52,7 +52,7 @@ func (s *Server) desktopRoutes() {
 	s.mux.Handle("POST /v1/desktop-runner/tasks/{id}/events", s.runnerAuthed(s.postTaskEvents))
 	s.mux.Handle("POST /v1/desktop-runner/tasks/{id}/complete", s.runnerAuthed(s.completeTask))
 	s.remoteSessionRoutes()
-	s.sessionPageRoutes()
+	s.remotePageRoutes()
 	if s.cfg.MCP != nil {
 		s.mux.Handle("/mcp", s.cfg.MCP) // bearer-authenticated by the gateway itself
 	}

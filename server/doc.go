@@ -36,8 +36,8 @@
 //	GET  /v1/remote-sessions/{id}                    ?since=&limit= remoteSession.read
 //	POST /v1/remote-sessions/{id}/messages           remoteSession.send
 //	POST /v1/remote-sessions/{id}/cancel             remoteSession.cancel
-//	GET  /ui/sessions/{id}                           a remote session's live page
-//	GET  /ui/sessions/{id}/events                    the page's change notifications
+//	GET  /ui/remote/{id}                             a remote session's live page
+//	GET  /ui/remote/{id}/events                      the page's change notifications
 //	     /mcp                                        the MCP endpoint (package gateway)
 //
 // The desktop routes and /mcp exist only when the server has a desktop

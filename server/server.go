@@ -88,6 +88,7 @@ func (s *Server) routes() {
 	s.accountingRoutes()
 	s.desktopRoutes()
 	s.deadLetterRoutes()
+	s.uiRoutes()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, CodeNotFound, "no route for "+r.Method+" "+r.URL.Path)
 	})

@@ -1,9 +1,6 @@
 package server
 
 import (
-	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"net/http"
 	"time"
@@ -12,51 +9,42 @@ import (
 	"github.com/spinehq/spine/server/pages"
 )
 
-// sessionPageRoutes: a remote session's page, server-rendered and live.
-// It signs in like every /ui page (authedPage: the spine_token cookie, set
-// once from ?token=). Live updates come from a few lines of inline script
-// listening to /ui/sessions/{id}/events; without script the page refreshes
-// itself every 5 s while the session runs. The markup is pages.Session.
-func (s *Server) sessionPageRoutes() {
-	s.mux.Handle("GET /ui/sessions/{id}", s.authedPage(s.sessionPage))
-	s.mux.Handle("GET /ui/sessions/{id}/events", s.authedPage(s.sessionPageEvents))
+// remotePageRoutes: a remote session's page, server-rendered and live.
+// Its events (/ui/remote/{id}/events) say when the session changed; the
+// script (spine.js) then fetches the page's live part again (?fragment=1).
+// Without script the page refreshes itself every 5 s while the session
+// runs. The markup is pages' "remote".
+func (s *Server) remotePageRoutes() {
+	s.mux.Handle("GET /ui/remote/{id}", s.authedPage(s.remotePage))
+	s.mux.Handle("GET /ui/remote/{id}/events", s.authedPage(s.sessionPageEvents))
 }
 
-func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
+func (s *Server) remotePage(w http.ResponseWriter, r *http.Request) {
 	res, err := s.cfg.Desktop.Read(r.Context(), owner(r), r.PathValue("id"), "", desktop.MaxReadLimit)
 	if errors.Is(err, desktop.ErrUnknownSession) {
-		writePageError(w, http.StatusNotFound, "remote session not found")
+		s.pageMessage(w, r, http.StatusNotFound, "remote", "Not found", "remote session not found")
 		return
 	}
 	if err != nil {
-		s.log.Error("session page failed", "err", err)
+		s.log.Error("remote session page failed", "err", err)
 		writePageError(w, http.StatusInternalServerError, "reading the session failed; see the server log")
 		return
 	}
-	v := pages.SessionView{ReadResult: res, Nonce: nonce()}
-	render := pages.Session
-	if r.URL.Query().Get("fragment") == "1" {
-		render = pages.SessionLive
-	}
-	var b bytes.Buffer
-	if err := render(&b, v); err != nil {
-		s.log.Error("render session page", "err", err)
-		writePageError(w, http.StatusInternalServerError, "rendering failed")
+	data := pages.RemoteView{ReadResult: res, Path: r.URL.Path}
+	if fragment(r) {
+		s.page(w, http.StatusOK, "remote-live", pages.View{Data: data})
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; connect-src 'self'; script-src 'nonce-"+v.Nonce+"'")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(b.Bytes())
-}
-
-func nonce() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	title := res.Session.Title
+	if title == "" {
+		title = "Remote session " + res.Session.ID
+	}
+	v := view(r, "remote", title, data)
+	v.Events = r.URL.Path + "/events"
+	if !res.Ended {
+		v.Refresh = 5
+	}
+	s.page(w, http.StatusOK, "remote", v)
 }
 
 // sessionPageEvents tells an open page that its session changed (event

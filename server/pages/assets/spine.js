@@ -1,0 +1,104 @@
+// spine's one script: every page works without it; with it, a page
+// follows its server-sent events and loads more without a reload.
+//
+//   <main data-events="URL">      listen to URL (events "ready", "change")
+//   <x data-refresh="URL">        on a change, replace x's content with URL's
+//   <x data-tail="URL" data-after="N">
+//                                 on a change, append URL?after=N's items to x;
+//                                 the answer's Spine-After header is the next N
+//   <a data-more="#x" href="URL"> on a click, append URL's items to #x; the
+//                                 answer's Spine-More header is the next URL
+//                                 (none: the link goes away)
+// Every fetch adds fragment=1: the server answers with the items alone.
+// <html data-live="on"> while the event stream is open; data-updates counts
+// the changes applied (tests wait on it).
+(function () {
+  'use strict';
+  var root = document.documentElement;
+
+  function fragmentURL(url, extra) {
+    var u = new URL(url, location.href);
+    u.searchParams.set('fragment', '1');
+    for (var k in extra) u.searchParams.set(k, extra[k]);
+    return u.toString();
+  }
+
+  function get(url) {
+    return fetch(url, {credentials: 'same-origin', headers: {'Accept': 'text/html'}}).then(function (r) {
+      if (!r.ok) throw new Error(url + ': ' + r.status);
+      return r.text().then(function (html) { return {html: html, headers: r.headers}; });
+    });
+  }
+
+  function append(into, html) {
+    var t = document.createElement('template');
+    t.innerHTML = html;
+    var first = t.content.firstElementChild;
+    into.appendChild(t.content);
+    return first;
+  }
+
+  function counted() { root.dataset.updates = String((+root.dataset.updates || 0) + 1); }
+
+  // One update at a time per element; a change during one runs once more after it.
+  function serial(el, run) {
+    if (el._busy) { el._again = true; return; }
+    el._busy = true;
+    run().catch(function () {}).then(function () {
+      el._busy = false;
+      if (el._again) { el._again = false; serial(el, run); }
+    });
+  }
+
+  function refresh(el) {
+    serial(el, function () {
+      return get(fragmentURL(el.dataset.refresh)).then(function (r) { el.innerHTML = r.html; counted(); });
+    });
+  }
+
+  function tail(el) {
+    serial(el, function () {
+      return get(fragmentURL(el.dataset.tail, {after: el.dataset.after || '0'})).then(function (r) {
+        if (r.html.trim() !== '') append(el, r.html);
+        var next = r.headers.get('Spine-After');
+        if (next) el.dataset.after = next;
+        counted();
+      });
+    });
+  }
+
+  function onChange() {
+    document.querySelectorAll('[data-refresh]').forEach(refresh);
+    document.querySelectorAll('[data-tail]').forEach(tail);
+  }
+
+  function listen(url) {
+    if (!window.EventSource) return;
+    var es = new EventSource(url);
+    es.addEventListener('ready', function () { root.dataset.live = 'on'; });
+    es.addEventListener('change', onChange);
+    es.addEventListener('end', function () { root.dataset.live = 'ended'; es.close(); onChange(); });
+    es.onerror = function () { if (root.dataset.live === 'on') root.dataset.live = 'reconnecting'; };
+  }
+
+  document.addEventListener('click', function (e) {
+    var a = e.target.closest && e.target.closest('a[data-more]');
+    if (!a) return;
+    var into = document.querySelector(a.dataset.more);
+    if (!into) return;
+    e.preventDefault();
+    a.setAttribute('aria-busy', 'true');
+    get(fragmentURL(a.href)).then(function (r) {
+      var first = append(into, r.html);
+      var next = r.headers.get('Spine-More');
+      if (next) { a.href = next; a.removeAttribute('aria-busy'); } else { a.remove(); }
+      if (first) { first.setAttribute('tabindex', '-1'); first.focus(); }
+      counted();
+    }).catch(function () { a.removeAttribute('aria-busy'); location.href = a.href; });
+  });
+
+  document.addEventListener('DOMContentLoaded', function () {
+    var main = document.querySelector('main[data-events]');
+    if (main) listen(main.dataset.events);
+  });
+})();
