@@ -1,53 +1,29 @@
 package node_test
 
 import (
-	"cmp"
-	"context"
 	"math/big"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/spinehq/spine/accounting"
+	"github.com/spinehq/spine/internal/chromium"
 )
 
-// EnvBrowser turns on tests that drive Debian's headless Chromium
-// (make cost-page-check installs it).
-const EnvBrowser = "SPINE_BROWSER_TESTS"
-
-// EnvScreenshots is where browser tests leave their screenshots (default:
-// the system temp directory).
-const EnvScreenshots = "SPINE_SCREENSHOT_DIR"
-
-// TestCostPageInChromium opens /ui/cost in headless Chromium, takes a
+// TestCostPageInChromium opens /ui/cost in headless Chromium, keeps a
 // screenshot, and checks every number the page shows against the summary
 // API's JSON for the same range.
 func TestCostPageInChromium(t *testing.T) {
-	browser, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv(EnvBrowser) != "" {
-			t.Fatal("chromium is not installed: make cost-page-check installs it (apt-get install chromium)")
-		}
-		t.Skip("chromium is not installed: make cost-page-check installs it (apt-get install chromium)")
-	}
+	b := chromium.Start(t)
 	f := newCostFixture(t)
 	f.publishFile("../testdata/accounting/mixed.jsonl")
 	alice := f.token("acme", "alice")
 	const query = "from=2026-11-01&to=2026-11-30&groupBy=day"
-	page := f.base + "/ui/cost?" + query + "&token=" + alice
-
-	shot := filepath.Join(cmp.Or(os.Getenv(EnvScreenshots), os.TempDir()), "spine-cost-page.png")
-	headless(t, browser, "--window-size=1100,1000", "--screenshot="+shot, page)
-	if info, err := os.Stat(shot); err != nil || info.Size() < 1000 {
-		t.Fatalf("screenshot %s: %v", shot, err)
-	}
-	t.Logf("screenshot: %s", shot)
-	dom := headless(t, browser, "--dump-dom", page)
+	tab := b.Open(t, f.base+"/ui/cost?"+query+"&token="+alice)
+	tab.Await(t, `document.querySelector('#summary tfoot tr')`)
+	tab.Screenshot(t, "ui-cost")
+	dom := tab.Eval(t, `document.documentElement.outerHTML`)
 
 	_, body := f.do("GET", "/v1/cost/summary?"+query, alice, nil)
 	s := decode[accounting.Summary](t, body)
@@ -67,19 +43,6 @@ func TestCostPageInChromium(t *testing.T) {
 			}
 		}
 	}
-}
-
-func headless(t *testing.T, browser string, args ...string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-		"--user-data-dir=" + t.TempDir(), "--hide-scrollbars"}
-	out, err := exec.CommandContext(ctx, browser, append(base, args...)...).Output()
-	if err != nil {
-		t.Fatalf("chromium %v: %v", args, err)
-	}
-	return string(out)
 }
 
 var (
