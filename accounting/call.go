@@ -70,6 +70,7 @@ type Call struct {
 	Member           string          `json:"member"`
 	App              string          `json:"app"`
 	PlanID           string          `json:"planId"`
+	WorkerID         string          `json:"workerId"` // the machine: the session's workerId; "" = none named
 	ExecutionSurface string          `json:"executionSurface"`
 	Door             string          `json:"door"` // app, session; "" when not reported
 	Status           string          `json:"status"`

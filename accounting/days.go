@@ -17,13 +17,13 @@ import (
 // dayKey is a cost_days row's group: the dimensions every summary but
 // groupBy=session is answered from.
 type dayKey struct {
-	Org, Day, Billing, App, Model, Member, Plan string
+	Org, Day, Billing, App, Model, Member, Plan, Machine string
 }
 
 func compareDayKeys(x, y dayKey) int {
 	return cmp.Or(cmp.Compare(x.Org, y.Org), cmp.Compare(x.Day, y.Day), cmp.Compare(x.Billing, y.Billing),
 		cmp.Compare(x.App, y.App), cmp.Compare(x.Model, y.Model), cmp.Compare(x.Member, y.Member),
-		cmp.Compare(x.Plan, y.Plan))
+		cmp.Compare(x.Plan, y.Plan), cmp.Compare(x.Machine, y.Machine))
 }
 
 // dayTotals adds up a group's calls as cost_days keeps them.
@@ -66,7 +66,7 @@ func rollUp(calls []*Call) ([]dayKey, map[dayKey]*dayTotals) {
 	var keys []dayKey
 	for _, c := range calls {
 		k := dayKey{Org: c.Org, Day: pgDay(c.At), Billing: c.Billing, App: c.App,
-			Model: c.ServedModel, Member: c.Member, Plan: c.PlanID}
+			Model: c.ServedModel, Member: c.Member, Plan: c.PlanID, Machine: c.WorkerID}
 		t := totals[k]
 		if t == nil {
 			t = &dayTotals{}
@@ -87,7 +87,7 @@ func upsertCostDays(ctx context.Context, tx pgx.Tx, calls []*Call) error {
 	keys, totals := rollUp(calls)
 	n := len(keys)
 	text := func() []string { return make([]string, n) }
-	org, day, billing, app, model, member, plan := text(), text(), text(), text(), text(), text(), text()
+	org, day, billing, app, model, member, plan, machine := text(), text(), text(), text(), text(), text(), text(), text()
 	counts := make([][]int64, 8) // calls, with usage, with cost, then the five token sums
 	for i := range counts {
 		counts[i] = make([]int64, n)
@@ -95,6 +95,7 @@ func upsertCostDays(ctx context.Context, tx pgx.Tx, calls []*Call) error {
 	cost := make([]*string, n)
 	for i, k := range keys {
 		org[i], day[i], billing[i], app[i], model[i], member[i], plan[i] = k.Org, k.Day, k.Billing, k.App, k.Model, k.Member, k.Plan
+		machine[i] = k.Machine
 		t := totals[k]
 		counts[0][i], counts[1][i], counts[2][i] = t.calls, t.withUsage, t.withCost
 		for j, s := range t.tokens {
@@ -103,12 +104,12 @@ func upsertCostDays(ctx context.Context, tx pgx.Tx, calls []*Call) error {
 		cost[i] = t.cost.text()
 	}
 	_, err := tx.Exec(ctx, `INSERT INTO cost_days AS d (org, day, billing, app, served_model, member, plan_id,
-			calls, calls_with_usage, calls_with_cost, input_tokens, output_tokens, cache_read_tokens,
+			worker_id, calls, calls_with_usage, calls_with_cost, input_tokens, output_tokens, cache_read_tokens,
 			cache_write_tokens, reasoning_tokens, cost)
 		SELECT * FROM unnest($1::text[], $2::date[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-			$8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[],
-			$15::bigint[], $16::numeric[])
-		ON CONFLICT (org, day, billing, app, served_model, member, plan_id) DO UPDATE SET
+			$8::text[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[],
+			$15::bigint[], $16::bigint[], $17::numeric[])
+		ON CONFLICT (org, day, billing, app, served_model, member, plan_id, worker_id) DO UPDATE SET
 			calls = d.calls + EXCLUDED.calls,
 			calls_with_usage = d.calls_with_usage + EXCLUDED.calls_with_usage,
 			calls_with_cost = d.calls_with_cost + EXCLUDED.calls_with_cost,
@@ -118,7 +119,7 @@ func upsertCostDays(ctx context.Context, tx pgx.Tx, calls []*Call) error {
 			cache_write_tokens = least(d.cache_write_tokens::numeric + EXCLUDED.cache_write_tokens, 9223372036854775807)::bigint,
 			reasoning_tokens = least(d.reasoning_tokens::numeric + EXCLUDED.reasoning_tokens, 9223372036854775807)::bigint,
 			cost = coalesce(d.cost + EXCLUDED.cost, d.cost, EXCLUDED.cost)`,
-		execMode, org, day, billing, app, model, member, plan, counts[0], counts[1], counts[2], counts[3], counts[4],
+		execMode, org, day, billing, app, model, member, plan, machine, counts[0], counts[1], counts[2], counts[3], counts[4],
 		counts[5], counts[6], counts[7], cost)
 	if err != nil {
 		return fmt.Errorf("roll up cost days: %w", err)

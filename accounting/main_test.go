@@ -181,11 +181,11 @@ func (f *fixture) count(sql string, args ...any) int {
 
 // rollUpByHand adds router_calls rows a test wrote by hand to cost_days,
 // as the projector adds the rows it writes (the statement is migration
-// 006's, for the given sessions).
+// 014's, for the given sessions).
 func (f *fixture) rollUpByHand(sessions ...string) {
 	f.T.Helper()
 	_, err := f.Pool.Exec(ctx, `INSERT INTO cost_days AS d
-		SELECT org, (at AT TIME ZONE 'UTC')::date, billing, app, served_model, member, plan_id,
+		SELECT org, (at AT TIME ZONE 'UTC')::date, billing, app, served_model, member, plan_id, worker_id,
 			count(*), count(usage), count(total_cost),
 			least(coalesce(sum(input_tokens), 0), 9223372036854775807)::bigint,
 			least(coalesce(sum(output_tokens), 0), 9223372036854775807)::bigint,
@@ -193,7 +193,7 @@ func (f *fixture) rollUpByHand(sessions ...string) {
 			least(coalesce(sum(cache_write_tokens), 0), 9223372036854775807)::bigint,
 			least(coalesce(sum(reasoning_tokens), 0), 9223372036854775807)::bigint,
 			sum(total_cost)
-		FROM router_calls WHERE session_id = ANY($1) GROUP BY 1, 2, 3, 4, 5, 6, 7`, sessions)
+		FROM router_calls WHERE session_id = ANY($1) GROUP BY 1, 2, 3, 4, 5, 6, 7, 8`, sessions)
 	if err != nil {
 		f.T.Fatalf("roll up %v: %v", sessions, err)
 	}

@@ -13,8 +13,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/spinehq/spine/internal/checksum"
 	"github.com/spinehq/spine/internal/pgtest"
-	"github.com/spinehq/spine/migrations"
+	"github.com/spinehq/spine/streams"
 )
 
 // rawKeys group router_calls as summaries did before cost_days: the
@@ -75,10 +76,12 @@ func randomCalls(r *rand.Rand, n int) []*Call {
 		}
 		c := &Call{SessionID: fmt.Sprintf("s%04d", i), Org: pick("acme", "acme", "globex"), Member: pick("alice", "bob", "carol"),
 			App: pick("codex", "claude-code"), PlanID: pick("", "p1", "p2"), ServedModel: pick("", "gpt-5", "opus", "Opus", "Ünï-模型"),
-			Billing: pick(BillingClasses...), Status: "done", StartedAt: at.Add(-time.Minute), At: at}
+			WorkerID: pick("", "w1", "w2", "W1", "laptop_9"), Billing: pick(BillingClasses...), Status: "done",
+			StartedAt: at.Add(-time.Minute), At: at}
 		if r.IntN(3) == 0 { // a third share one group, so it fills over many batches and saturates
 			at = time.Date(2026, 11, 3, 0, 0, 0, 0, time.UTC).Add(time.Duration(r.Int64N(24*3600*1e6)) * time.Microsecond)
 			c.Org, c.Member, c.App, c.PlanID, c.ServedModel, c.Billing = "acme", "alice", "codex", "p1", "opus", BillingMetered
+			c.WorkerID = "w1"
 			c.StartedAt, c.At = at.Add(-time.Minute), at
 		}
 		c.ExecutionSurface = ExecutionSurface(c.App)
@@ -197,43 +200,33 @@ func TestRollupAnswersEqualRawAggregate(t *testing.T) {
 	}
 }
 
-// checkBackfill holds migration 006's backfill of cost_days from
-// router_calls to what the projector wrote.
+// checkBackfill holds migration 014's backfill of cost_days from
+// router_calls (006's, grouped by machine too) to what the projector wrote.
 func checkBackfill(t *testing.T, pool *pgxpool.Pool) {
 	t.Helper()
 	ctx := context.Background()
-	ms, err := migrations.All()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var backfill string
-	for _, m := range ms {
-		if i := strings.Index(m.SQL, "INSERT INTO cost_days"); m.Version == 6 && i >= 0 {
-			backfill = m.SQL[i:]
-		}
-	}
-	if backfill == "" {
-		t.Fatal("migration 006 has no INSERT INTO cost_days")
-	}
-	const sum = `SELECT count(*), md5(string_agg(d::text, E'\n' ORDER BY org, day, billing, app, served_model, member, plan_id))
-		FROM cost_days d`
-	var n1, n2 int
-	var projected, backfilled string
-	if err := pool.QueryRow(ctx, sum).Scan(&n1, &projected); err != nil {
-		t.Fatal(err)
-	}
+	backfill := migrationBackfill(t, 14)
+	projected := costDaysSum(t, pool)
 	if _, err := pool.Exec(ctx, `TRUNCATE cost_days`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, backfill); err != nil {
 		t.Fatal(err)
 	}
-	if err := pool.QueryRow(ctx, sum).Scan(&n2, &backfilled); err != nil {
+	if backfilled := costDaysSum(t, pool); projected != backfilled {
+		t.Fatalf("cost_days: projector %s, backfill %s", projected, backfilled)
+	}
+}
+
+// costDaysSum is cost_days' rows and checksum, as spine rebuild --verify
+// compares them.
+func costDaysSum(t *testing.T, q streams.Querier) string {
+	t.Helper()
+	sums, err := checksum.Compute(context.Background(), q)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if n1 != n2 || projected != backfilled {
-		t.Fatalf("cost_days: projector %d rows %s, backfill %d rows %s", n1, projected, n2, backfilled)
-	}
+	return sums["cost_days"]
 }
 
 // checkPages walks the summary in pages of limit rows: they list the

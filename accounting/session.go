@@ -31,7 +31,7 @@ func (s *session) ended() bool { return s.EndedAt != nil }
 // call starts the router-call row of the session, ending it.
 func (s *session) call(status string, at time.Time) *Call {
 	s.EndedAt = &at
-	return &Call{SessionID: s.ID, Org: s.Org, Member: s.Member, App: s.App, PlanID: s.PlanID,
+	return &Call{SessionID: s.ID, Org: s.Org, Member: s.Member, App: s.App, PlanID: s.PlanID, WorkerID: s.WorkerID,
 		ExecutionSurface: ExecutionSurface(s.App), Status: status, StartedAt: s.StartedAt, At: at}
 }
 

@@ -141,7 +141,7 @@ func insertCalls(ctx context.Context, tx pgx.Tx, calls []*Call) error {
 	n := len(calls)
 	text := func() []string { return make([]string, n) }
 	id, org, member, app, plan, surface, door, status := text(), text(), text(), text(), text(), text(), text(), text()
-	billing, signal, model, effort := text(), text(), text(), text()
+	billing, signal, model, effort, worker := text(), text(), text(), text(), text()
 	usage, cost := make([]*string, n), make([]*string, n)
 	count := func() []*int64 { return make([]*int64, n) }
 	in, out, cr, cw, rs := count(), count(), count(), count(), count()
@@ -149,7 +149,7 @@ func insertCalls(ctx context.Context, tx pgx.Tx, calls []*Call) error {
 	for i, c := range calls {
 		id[i], org[i], member[i], app[i], plan[i] = c.SessionID, c.Org, c.Member, c.App, c.PlanID
 		surface[i], door[i], status[i], billing[i], signal[i] = c.ExecutionSurface, c.Door, c.Status, c.Billing, c.BillingSignal
-		model[i], effort[i] = c.ServedModel, c.ServedEffort
+		model[i], effort[i], worker[i] = c.ServedModel, c.ServedEffort, c.WorkerID
 		if t := c.Tokens; t != nil {
 			in[i], out[i], cr[i], cw[i], rs[i] = &t.Input, &t.Output, &t.CacheRead, &t.CacheWrite, &t.Reasoning
 		}
@@ -162,12 +162,13 @@ func insertCalls(ctx context.Context, tx pgx.Tx, calls []*Call) error {
 	}
 	_, err := tx.Exec(ctx, `INSERT INTO router_calls (session_id, org, member, app, plan_id, execution_surface, door,
 			status, billing, billing_signal, served_model, served_effort, usage, input_tokens, output_tokens,
-			cache_read_tokens, cache_write_tokens, reasoning_tokens, total_cost, started_at, at)
+			cache_read_tokens, cache_write_tokens, reasoning_tokens, total_cost, started_at, at, worker_id)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 			$8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::jsonb[], $14::bigint[], $15::bigint[],
-			$16::bigint[], $17::bigint[], $18::bigint[], $19::numeric[], $20::timestamptz[], $21::timestamptz[])`,
+			$16::bigint[], $17::bigint[], $18::bigint[], $19::numeric[], $20::timestamptz[], $21::timestamptz[],
+			$22::text[])`,
 		execMode, id, org, member, app, plan, surface, door, status, billing, signal, model, effort, usage,
-		in, out, cr, cw, rs, cost, startedAt, at)
+		in, out, cr, cw, rs, cost, startedAt, at, worker)
 	if err != nil {
 		return fmt.Errorf("insert router calls: %w", err)
 	}

@@ -8,11 +8,12 @@
 //	applied, err := migrations.Up(ctx, conn)
 //
 // Projections are rebuilt from the log, never from a migration's data, so a
-// migration changes shape only, with one kind of exception: a table derived
-// wholly from other projection tables may be filled from them, as 006 fills
-// cost_days from router_calls, so an upgraded database answers at once. The
-// projector keeps it from then on, a rebuild makes it from the log, and a
-// test holds the backfill equal to what the projector writes.
+// migration changes shape only, with one kind of exception: a table or
+// column derived wholly from other projection tables may be filled from
+// them, as 006 fills cost_days from router_calls and 014 a router call's
+// machine from accounting_sessions, so an upgraded database answers at
+// once. The projector keeps it from then on, a rebuild makes it from the
+// log, and a test holds the backfill equal to what the projector writes.
 //
 // Each table has one package that writes it; docs/design.md#ownership lists
 // them.

@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -80,10 +82,17 @@ func Key() string {
 // Up applies every migration not yet applied, each in its own transaction
 // together with its version row. It returns the versions it applied.
 func Up(ctx context.Context, conn *pgx.Conn) ([]int, error) {
+	return UpTo(ctx, conn, math.MaxInt)
+}
+
+// UpTo is Up stopping after version last: a test makes a database as an
+// older spine left it, fills it, then lets Up apply the rest.
+func UpTo(ctx context.Context, conn *pgx.Conn, last int) ([]int, error) {
 	ms, err := All()
 	if err != nil {
 		return nil, err
 	}
+	ms = slices.DeleteFunc(ms, func(m Migration) bool { return m.Version > last })
 	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
 		return nil, fmt.Errorf("create schema_migrations: %w", err)

@@ -28,7 +28,7 @@ var Tables = map[string]string{
 	"accounting_sessions":   "session_id",
 	"router_calls":          "session_id",
 	"plan_budgets":          "org, plan_id",
-	"cost_days":             "org, day, billing, app, served_model, member, plan_id",
+	"cost_days":             "org, day, billing, app, served_model, member, plan_id, worker_id",
 	"desktop_tasks":         "id",
 	"desktop_task_events":   "remote_session_id, pos",
 	"desktop_task_sessions": "session_id",
