@@ -53,10 +53,10 @@ func splitWindow(from, to time.Time) window {
 
 const (
 	// dayColumns are cost_days' columns that summaries aggregate.
-	dayColumns = `day, billing, app, served_model, member, plan_id, calls, calls_with_usage, calls_with_cost,
-		input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, cost`
+	dayColumns = `day, billing, app, served_model, member, plan_id, worker_id, calls, calls_with_usage,
+		calls_with_cost, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, cost`
 	// callColumns are a router call as a cost_days row of one call.
-	callColumns = `(at AT TIME ZONE 'UTC')::date, billing, app, served_model, member, plan_id, 1,
+	callColumns = `(at AT TIME ZONE 'UTC')::date, billing, app, served_model, member, plan_id, worker_id, 1,
 		(usage IS NOT NULL)::int, (total_cost IS NOT NULL)::int, input_tokens, output_tokens, cache_read_tokens,
 		cache_write_tokens, reasoning_tokens, total_cost`
 )

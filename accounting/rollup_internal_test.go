@@ -28,6 +28,7 @@ var rawKeys = map[string]string{
 	"model":   `served_model`,
 	"billing": `billing`,
 	"member":  `member`,
+	"machine": `worker_id`,
 	"plan":    `plan_id`,
 	"session": `session_id`,
 }

@@ -15,9 +15,10 @@ import (
 )
 
 // GroupBys are the ways a summary can group calls. Times are UTC; a week
-// starts on Monday and is named by that day; a session is one call (a
+// starts on Monday and is named by that day; a machine is the session's
+// workerId ("" when its start named none); a session is one call (a
 // session has exactly one router call), keyed by its session id.
-var GroupBys = []string{"day", "week", "month", "app", "model", "billing", "member", "plan", "session"}
+var GroupBys = []string{"day", "week", "month", "app", "model", "billing", "member", "machine", "plan", "session"}
 
 // groupKeys are the SQL expressions behind GroupBys, over the columns
 // summaries aggregate (see summaryRows): day is a UTC date.
@@ -29,6 +30,7 @@ var groupKeys = map[string]string{
 	"model":   `served_model`,
 	"billing": `billing`,
 	"member":  `member`,
+	"machine": `worker_id`,
 	"plan":    `plan_id`,
 	"session": `session_id`,
 }

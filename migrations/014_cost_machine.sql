@@ -1,6 +1,6 @@
 -- A router call's machine: the session's workerId (the machine `spine
--- collect` or `spine run` ran on, a desktop runner's id), so cost reports
--- group by machine as they group by member. '' when the start named none.
+-- collect` ran on, a desktop runner's id), so cost reports group by
+-- machine as they group by member. '' when the start named none.
 -- The accounting projector writes it from the session's start; rows from
 -- before this migration take it from accounting_sessions, where the
 -- projector kept it since 003 (every router call has its session there),

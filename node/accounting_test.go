@@ -226,18 +226,21 @@ func TestCostPage(t *testing.T) {
 	if resp.StatusCode != 303 || strings.Contains(loc, "token") || len(cookies) != 1 || !cookies[0].HttpOnly {
 		t.Fatalf("sign-in = %d, Location %q, cookies %v", resp.StatusCode, loc, cookies)
 	}
-	req, _ := http.NewRequest("GET", f.base+loc, nil)
-	req.AddCookie(cookies[0])
-	resp, err = http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	signedIn := func(path string) (int, string) { // a page, read with the sign-in's cookie
+		req, _ := http.NewRequest("GET", f.base+path, nil)
+		req.AddCookie(cookies[0])
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var page bytes.Buffer
+		_, _ = page.ReadFrom(resp.Body)
+		return resp.StatusCode, page.String()
 	}
-	var page bytes.Buffer
-	_, _ = page.ReadFrom(resp.Body)
-	resp.Body.Close()
-	html := page.String()
-	if resp.StatusCode != 200 || !strings.Contains(html, "<svg") || !strings.Contains(html, `class="metered"`) {
-		t.Fatalf("page = %d %s", resp.StatusCode, html)
+	code, html := signedIn(loc)
+	if code != 200 || !strings.Contains(html, "<svg") || !strings.Contains(html, `class="metered"`) {
+		t.Fatalf("page = %d %s", code, html)
 	}
 	// The total row (the table's footer) says what the summary API says.
 	foot := html[strings.Index(html, "<tfoot>"):]
@@ -255,6 +258,12 @@ func TestCostPage(t *testing.T) {
 	// A day whose metered cost nobody reported says so.
 	if !regexp.MustCompile(`data-key="2026-11-03">[\s\S]*?data-field="dollars"><span class="silent">not reported`).MatchString(html) {
 		t.Error("2026-11-03's metered dollars are not shown as not reported")
+	}
+	// Grouped by machine: the select offers it, and a row per machine.
+	if code, html := signedIn("/ui/cost?from=2026-11-01&to=2026-11-30&groupBy=machine"); code != 200 ||
+		!strings.Contains(html, "<option selected>machine</option>") || !strings.Contains(html, `data-key="w1"`) ||
+		!strings.Contains(html, `data-key="w3"`) {
+		t.Errorf("page by machine = %d %s", code, html)
 	}
 	code, body := f.do("GET", "/ui/cost", "", nil)
 	if code != 401 || !strings.Contains(string(body), "token") {

@@ -20,7 +20,7 @@ func runCost(ctx context.Context, args []string) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	from := fs.String("from", "", "first day (YYYY-MM-DD) or instant (RFC 3339); default 30 days before --to")
 	to := fs.String("to", "", "last day (inclusive) or instant (exclusive); default now")
-	groupBy := fs.String("group-by", "day", "day, week, month, app, model, billing, member, plan or session")
+	groupBy := fs.String("group-by", "day", "day, week, month, app, model, billing, member, machine, plan or session")
 	limit := fs.Int("limit", 0, "at most this many rows (1 to 10000; default every row); the total covers every page")
 	after := fs.String("after", "", "start after this key: the previous page's next (\"more rows follow\")")
 	fs.Usage = func() {

@@ -17,8 +17,8 @@ import (
 )
 
 // costNode is a node running only the accounting projector, fed the mixed
-// fixture plus plan p9, whose one metered call reported usage but no cost
-// against a $5 ceiling. SPINE_URL and SPINE_TOKEN (acme/alice, an org
+// fixture plus plan p9, whose one metered call (on no named machine)
+// reported usage but no cost against a $5 ceiling. SPINE_URL and SPINE_TOKEN (acme/alice, an org
 // admin: the reports below are the org's) point at it.
 func costNode(t *testing.T) *node.Node {
 	t.Helper()
@@ -44,7 +44,7 @@ func costNode(t *testing.T) *node.Node {
 	}
 	envs := spinetest.ReadEnvelopes(t, "../../testdata/accounting/mixed.jsonl")
 	start, end := spinetest.Start("cli-9"), spinetest.End("cli-9", "done", "claude-sonnet-4-5", "")
-	start.PlanID, end.Billing = "p9", "metered"
+	start.PlanID, start.WorkerID, end.Billing = "p9", "", "metered"
 	end.Usage = &streams.Usage{InputTokens: 40, OutputTokens: 2}
 	var last uint64
 	for _, e := range append(envs, start, end) {
@@ -169,5 +169,30 @@ loop cap  none
 		if _, err := capture(t, args...); exitCode(err) != 2 {
 			t.Errorf("spine %v = %v, want a usage error", args, err)
 		}
+	}
+}
+
+// spine cost --group-by machine: a row per machine the calls ran on, the
+// calls whose start named none as "(none)", and the same total as every
+// other grouping.
+func TestCostByMachine(t *testing.T) {
+	costNode(t)
+	out, err := capture(t, "cost", "--from", "2026-11-01", "--to", "2026-11-30", "--group-by", "machine")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `org acme, calls that ended 2026-11-01 00:00 to 2026-12-01 00:00, by machine
+
+  machine  metered calls  tokens    reported $  subscription calls  tokens  reported $  unknown calls        tokens    reported $
+   (none)              1      42  not reported                   0       -           -              0             -             -
+       w1              2    2850          1.00                   1      15        0.05              1           150           1.5
+       w2              1     800  not reported                   1       5           0              1  not reported  not reported
+       w3              0       -             -                   0       -           -              1  not reported  not reported
+    total              4    3692    1.00 (2/4)                   2      20        0.05              3     150 (1/3)     1.5 (1/3)
+
+"not reported": no app reported it (unknown, not $0); "(n/m)": n of m calls reported.
+`
+	if out != want {
+		t.Errorf("spine cost --group-by machine:\n%s\nwant:\n%s", out, want)
 	}
 }
