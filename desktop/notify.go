@@ -47,16 +47,18 @@ func (s *Service) announce(a Announcement) {
 	}
 }
 
-func workKey(org, member string) string { return "work\x00" + org + "\x00" + member }
-func sessionKey(id string) string       { return "session\x00" + id }
+func workKey(org, member string) string     { return "work\x00" + org + "\x00" + member }
+func sessionKey(id string) string           { return "session\x00" + id }
+func sessionsKey(org, member string) string { return "sessions\x00" + org + "\x00" + member }
 
-// key is who listens to a: a session's pages, or the member's runners'
-// event streams (work, and revocations of their tokens).
-func (a Announcement) key() string {
+// keys are who listens to a: a session's pages and its member's list of
+// them, or the member's runners' event streams (work, and revocations of
+// their tokens).
+func (a Announcement) keys() []string {
 	if a.Kind == kindSession {
-		return sessionKey(a.SessionID)
+		return []string{sessionKey(a.SessionID), sessionsKey(a.Org, a.Member)}
 	}
-	return workKey(a.Org, a.Member)
+	return []string{workKey(a.Org, a.Member)}
 }
 
 // hub fans announcements out to this instance's listeners.
@@ -102,10 +104,12 @@ func (h *hub) deliver(msg *nats.Msg) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for ch := range h.subs[a.key()] {
-		select {
-		case ch <- a:
-		default: // a slow listener re-reads everything on its next wake-up
+	for _, key := range a.keys() {
+		for ch := range h.subs[key] {
+			select {
+			case ch <- a:
+			default: // a slow listener re-reads everything on its next wake-up
+			}
 		}
 	}
 }

@@ -113,10 +113,16 @@ func (s *Service) session(ctx context.Context, q streams.Querier, owner streams.
 	return ss, nil
 }
 
-// Sessions lists owner's remote sessions, most recently active first.
-func (s *Service) Sessions(ctx context.Context, owner streams.Owner, limit int) ([]Session, error) {
-	rows, err := s.cfg.Pool.Query(ctx, `SELECT `+sessionColumns+sessionFrom+`
-		WHERE s.org = $1 AND s.member = $2 ORDER BY s.last_activity_at DESC, s.id LIMIT $3`, owner.Org, owner.Member, limit)
+// Sessions lists up to limit of owner's remote sessions after the cursor
+// (the zero cursor: from the start), most recently active first.
+func (s *Service) Sessions(ctx context.Context, owner streams.Owner, after SessionCursor, limit int) ([]Session, error) {
+	where, args := `WHERE s.org = $1 AND s.member = $2`, []any{owner.Org, owner.Member, limit}
+	if after != (SessionCursor{}) {
+		where += ` AND (s.last_activity_at, s.id) < ($4, $5)`
+		args = append(args, after.At, after.ID)
+	}
+	rows, err := s.cfg.Pool.Query(ctx, `SELECT `+sessionColumns+sessionFrom+` `+where+`
+		ORDER BY s.last_activity_at DESC, s.id DESC LIMIT $3`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list remote sessions: %w", err)
 	}

@@ -252,7 +252,7 @@ func (s *Service) List(ctx context.Context, owner streams.Owner, target string) 
 	if target != "" && target != TargetDesktop {
 		return &ListResult{Sessions: []Session{}, Runners: []Runner{}}, nil
 	}
-	sessions, err := s.Sessions(ctx, owner, 100)
+	sessions, err := s.Sessions(ctx, owner, SessionCursor{}, 100)
 	if err != nil {
 		return nil, err
 	}
@@ -307,4 +307,10 @@ func (s *Service) Cancel(ctx context.Context, owner streams.Owner, sessionID str
 // the caller re-reads on each.
 func (s *Service) Changes(sessionID string) (<-chan Announcement, func()) {
 	return s.hub.listen(sessionKey(sessionID))
+}
+
+// ListChanges returns announcements of changes to any of owner's remote
+// sessions (for the list's page); the caller re-reads on each.
+func (s *Service) ListChanges(owner streams.Owner) (<-chan Announcement, func()) {
+	return s.hub.listen(sessionsKey(owner.Org, owner.Member))
 }

@@ -21,6 +21,7 @@ const TokenCookie = "spine_token"
 func (s *Server) uiRoutes() {
 	s.mux.Handle("GET /ui/assets/", http.StripPrefix("/ui/assets/", assetServer()))
 	s.mux.Handle("GET /ui/{$}", http.RedirectHandler("/ui/sessions", http.StatusSeeOther))
+	s.remoteListPageRoutes()
 }
 
 // assetServer serves pages.Assets; a link carries the assets' version, so
@@ -129,4 +130,11 @@ func writePageError(w http.ResponseWriter, status int, msg string) {
 // (the same for another member's thing as for a missing one) or a 400 is.
 func (s *Server) pageMessage(w http.ResponseWriter, r *http.Request, status int, section, title, msg string) {
 	s.page(w, status, "message", view(r, section, title, msg))
+}
+
+// pageFailed logs a page's failed read and answers 500 with a page that
+// says so (never the error itself: it may name what the caller cannot see).
+func (s *Server) pageFailed(w http.ResponseWriter, what string, err error) {
+	s.log.Error(what+" failed", "err", err)
+	writePageError(w, http.StatusInternalServerError, what+" failed; see the server log")
 }
