@@ -36,6 +36,8 @@
 //	GET  /v1/remote-sessions/{id}                    ?since=&limit= remoteSession.read
 //	POST /v1/remote-sessions/{id}/messages           remoteSession.send
 //	POST /v1/remote-sessions/{id}/cancel             remoteSession.cancel
+//	GET  /ui/remote                                  ?after= the caller's remote sessions and runners, live
+//	GET  /ui/remote/events                           the list's change notifications
 //	GET  /ui/remote/{id}                             a remote session's live page
 //	GET  /ui/remote/{id}/events                      the page's change notifications
 //	     /mcp                                        the MCP endpoint (package gateway)
