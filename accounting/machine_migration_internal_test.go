@@ -32,7 +32,7 @@ func TestMigrationFillsMachines(t *testing.T) {
 	writeInBatches(t, pool, rand.New(rand.NewPCG(1, 2)), calls)
 
 	pre := preMachineDatabase(t, url, calls)
-	applied, err := migrations.Up(ctx, pre)
+	applied, err := migrations.UpTo(ctx, pre, 14) // 014 alone, whatever migrations follow it
 	if err != nil || !slices.Equal(applied, []int{14}) {
 		t.Fatalf("migrate to 014: applied %v, %v", applied, err)
 	}

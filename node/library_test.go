@@ -91,10 +91,8 @@ func TestUploadTraceAndScoping(t *testing.T) {
 		pushed.Session.RunID != "run-s1" {
 		t.Fatalf("pushed artifact = %s", resp)
 	}
-	var call map[string]any
-	json.Unmarshal(pushed.RouterCall, &call)
-	if call["billing"] != "unknown" || call["executionSurface"] != "cockpit-app:claude-code" || call["totalCost"] != nil {
-		t.Fatalf("router call in the trace = %s", pushed.RouterCall)
+	if c := pushed.RouterCall; c == nil || c.Billing != "unknown" || c.ExecutionSurface != "cockpit-app:claude-code" || c.TotalCost != nil {
+		t.Fatalf("router call in the trace = %s", resp)
 	}
 	// The transcript is an artifact with the same stamp.
 	var sess map[string]any

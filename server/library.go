@@ -181,7 +181,10 @@ func parseRange(header string, size int64) (off, n int64, partial bool, err erro
 	}
 }
 
-// provenance traces a digest, an artifact id, or a session id.
+// provenance traces a digest, an artifact id, a session id, or else a plan
+// run or plan id. An admin's plan trace has the plan's whole spend and
+// budget, as GET /v1/plans/{id}/spend answers them; its sessions are the
+// caller's, as every trace's are.
 func (s *Server) provenance(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	var v any
@@ -190,8 +193,11 @@ func (s *Server) provenance(w http.ResponseWriter, r *http.Request) {
 	if errors.Is(err, trace.ErrNotFound) && streams.ValidID(id) {
 		v, err = trace.OfSession(r.Context(), s.cfg.Pool, owner(r), id)
 	}
+	if errors.Is(err, trace.ErrNotFound) && streams.ValidID(id) {
+		v, err = trace.OfPlan(r.Context(), s.cfg.Pool, owner(r), id, &trace.PlanOpts{OrgSpend: caller(r).IsAdmin()})
+	}
 	if errors.Is(err, trace.ErrNotFound) {
-		notFound(w, "artifact, file or session")
+		notFound(w, "artifact, file, session or plan")
 		return
 	}
 	if err != nil {

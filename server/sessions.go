@@ -8,6 +8,7 @@ import (
 	"github.com/spinehq/spine/recorder"
 	"github.com/spinehq/spine/spine"
 	"github.com/spinehq/spine/streams"
+	"github.com/spinehq/spine/trace"
 )
 
 // Page limits.
@@ -113,11 +114,12 @@ func (s *Server) getSteps(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if _, err := spine.GetRun(r.Context(), s.cfg.Pool, owner(r), id); err != nil {
-		if errors.Is(err, spine.ErrNotFound) {
-			notFound(w, "run")
-			return
-		}
+	run, err := spine.GetRun(r.Context(), s.cfg.Pool, owner(r), id)
+	if errors.Is(err, spine.ErrNotFound) {
+		s.planRunSteps(w, r, id)
+		return
+	}
+	if err != nil {
 		s.internal(w, "get run", err)
 		return
 	}
@@ -126,7 +128,24 @@ func (s *Server) getSteps(w http.ResponseWriter, r *http.Request) {
 		s.internal(w, "read steps", err)
 		return
 	}
+	page.Kind = run.Kind
 	writeJSON(w, http.StatusOK, page)
+}
+
+// planRunSteps answers for an id no run of the caller's has: a plan run's
+// steps, each with the caller's sessions that ran it, in one bounded
+// answer (since and limit page a recording run's steps only).
+func (s *Server) planRunSteps(w http.ResponseWriter, r *http.Request, id string) {
+	steps, err := trace.StepsOfPlanRun(r.Context(), s.cfg.Pool, owner(r), id)
+	if errors.Is(err, trace.ErrNotFound) {
+		notFound(w, "run")
+		return
+	}
+	if err != nil {
+		s.internal(w, "read plan run", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, steps)
 }
 
 // paging reads since (default 0) and limit (default 500, at most 5000).

@@ -32,6 +32,7 @@ func GetRun(ctx context.Context, q streams.Querier, owner streams.Owner, id stri
 // (on the first page) the run's notes and control observations.
 type StepsPage struct {
 	RunID string        `json:"runId"`
+	Kind  string        `json:"kind,omitempty"` // the run's (KindSessionRecording), when the reader set it
 	Steps []Step        `json:"steps"`
 	Notes []Observation `json:"notes"`
 	Next  int           `json:"next"` // pass as since for the next page

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/spinehq/spine/accounting"
 	"github.com/spinehq/spine/library"
 	"github.com/spinehq/spine/streams"
 )
@@ -25,21 +26,21 @@ type File struct {
 
 // Artifact is one artifact with where it came from.
 type Artifact struct {
-	ID             string          `json:"id"`
-	Kind           string          `json:"kind"`
-	Name           string          `json:"name"`
-	Size           int64           `json:"size"`
-	ContentType    string          `json:"contentType,omitempty"`
-	ContentMissing bool            `json:"contentMissing"`
-	ContentOmitted bool            `json:"contentOmitted"`
-	CreatedAt      time.Time       `json:"createdAt"`
-	Org            string          `json:"org"`
-	Member         string          `json:"member"`
-	ProducedBy     json.RawMessage `json:"producedBy"`           // null: uploaded by a person, or the session has not ended
-	UploadedBy     string          `json:"uploadedBy,omitempty"` // the member, for uploads
-	Session        *SessionRow     `json:"session,omitempty"`
-	Step           *Step           `json:"step,omitempty"`
-	RouterCall     json.RawMessage `json:"routerCall"` // the session's accounting row, once recorded
+	ID             string           `json:"id"`
+	Kind           string           `json:"kind"`
+	Name           string           `json:"name"`
+	Size           int64            `json:"size"`
+	ContentType    string           `json:"contentType,omitempty"`
+	ContentMissing bool             `json:"contentMissing"`
+	ContentOmitted bool             `json:"contentOmitted"`
+	CreatedAt      time.Time        `json:"createdAt"`
+	Org            string           `json:"org"`
+	Member         string           `json:"member"`
+	ProducedBy     json.RawMessage  `json:"producedBy"`           // null: uploaded by a person, or the session has not ended
+	UploadedBy     string           `json:"uploadedBy,omitempty"` // the member, for uploads
+	Session        *SessionRow      `json:"session,omitempty"`
+	Step           *Step            `json:"step,omitempty"`
+	RouterCall     *accounting.Call `json:"routerCall"` // the session's accounting row; null until recorded
 }
 
 // SessionRow is the producing session as the recorder holds it.
@@ -68,14 +69,6 @@ type Step struct {
 	At     time.Time `json:"at"`
 }
 
-// routerCallQuery returns a session's router-call row (accounting's) as JSON.
-const routerCallQuery = `SELECT jsonb_build_object('sessionId', session_id, 'billing', billing,
-	'billingSignal', billing_signal, 'executionSurface', execution_surface, 'door', door, 'status', status,
-	'servedModel', served_model, 'servedEffort', served_effort, 'inputTokens', input_tokens,
-	'outputTokens', output_tokens, 'cacheReadTokens', cache_read_tokens, 'cacheWriteTokens', cache_write_tokens,
-	'reasoningTokens', reasoning_tokens, 'totalCost', total_cost, 'planId', plan_id, 'at', at)
-	FROM router_calls WHERE session_id = $1 AND org = $2`
-
 // OfID traces a digest ("blake3:…") or an artifact id.
 func OfID(ctx context.Context, q streams.Querier, owner streams.Owner, id string) (*File, error) {
 	digest := id
@@ -96,7 +89,7 @@ func OfID(ctx context.Context, q streams.Querier, owner streams.Owner, id string
 
 // OfDigest lists the caller's artifacts that reference digest.
 func OfDigest(ctx context.Context, q streams.Querier, owner streams.Owner, digest string) (*File, error) {
-	arts, err := tracedArtifacts(ctx, q, `a.digest = $1 AND a.org = $2 AND a.member = $3 ORDER BY a.created_at, a.id`,
+	arts, err := tracedArtifacts(ctx, q, owner, `a.digest = $1 AND a.org = $2 AND a.member = $3 ORDER BY a.created_at, a.id`,
 		digest, owner.Org, owner.Member)
 	if err != nil {
 		return nil, fmt.Errorf("trace %s: %w", digest, err)
@@ -114,7 +107,7 @@ func OfDigest(ctx context.Context, q streams.Querier, owner streams.Owner, diges
 
 // tracedArtifacts reads artifacts with their session, run and step, and
 // each session's router-call row; where is the rest of the statement.
-func tracedArtifacts(ctx context.Context, q streams.Querier, where string, args ...any) ([]Artifact, error) {
+func tracedArtifacts(ctx context.Context, q streams.Querier, owner streams.Owner, where string, args ...any) ([]Artifact, error) {
 	rows, err := q.Query(ctx, `SELECT a.id, a.kind, a.name, a.size, a.content_type, a.content_missing,
 			a.content_omitted, a.created_at, a.org, a.member, a.produced_by,
 			s.id, s.status, s.app, s.model, s.effort, s.billing, s.session_run_id, r.parent_run_id, r.parent_step_id,
@@ -131,7 +124,7 @@ func tracedArtifacts(ctx context.Context, q streams.Querier, where string, args 
 	if err != nil {
 		return nil, err
 	}
-	return arts, attachRouterCalls(ctx, q, arts)
+	return arts, attachRouterCalls(ctx, q, owner, arts)
 }
 
 func scanTraced(r pgx.CollectableRow) (Artifact, error) {
@@ -149,7 +142,6 @@ func scanTraced(r pgx.CollectableRow) (Artifact, error) {
 	if len(a.ProducedBy) == 0 {
 		a.ProducedBy = json.RawMessage("null")
 	}
-	a.RouterCall = json.RawMessage("null")
 	if a.Kind == "upload" {
 		a.UploadedBy = a.Member
 	}
@@ -171,77 +163,26 @@ func deref(s *string) string {
 }
 
 // attachRouterCalls gives each artifact its session's router-call row,
-// reading each session's row once.
-func attachRouterCalls(ctx context.Context, q streams.Querier, arts []Artifact) error {
-	type call struct {
-		row     []byte
-		billing string
+// reading them in one statement. Every artifact is the owner's (each read
+// here is scoped so), and so is its session.
+func attachRouterCalls(ctx context.Context, q streams.Querier, owner streams.Owner, arts []Artifact) error {
+	var ids []string
+	for _, a := range arts {
+		if a.Session != nil {
+			ids = append(ids, a.Session.ID)
+		}
 	}
-	calls := map[string]*call{}
+	if len(ids) == 0 {
+		return nil
+	}
+	calls, err := accounting.CallsOf(ctx, q, owner, ids)
+	if err != nil {
+		return err
+	}
 	for i := range arts {
-		s := arts[i].Session
-		if s == nil {
-			continue
-		}
-		c, ok := calls[s.ID]
-		if !ok {
-			var row []byte
-			err := q.QueryRow(ctx, routerCallQuery, s.ID, arts[i].Org).Scan(&row)
-			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-				return fmt.Errorf("router call of %s: %w", s.ID, err)
-			}
-			if row != nil {
-				c = &call{row: row}
-				var b struct{ Billing string }
-				if json.Unmarshal(row, &b) == nil {
-					c.billing = b.Billing
-				}
-			}
-			calls[s.ID] = c
-		}
-		if c != nil {
-			arts[i].RouterCall, s.Billing = c.row, c.billing
+		if s := arts[i].Session; s != nil && calls[s.ID] != nil {
+			arts[i].RouterCall, s.Billing = calls[s.ID], calls[s.ID].Billing
 		}
 	}
 	return nil
-}
-
-// Session follows a session down: its run and the planner step it
-// served, what it did, what it pushed, and its router-call row.
-type Session struct {
-	Session      SessionRow      `json:"session"`
-	Steps        int             `json:"steps"`
-	Observations int             `json:"observations"`
-	Artifacts    []Artifact      `json:"artifacts"`
-	RouterCall   json.RawMessage `json:"routerCall"`
-}
-
-// OfSession traces a session the owner may see.
-func OfSession(ctx context.Context, q streams.Querier, owner streams.Owner, id string) (*Session, error) {
-	t := &Session{RouterCall: json.RawMessage("null"), Artifacts: []Artifact{}}
-	s := &t.Session
-	err := q.QueryRow(ctx, `SELECT s.id, s.status, s.app, s.model, s.effort, s.billing, s.session_run_id,
-			r.parent_run_id, r.parent_step_id, s.total_cost::text,
-			(SELECT count(*) FROM steps WHERE run_id = s.session_run_id),
-			(SELECT count(*) FROM observations WHERE run_id = s.session_run_id)
-		FROM sessions s JOIN runs r ON r.id = s.session_run_id
-		WHERE s.id = $1 AND s.org = $2 AND s.member = $3`, id, owner.Org, owner.Member).
-		Scan(&s.ID, &s.Status, &s.App, &s.Model, &s.Effort, &s.BillingSignal, &s.RunID, &s.ParentRunID,
-			&s.ParentStepID, &s.TotalCost, &t.Steps, &t.Observations)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("trace session %s: %w", id, err)
-	}
-	arts, err := tracedArtifacts(ctx, q, `a.session_id = $1 AND a.org = $2 AND a.member = $3
-		ORDER BY a.digest, a.created_at, a.id`, id, owner.Org, owner.Member)
-	if err != nil {
-		return nil, fmt.Errorf("trace session %s: %w", id, err)
-	}
-	for _, a := range arts {
-		t.Artifacts = append(t.Artifacts, a)
-		t.RouterCall, s.Billing = a.RouterCall, a.Session.Billing
-	}
-	return t, nil
 }

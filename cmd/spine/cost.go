@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/url"
 	"strconv"
 	"strings"
@@ -143,18 +144,26 @@ func costPlan(ctx context.Context, c *client, plan string, asJSON bool) error {
 	if printed, err := c.answer(ctx, "GET", "/v1/plans/"+url.PathEscape(plan)+"/spend", nil, asJSON, &p); err != nil || printed {
 		return err
 	}
-	fmt.Fprintf(stdout, "plan      %s (org %s)\ncalls     %d (metered %d, subscription %d, unknown %d)\n", p.PlanID, p.Org,
-		p.Calls, p.Spend.Metered.Calls, p.Spend.Subscription.Calls, p.Spend.Unknown.Calls)
-	fmt.Fprintf(stdout, "tokens    metered %d, subscription %d, unknown %d\n", p.TokenSpent, p.TokenSpentSubscription, p.TokenSpentUnknown)
-	fmt.Fprintf(stdout, "dollars   metered %s, subscription %s, unknown %s (as reported)\n", dollarCell(&p.Spend.Metered),
-		dollarCell(&p.Spend.Subscription), dollarCell(&p.Spend.Unknown))
-	if p.Member != "" {
-		fmt.Fprintf(stdout, "member    %s's calls only; the plan's budget is shown to org admins\n", p.Member)
-		return nil
-	}
-	fmt.Fprintf(stdout, "ceiling   %s\n", ceilingLine(p.Ceiling))
-	fmt.Fprintf(stdout, "loop cap  %s\n", loopLine(p.LoopCap))
+	printPlanSpend(stdout, &p, "")
 	return nil
+}
+
+// printPlanSpend writes where a plan stands, each line after indent:
+// metered, subscription and unknown apart, then the ceiling (metered
+// dollars) and the loop cap (every call), which an org admin's answer
+// alone carries.
+func printPlanSpend(w io.Writer, p *accounting.PlanSpend, indent string) {
+	fmt.Fprintf(w, "%splan      %s (org %s)\n%scalls     %d (metered %d, subscription %d, unknown %d)\n", indent, p.PlanID, p.Org,
+		indent, p.Calls, p.Spend.Metered.Calls, p.Spend.Subscription.Calls, p.Spend.Unknown.Calls)
+	fmt.Fprintf(w, "%stokens    metered %d, subscription %d, unknown %d\n", indent, p.TokenSpent, p.TokenSpentSubscription, p.TokenSpentUnknown)
+	fmt.Fprintf(w, "%sdollars   metered %s, subscription %s, unknown %s (as reported)\n", indent, dollarCell(&p.Spend.Metered),
+		dollarCell(&p.Spend.Subscription), dollarCell(&p.Spend.Unknown))
+	if p.Member != "" || p.Ceiling == nil || p.LoopCap == nil {
+		fmt.Fprintf(w, "%smember    %s's calls only; the plan's budget is shown to org admins\n", indent, p.Member)
+		return
+	}
+	fmt.Fprintf(w, "%sceiling   %s\n", indent, ceilingLine(p.Ceiling))
+	fmt.Fprintf(w, "%sloop cap  %s\n", indent, loopLine(p.LoopCap))
 }
 
 // loopLine says where a plan stands against its loop cap.

@@ -13,7 +13,7 @@
 //	spine read session|transcript|steps ID [--json] [--follow]
 //	spine cancel ID [--reason R]      cancel a running session
 //	spine rebuild [--verify] [--keep] replay the streams into a fresh database
-//	spine trace DIGEST|ARTIFACT|SESSION [--json]
+//	spine trace DIGEST|ARTIFACT|SESSION|PLAN_RUN|PLAN [--json]
 //	spine token init                  create the token secret in the data dir
 //	spine token mint [--org O] [--member M] [--role member|admin] [--ttl D]
 //	spine cost [--from D] [--to D] [--group-by G] [--json]; spine cost plan ID
@@ -53,7 +53,7 @@ func commands() []command {
 		{"read", "read a session, its transcript or a run's steps", runRead},
 		{"cancel", "cancel a running session (its producer is told; spine ends it after a grace)", runCancel},
 		{"rebuild", "replay the streams into a fresh database; --verify compares with the live projections", runRebuild},
-		{"trace", "follow a file, artifact or session to what produced it", runTrace},
+		{"trace", "follow a file, artifact or session to what produced it, or a plan down to every session it ran", runTrace},
 		{"token", "create the token secret (token init) or mint a bearer token (token mint --org O --member M --role R)", runToken},
 		{"cost", "cost reports: calls, tokens and reported dollars by billing; plan spend", runCost},
 		{"deadletters", "your envelopes refused after they were accepted, with the reason", runDeadLetters},

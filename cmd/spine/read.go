@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/spinehq/spine/recorder"
 	"github.com/spinehq/spine/spine"
+	"github.com/spinehq/spine/trace"
 )
 
 func runRead(ctx context.Context, args []string) error {
@@ -22,7 +25,7 @@ func runRead(ctx context.Context, args []string) error {
 	follow := fs.Bool("follow", false, "transcript: keep reading until the session ends")
 	since := fs.Int64("since", 0, "start after this seq (transcript) or step idx (steps)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: spine read session|transcript|steps ID [flags]\n\nsteps takes a run id (a session's sessionRunId) or a session id.")
+		fmt.Fprintln(fs.Output(), "usage: spine read session|transcript|steps ID [flags]\n\nsteps takes a run id (a session's sessionRunId or a plan run's id) or a session id.")
 		fs.PrintDefaults()
 	}
 	what, rest := "", args
@@ -128,10 +131,23 @@ func readSteps(ctx context.Context, c *client, id string, since int, asJSON bool
 		runID = recorder.RunID(id)
 	}
 	for {
-		var page spine.StepsPage
+		var raw json.RawMessage
 		path := fmt.Sprintf("/v1/runs/%s/steps?since=%d", url.PathEscape(runID), since)
-		if err := c.do(ctx, "GET", path, nil, &page); err != nil {
+		err := c.do(ctx, "GET", path, nil, &raw)
+		var notRun *apiError
+		if errors.As(err, &notRun) && notRun.Status == http.StatusNotFound && runID != id {
+			runID = id // not a session: a plan run's id, perhaps
+			continue
+		}
+		if err != nil {
 			return err
+		}
+		var page spine.StepsPage
+		if err := json.Unmarshal(raw, &page); err != nil {
+			return err
+		}
+		if page.Kind == trace.KindPlanRun { // one answer, not paged
+			return printPlanRunSteps(raw, asJSON)
 		}
 		if asJSON {
 			_ = json.NewEncoder(stdout).Encode(page)
@@ -143,6 +159,23 @@ func readSteps(ctx context.Context, c *client, id string, since int, asJSON bool
 		}
 		since = page.Next
 	}
+}
+
+// printPlanRunSteps writes a plan run's steps and the sessions each ran.
+func printPlanRunSteps(raw json.RawMessage, asJSON bool) error {
+	if asJSON {
+		_, err := stdout.Write(append(raw, '\n'))
+		return err
+	}
+	var ps trace.PlanRunSteps
+	if err := json.Unmarshal(raw, &ps); err != nil {
+		return err
+	}
+	printPlanRun(stdout, &ps.PlanRun, "", "")
+	if ps.More {
+		fmt.Fprintf(stdout, "(the first %d sessions by start; the run has more)\n", ps.Sessions)
+	}
+	return nil
 }
 
 func printSteps(page *spine.StepsPage) {

@@ -1,14 +1,17 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"net/url"
+	"strconv"
 	"strings"
 
+	"github.com/spinehq/spine/accounting"
 	"github.com/spinehq/spine/trace"
 )
 
@@ -18,7 +21,9 @@ func runTrace(ctx context.Context, args []string) error {
 	token := fs.String("token", "", "bearer token (default $SPINE_TOKEN)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: spine trace DIGEST|ARTIFACT|SESSION [--json]\n\nFollows a file (blake3:…), an artifact or a session to who produced it.")
+		fmt.Fprintln(fs.Output(), "usage: spine trace DIGEST|ARTIFACT|SESSION|PLAN_RUN|PLAN [--json]\n\n"+
+			"Follows a file (blake3:…), an artifact or a session to who produced it, or a plan (a plan run id\n"+
+			"or a plan id) down to each step, the sessions it ran and their router calls, and the plan's spend.")
 		fs.PrintDefaults()
 	}
 	var id string
@@ -50,28 +55,40 @@ func runTrace(ctx context.Context, args []string) error {
 	return printTrace(stdout, raw)
 }
 
+// printTrace writes a provenance answer as text: a file's, a session's
+// or a plan's, told apart by the field each alone has.
 func printTrace(w io.Writer, raw json.RawMessage) error {
 	var probe struct {
-		Digest  string `json:"digest"`
-		Session *struct {
-			ID string `json:"id"`
-		} `json:"session"`
+		Digest string           `json:"digest"`
+		Runs   *json.RawMessage `json:"runs"`
 	}
 	if err := json.Unmarshal(raw, &probe); err != nil {
 		return err
 	}
-	if probe.Digest == "" {
+	switch {
+	case probe.Digest != "":
+		var t trace.File
+		if err := json.Unmarshal(raw, &t); err != nil {
+			return err
+		}
+		printFileTrace(w, &t)
+	case probe.Runs != nil:
+		var p trace.Plan
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return err
+		}
+		printPlanTrace(w, &p)
+	default:
 		var st trace.Session
 		if err := json.Unmarshal(raw, &st); err != nil {
 			return err
 		}
 		printSessionTrace(w, &st)
-		return nil
 	}
-	var t trace.File
-	if err := json.Unmarshal(raw, &t); err != nil {
-		return err
-	}
+	return nil
+}
+
+func printFileTrace(w io.Writer, t *trace.File) {
 	stored := "stored"
 	if !t.Stored {
 		stored = "bytes not stored"
@@ -81,7 +98,6 @@ func printTrace(w io.Writer, raw json.RawMessage) error {
 		last := i == len(t.Artifacts)-1
 		printArtifact(w, a, branch(last), indent(last))
 	}
-	return nil
 }
 
 func branch(last bool) string {
@@ -120,8 +136,8 @@ func printArtifact(w io.Writer, a trace.Artifact, first, rest string) {
 	if st := a.Step; st != nil {
 		fmt.Fprintf(w, "%s   step %d (%s) at %s\n", rest, st.Idx, st.Action, st.At.Format("15:04:05"))
 	}
-	if string(a.RouterCall) != "null" && len(a.RouterCall) > 0 {
-		fmt.Fprintf(w, "%s   router call %s\n", rest, a.RouterCall)
+	if a.RouterCall != nil {
+		printRouterCall(w, rest+"   ", rest+"   ", a.RouterCall)
 	}
 	if a.ContentMissing || a.ContentOmitted {
 		fmt.Fprintf(w, "%s   content missing: %v, omitted over the cap: %v\n", rest, a.ContentMissing, a.ContentOmitted)
@@ -135,12 +151,13 @@ func printSessionTrace(w io.Writer, t *trace.Session) {
 		fmt.Fprintf(w, "├─ serves step %s of run %s\n", s.ParentStepID, s.ParentRunID)
 	}
 	fmt.Fprintf(w, "├─ run %s: %d steps, %d observations\n", s.RunID, t.Steps, t.Observations)
-	if string(t.RouterCall) != "null" && len(t.RouterCall) > 0 {
-		fmt.Fprintf(w, "├─ router call %s\n", t.RouterCall)
+	if t.RouterCall != nil {
+		printRouterCall(w, "├─ ", "│  ", t.RouterCall)
 	}
-	fmt.Fprintf(w, "└─ %d artifacts\n", len(t.Artifacts))
+	fmt.Fprintf(w, "└─ %s\n", plural(len(t.Artifacts), "artifact"))
 	for i, a := range t.Artifacts {
 		last := i == len(t.Artifacts)-1
+		a.RouterCall = nil // the session's, printed above
 		printArtifact(w, a, "   "+branch(last), "   "+indent(last))
 	}
 }
@@ -153,3 +170,31 @@ func billingOf(s *trace.SessionRow) string {
 	}
 	return "(no router call yet)"
 }
+
+// printRouterCall writes a session's router-call row as lines, the first
+// after first and the rest after rest: billing and the machine's signal,
+// what served it, tokens by kind and the cost, each as reported and "not
+// reported" when it was not (never 0).
+func printRouterCall(w io.Writer, first, rest string, c *accounting.Call) {
+	fmt.Fprintf(w, "%srouter call: billing %s (signal %s), door %s, status %s\n", first, c.Billing,
+		cmp.Or(c.BillingSignal, "silent"), notReported(c.Door), c.Status)
+	fmt.Fprintf(w, "%s  served model %s, effort %s\n", rest, notReported(c.ServedModel), notReported(c.ServedEffort))
+	fmt.Fprintf(w, "%s  tokens %s\n", rest, tokensLine(c.Tokens))
+	cost := "not reported"
+	if c.TotalCost != nil {
+		cost = "$" + strconv.FormatFloat(*c.TotalCost, 'f', -1, 64) + " (as reported)"
+	}
+	fmt.Fprintf(w, "%s  cost %s\n", rest, cost)
+}
+
+// tokensLine is a call's tokens by kind; input counts the cache reads and
+// writes, output the reasoning (docs/counting.md).
+func tokensLine(t *accounting.Tokens) string {
+	if t == nil {
+		return "not reported"
+	}
+	return fmt.Sprintf("input %d (cache read %d, cache write %d), output %d (reasoning %d), total %d",
+		t.Input, t.CacheRead, t.CacheWrite, t.Output, t.Reasoning, t.Total)
+}
+
+func notReported(s string) string { return cmp.Or(s, "not reported") }
