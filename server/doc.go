@@ -8,13 +8,13 @@
 //	GET  /v1/sessions/{id}                           the session row
 //	GET  /v1/sessions/{id}/transcript                ?since=&limit= a bounded page of prose
 //	POST /v1/sessions/{id}/cancel                    the owner's cancel → 202
-//	GET  /v1/runs/{id}/steps                         ?since=&limit= steps with their observations
+//	GET  /v1/runs/{id}/steps                         ?since=&limit= steps with their observations; a plan run's: its steps' sessions
 //	GET  /v1/deadletters                             ?after=&limit= the caller's dead letters (an admin's: the org's)
 //	GET  /v1/deadletters/{stream}/{seq}              one, with the message as stored
 //
 //	POST /v1/library/uploads                         ?name=&contentType= stream a file into the Library
 //	GET  /v1/library/files/{digest}                  a file's bytes (Range supported)
-//	GET  /v1/provenance/{id}                         the trace of a digest, artifact or session
+//	GET  /v1/provenance/{id}                         the trace of a digest, artifact or session, or a plan (run) down to its sessions
 //
 //	GET  /v1/cost/summary                            ?from=&to=&groupBy=&limit=&after= calls, tokens, dollars by billing
 //	GET  /v1/plans/{id}/spend                        where a plan stands
