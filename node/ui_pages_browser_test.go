@@ -1,10 +1,13 @@
 package node_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/spinehq/spine/desktop"
 	"github.com/spinehq/spine/internal/chromium"
+	"github.com/spinehq/spine/internal/spinetest"
+	"github.com/spinehq/spine/streams"
 )
 
 // The remote sessions page in Chromium shows the caller's runner present
@@ -27,4 +30,25 @@ func TestRemoteListPageInChromium(t *testing.T) {
 	later := create("run the tests")
 	tab.Await(t, `document.querySelector('#remote-rows tr[data-session="`+later.ID+`"]')`)
 	tab.Screenshot(t, "ui-remote")
+}
+
+// The dead letters page in Chromium lists the caller's letter with its
+// reason, and its link opens the message as stored.
+func TestDeadLettersPageInChromium(t *testing.T) {
+	b := chromium.Start(t)
+	f := newFixture(t)
+	alice := f.token("acme", "alice")
+	f.ingest(alice, spinetest.Start("s1"), spinetest.End("s1", "done", "", ""), spinetest.Text("s1", 1, "too late"))
+	f.waitCaughtUp()
+	tab := b.Open(t, f.base+"/ui/deadletters?token="+alice)
+	tab.Await(t, `document.querySelector('#deadletter-rows tr[data-letter] .state')`)
+	if got := tab.Eval(t, `document.querySelector('#deadletter-rows tr[data-letter] .state').textContent`); got != streams.ReasonSessionEnded {
+		t.Fatalf("the letter's reason reads %q", got)
+	}
+	tab.Screenshot(t, "ui-deadletters")
+	tab.Eval(t, `document.querySelector('#deadletter-rows tr[data-letter] a').click()`)
+	tab.Await(t, `document.querySelector('#message')`)
+	if got := tab.Eval(t, `document.querySelector('#message').textContent`); !strings.Contains(got, `"text":"too late"`) {
+		t.Fatalf("the message reads %q", got)
+	}
 }

@@ -11,6 +11,8 @@
 //	GET  /v1/runs/{id}/steps                         ?since=&limit= steps with their observations; a plan run's: its steps' sessions
 //	GET  /v1/deadletters                             ?after=&limit= the caller's dead letters (an admin's: the org's)
 //	GET  /v1/deadletters/{stream}/{seq}              one, with the message as stored
+//	GET  /ui/deadletters                             ?after= the same list as a page
+//	GET  /ui/deadletters/{stream}/{seq}              one as a page, its message as text (64 KiB of it)
 //
 //	POST /v1/library/uploads                         ?name=&contentType= stream a file into the Library
 //	GET  /v1/library/files/{digest}                  a file's bytes (Range supported)

@@ -22,6 +22,7 @@ func (s *Server) uiRoutes() {
 	s.mux.Handle("GET /ui/assets/", http.StripPrefix("/ui/assets/", assetServer()))
 	s.mux.Handle("GET /ui/{$}", http.RedirectHandler("/ui/sessions", http.StatusSeeOther))
 	s.remoteListPageRoutes()
+	s.deadLetterPageRoutes()
 }
 
 // assetServer serves pages.Assets; a link carries the assets' version, so
