@@ -119,6 +119,19 @@ var ErrNotFound = errors.New("session not found")
 
 // GetSession reads a session the owner may see.
 func GetSession(ctx context.Context, q streams.Querier, owner streams.Owner, id string) (*Session, error) {
+	return getSession(ctx, q, id, func(s *Session) bool { return s.Org == owner.Org && s.Member == owner.Member })
+}
+
+// GetSessionIn reads a session in a page's scope: the scope's own when it
+// names a member, any of the org's when its Member is "" (an org admin's
+// pages). Outside it, the answer is ErrNotFound, as for a missing session.
+func GetSessionIn(ctx context.Context, q streams.Querier, scope streams.Owner, id string) (*Session, error) {
+	return getSession(ctx, q, id, func(s *Session) bool {
+		return s.Org == scope.Org && (scope.Member == "" || s.Member == scope.Member)
+	})
+}
+
+func getSession(ctx context.Context, q streams.Querier, id string, visible func(*Session) bool) (*Session, error) {
 	// By primary key alone, owner checked here: with org and member in the
 	// WHERE, a planner without statistics may walk the member's index
 	// past every one of their sessions instead.
@@ -130,7 +143,7 @@ func GetSession(ctx context.Context, q streams.Querier, owner streams.Owner, id 
 	if err != nil {
 		return nil, fmt.Errorf("get session %s: %w", id, err)
 	}
-	if len(found) == 0 || found[0].Org != owner.Org || found[0].Member != owner.Member {
+	if len(found) == 0 || !visible(found[0]) {
 		return nil, ErrNotFound
 	}
 	s := found[0]

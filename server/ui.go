@@ -23,6 +23,7 @@ func (s *Server) uiRoutes() {
 	s.mux.Handle("GET /ui/{$}", http.RedirectHandler("/ui/sessions", http.StatusSeeOther))
 	s.remoteListPageRoutes()
 	s.deadLetterPageRoutes()
+	s.sessionPageRoutes()
 }
 
 // assetServer serves pages.Assets; a link carries the assets' version, so

@@ -1,0 +1,252 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/spinehq/spine/recorder"
+	"github.com/spinehq/spine/server/pages"
+	"github.com/spinehq/spine/spine"
+	"github.com/spinehq/spine/streams"
+	"github.com/spinehq/spine/views"
+)
+
+// Page sizes of a recorded session's page: what one render or one "later"
+// fetch reads, whatever the session's length.
+const (
+	sessionPageLines     = 500
+	sessionPageSteps     = 100
+	sessionPageArtifacts = 100
+)
+
+// sessionPageRoutes: a recorded session's page (any session the recorder
+// holds), its parts' later pages and live tails, its events, and the
+// Library files its steps link to. The markup is pages' "session".
+func (s *Server) sessionPageRoutes() {
+	s.mux.Handle("GET /ui/sessions/{id}", s.authedPage(s.sessionPage))
+	s.mux.Handle("GET /ui/sessions/{id}/transcript", s.authedPage(s.sessionTranscript))
+	s.mux.Handle("GET /ui/sessions/{id}/steps", s.authedPage(s.sessionSteps))
+	s.mux.Handle("GET /ui/sessions/{id}/artifacts", s.authedPage(s.sessionArtifacts))
+	// The same file route as /v1/library/files/{digest}, for the page's
+	// sign-in: the cookie is the pages' alone (Path /ui/), never a /v1 bearer.
+	s.mux.Handle("GET /ui/files/{digest}", s.authedPage(s.getFile))
+}
+
+// sessionPage is the page: its facts, and the first page (or, without
+// script, the page asked for with ?after= and ?steps=) of its transcript,
+// steps and artifacts. With fragment=1 it is the facts alone, which the
+// page refreshes on each change.
+func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
+	v, ok := s.sessionView(w, r)
+	if !ok {
+		return
+	}
+	if fragment(r) {
+		s.page(w, http.StatusOK, "session-summary.part", pages.View{Data: v})
+		return
+	}
+	after, ok := s.pageCursor(w, r, "after")
+	if !ok {
+		return
+	}
+	steps, ok := s.pageCursor(w, r, "steps")
+	if !ok {
+		return
+	}
+	err := s.readLines(r, v, after)
+	if err == nil {
+		err = s.readSteps(r, v, int(steps))
+	}
+	if err == nil {
+		err = s.readArtifacts(r, v, "")
+	}
+	if err != nil {
+		s.pageFailed(w, "session page", err)
+		return
+	}
+	pv := view(r, "sessions", "Session "+v.ID, v)
+	if !v.Ended() {
+		pv.Refresh = 5
+	}
+	s.page(w, http.StatusOK, "session", pv)
+}
+
+// sessionView reads the session in the caller's scope, or answers the 404
+// page (the same for another member's session as for a missing one).
+func (s *Server) sessionView(w http.ResponseWriter, r *http.Request) (*pages.SessionView, bool) {
+	id := r.PathValue("id")
+	var v *views.Session
+	err := recorder.ErrNotFound
+	if streams.ValidID(id) {
+		v, err = views.ReadSession(r.Context(), s.cfg.Pool, scope(r), id)
+	}
+	if errors.Is(err, recorder.ErrNotFound) {
+		s.pageMessage(w, r, http.StatusNotFound, "sessions", "Not found", "session not found")
+		return nil, false
+	}
+	if err != nil {
+		s.pageFailed(w, "session page", err)
+		return nil, false
+	}
+	return &pages.SessionView{Session: v, Path: "/ui/sessions/" + id, OwnFiles: v.Member == caller(r).Member}, true
+}
+
+// pageCursor reads a page's numeric cursor (default 0); a bad one is a 400 page.
+func (s *Server) pageCursor(w http.ResponseWriter, r *http.Request, name string) (int64, bool) {
+	raw := r.URL.Query().Get(name)
+	if raw == "" {
+		return 0, true
+	}
+	n, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || n < 0 {
+		s.pageMessage(w, r, http.StatusBadRequest, "sessions", "Bad request", name+" must be a non-negative integer")
+		return 0, false
+	}
+	return n, true
+}
+
+// readLines reads the transcript's page after seq after. The last page of
+// a running session is tailed.
+func (s *Server) readLines(r *http.Request, v *pages.SessionView, after int64) error {
+	lines, err := recorder.ReadLines(r.Context(), s.cfg.Pool, v.ID, v.SessionRunID, after, sessionPageLines)
+	if err != nil {
+		return err
+	}
+	t := &v.Transcript
+	t.Lines, t.Start, t.After = lines.Lines, after, lines.Next
+	if lines.More {
+		t.Next = partURL(v.Path+"/transcript", "after", strconv.FormatInt(lines.Next, 10))
+	} else if !v.Ended() {
+		t.Tail = partURL(v.Path+"/transcript", "tail", "1")
+	}
+	return nil
+}
+
+// readSteps reads the steps' page after step after, tailed as readLines'.
+func (s *Server) readSteps(r *http.Request, v *pages.SessionView, after int) error {
+	page, err := spine.Steps(r.Context(), s.cfg.Pool, v.SessionRunID, after, sessionPageSteps)
+	if err != nil {
+		return err
+	}
+	st := &v.Steps
+	st.Steps, st.After = pages.StepLines(page.Steps), page.Next
+	if page.More {
+		st.Next = partURL(v.Path+"/steps", "after", strconv.Itoa(page.Next))
+	} else if !v.Ended() {
+		st.Tail = partURL(v.Path+"/steps", "tail", "1")
+	}
+	return nil
+}
+
+// readArtifacts reads the artifacts' page after the artifact after.
+func (s *Server) readArtifacts(r *http.Request, v *pages.SessionView, after string) error {
+	arts, err := recorder.SessionArtifacts(r.Context(), s.cfg.Pool, v.ID, after, sessionPageArtifacts+1)
+	if err != nil {
+		return err
+	}
+	a := &v.Artifacts
+	a.Artifacts = arts
+	if len(arts) > sessionPageArtifacts {
+		a.Artifacts = arts[:sessionPageArtifacts]
+		a.Next = partURL(v.Path+"/artifacts", "after", a.Artifacts[sessionPageArtifacts-1].ID)
+	}
+	return nil
+}
+
+func partURL(path, key, value string) string {
+	return path + "?" + url.Values{key: {value}}.Encode()
+}
+
+// sessionTranscript answers spine.js for the transcript: with tail=1 the
+// lines after ?after= (Spine-After the last seq they cover), else the
+// page after ?after= as a list of its own. Spine-More is the page after,
+// when there is one. Opened without script, it is the page at that place.
+func (s *Server) sessionTranscript(w http.ResponseWriter, r *http.Request) {
+	v, ok := s.sessionView(w, r)
+	if !ok {
+		return
+	}
+	after, ok := s.pageCursor(w, r, "after")
+	if !ok {
+		return
+	}
+	if !fragment(r) {
+		http.Redirect(w, r, partURL(v.Path, "after", strconv.FormatInt(after, 10))+"#transcript-h", http.StatusSeeOther)
+		return
+	}
+	if err := s.readLines(r, v, after); err != nil {
+		s.pageFailed(w, "session transcript", err)
+		return
+	}
+	s.answerPart(w, r, v.Transcript.Next, fmt.Sprint(v.Transcript.After), "session-line-items.part", "session-lines.part", v)
+}
+
+// sessionSteps is sessionTranscript for the steps (?after= a step's idx).
+func (s *Server) sessionSteps(w http.ResponseWriter, r *http.Request) {
+	v, ok := s.sessionView(w, r)
+	if !ok {
+		return
+	}
+	after, ok := s.pageCursor(w, r, "after")
+	if !ok {
+		return
+	}
+	if !fragment(r) {
+		http.Redirect(w, r, partURL(v.Path, "steps", strconv.FormatInt(after, 10))+"#steps-h", http.StatusSeeOther)
+		return
+	}
+	if err := s.readSteps(r, v, int(min(after, 1<<31-1))); err != nil {
+		s.pageFailed(w, "session steps", err)
+		return
+	}
+	s.answerPart(w, r, v.Steps.Next, strconv.Itoa(v.Steps.After), "session-step-items.part", "session-steps.part", v)
+}
+
+// answerPart writes a part's fragment: its items alone for a tail (with
+// Spine-After), else the page as a list of its own.
+func (s *Server) answerPart(w http.ResponseWriter, r *http.Request, next, after, items, list string, v *pages.SessionView) {
+	if next != "" {
+		w.Header().Set("Spine-More", next)
+	}
+	if r.URL.Query().Get("tail") == "1" {
+		w.Header().Set("Spine-After", after)
+		s.page(w, http.StatusOK, items, pages.View{Data: v})
+		return
+	}
+	s.page(w, http.StatusOK, list, pages.View{Data: v})
+}
+
+// sessionArtifacts answers spine.js for the artifacts: with ?after= (an
+// artifact's id) the rows of the page after it, Spine-More the page after
+// that; without, the whole part, which the page refreshes on each change.
+func (s *Server) sessionArtifacts(w http.ResponseWriter, r *http.Request) {
+	v, ok := s.sessionView(w, r)
+	if !ok {
+		return
+	}
+	if !fragment(r) {
+		http.Redirect(w, r, v.Path+"#artifacts-h", http.StatusSeeOther)
+		return
+	}
+	after := r.URL.Query().Get("after")
+	if len(after) > 512 || strings.ContainsRune(after, 0) {
+		s.pageMessage(w, r, http.StatusBadRequest, "sessions", "Bad request", "after must be an artifact's id")
+		return
+	}
+	if err := s.readArtifacts(r, v, after); err != nil {
+		s.pageFailed(w, "session artifacts", err)
+		return
+	}
+	if after == "" {
+		s.page(w, http.StatusOK, "session-artifacts.part", pages.View{Data: v})
+		return
+	}
+	if v.Artifacts.Next != "" {
+		w.Header().Set("Spine-More", v.Artifacts.Next)
+	}
+	s.page(w, http.StatusOK, "session-artifact-rows.part", pages.View{Data: v})
+}

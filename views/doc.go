@@ -1,0 +1,14 @@
+// Package views holds the reads behind spine's pages that join several
+// projections; it writes nothing and owns no table. A read of one
+// projection's table stays in the package that owns it (recorder, spine,
+// desktop, accounting); a page that needs several of them reads them
+// here, one file per page's read, each bounded and scoped to the caller.
+//
+// A recorded session's page (/ui/sessions/{id}) reads its facts with
+// ReadSession: the recorder's row in the caller's scope, the router-call
+// row accounting wrote at its end, and the remote session of its task.
+// Its events poll ReadProgress.
+//
+//	s, err := views.ReadSession(ctx, pool, streams.Owner{Org: "acme", Member: "alice"}, "s1")
+//	if errors.Is(err, recorder.ErrNotFound) { /* missing, or not the caller's: one answer */ }
+package views
