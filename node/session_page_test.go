@@ -1,6 +1,8 @@
 package node_test
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -307,7 +309,7 @@ func TestSessionPageOfAnotherMemberIsMissing(t *testing.T) {
 	f := newFixture(t)
 	alice, bob := f.token("acme", "alice"), f.token("acme", "bob")
 	f.record(alice, finishedSession("s1", nil)...)
-	for _, part := range []string{"", "/transcript?fragment=1", "/steps?fragment=1&tail=1", "/artifacts?fragment=1"} {
+	for _, part := range []string{"", "/transcript?fragment=1", "/steps?fragment=1&tail=1", "/artifacts?fragment=1", "/events"} {
 		c1, _, theirs := f.pageGet("/ui/sessions/s1"+part, bob)
 		c2, _, missing := f.pageGet("/ui/sessions/nope"+part, bob)
 		if c1 != 404 || c2 != 404 || theirs != missing || !strings.Contains(missing, "session not found") {
@@ -352,5 +354,54 @@ func TestSessionPageLinksItsRemoteSession(t *testing.T) {
 		if got := byID(t, page, id); got != "no router call yet" {
 			t.Errorf("%s while running = %q", id, got)
 		}
+	}
+}
+
+// A running session's page follows it: its events say "ready", then
+// "change" as chunks come (the tail then gets only what is new, with
+// Spine-After the last seq it covers), then "end" once the session has
+// ended and its router call is in; the stream ends there.
+func TestSessionPageFollowsTheSession(t *testing.T) {
+	f := newFixture(t)
+	alice := f.token("acme", "alice")
+	f.record(alice, spinetest.Start("s1"), spinetest.Text("s1", 1, "one\n"))
+	_, _, page := f.pageGet("/ui/sessions/s1", alice)
+	tail := regexp.MustCompile(`<ol class="transcript" data-tail="([^"]+)" data-after="1" aria-live="polite">`).FindStringSubmatch(page)
+	if tail == nil || !strings.Contains(page, `data-events="/ui/sessions/s1/events"`) {
+		t.Fatal("a running session's page neither tails its transcript after seq 1 nor follows its events")
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), spinetest.WaitTimeout)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", f.base+"/ui/sessions/s1/events", nil)
+	req.Header.Set("Authorization", "Bearer "+alice)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("events: %v %v", resp, err)
+	}
+	defer resp.Body.Close()
+	events := bufio.NewScanner(resp.Body)
+	nextEvent(t, events, "ready")
+	f.record(alice, spinetest.Text("s1", 2, "two\n"), spinetest.Stderr("s1", 4, "four\n"))
+	nextEvent(t, events, "change")
+
+	code, h, items := f.pageGet(html.UnescapeString(tail[1])+"&after=1&fragment=1", alice)
+	if l, _ := covered(items); code != 200 || h.Get("Spine-After") != "4" || fmt.Sprint(l) != "[2 3 4]" ||
+		strings.Contains(items, "<ol") {
+		t.Fatalf("tail after 1 = %d, Spine-After %q, lines %v: %s", code, h.Get("Spine-After"), l, items)
+	}
+	f.record(alice, spinetest.End("s1", "done", "", ""))
+	nextEvent(t, events, "end")
+	for events.Scan() { // the end's data, then the stream ends
+		if strings.HasPrefix(events.Text(), "event:") {
+			t.Fatalf("the stream goes on after end: %q", events.Text())
+		}
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the stream did not end after end")
+	}
+	_, _, summary := f.pageGet("/ui/sessions/s1?fragment=1", alice)
+	if byID(t, summary, "f-status") != "done" || byID(t, summary, "f-billing") != "unknown" {
+		t.Fatalf("summary after the end: %s", summary)
 	}
 }

@@ -31,6 +31,7 @@ func (s *Server) sessionPageRoutes() {
 	s.mux.Handle("GET /ui/sessions/{id}/transcript", s.authedPage(s.sessionTranscript))
 	s.mux.Handle("GET /ui/sessions/{id}/steps", s.authedPage(s.sessionSteps))
 	s.mux.Handle("GET /ui/sessions/{id}/artifacts", s.authedPage(s.sessionArtifacts))
+	s.mux.Handle("GET /ui/sessions/{id}/events", s.authedPage(s.sessionEvents))
 	// The same file route as /v1/library/files/{digest}, for the page's
 	// sign-in: the cookie is the pages' alone (Path /ui/), never a /v1 bearer.
 	s.mux.Handle("GET /ui/files/{digest}", s.authedPage(s.getFile))
@@ -69,6 +70,7 @@ func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pv := view(r, "sessions", "Session "+v.ID, v)
+	pv.Events = v.Path + "/events"
 	if !v.Ended() {
 		pv.Refresh = 5
 	}

@@ -23,6 +23,12 @@ type Progress struct {
 	Called       bool // accounting has written the router-call row
 }
 
+// Same reports whether two polls saw the same recording.
+func (p Progress) Same(o Progress) bool {
+	return p.LastSeq == o.LastSeq && p.Observations == o.Observations && p.Dropped == o.Dropped &&
+		p.UpdatedAt.Equal(o.UpdatedAt) && p.Ended == o.Ended && p.Called == o.Called
+}
+
 // ReadProgress reads a session's Progress by its id alone (two primary-key
 // probes), for a caller that has read the session in its scope once:
 // recorder.ErrNotFound when the session is gone.

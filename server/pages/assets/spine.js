@@ -3,9 +3,11 @@
 //
 //   <main data-events="URL">      listen to URL (events "ready", "change")
 //   <x data-refresh="URL">        on a change, replace x's content with URL's
+//                                 (when it differs from what it last got)
 //   <x data-tail="URL" data-after="N">
 //                                 on a change, append URL?after=N's items to x;
-//                                 the answer's Spine-After header is the next N
+//                                 the answer's Spine-After header is the next N;
+//                                 its Spine-More says more is waiting: again
 //   <a data-more="#x" href="URL"> on a click, append URL's items to #x; the
 //                                 answer's Spine-More header is the next URL
 //                                 (none: the link goes away)
@@ -52,7 +54,10 @@
 
   function refresh(el) {
     serial(el, function () {
-      return get(fragmentURL(el.dataset.refresh)).then(function (r) { el.innerHTML = r.html; counted(); });
+      return get(fragmentURL(el.dataset.refresh)).then(function (r) {
+        if (r.html !== el._html) { el._html = r.html; el.innerHTML = r.html; } // unchanged: nothing to announce again
+        counted();
+      });
     });
   }
 
@@ -62,6 +67,7 @@
         if (r.html.trim() !== '') append(el, r.html);
         var next = r.headers.get('Spine-After');
         if (next) el.dataset.after = next;
+        if (r.headers.get('Spine-More')) el._again = true; // a page's worth came: fetch the rest
         counted();
       });
     });
