@@ -24,6 +24,7 @@ func (s *Server) uiRoutes() {
 	s.remoteListPageRoutes()
 	s.deadLetterPageRoutes()
 	s.sessionPageRoutes()
+	s.sessionsPageRoutes()
 }
 
 // assetServer serves pages.Assets; a link carries the assets' version, so

@@ -11,4 +11,12 @@
 //
 //	s, err := views.ReadSession(ctx, pool, streams.Owner{Org: "acme", Member: "alice"}, "s1")
 //	if errors.Is(err, recorder.ErrNotFound) { /* missing, or not the caller's: one answer */ }
+//
+// The sessions page (/ui/sessions) reads a page of the caller's sessions
+// with Sessions, newest first by a keyset cursor (never an OFFSET), each
+// with the billing class of its router-call row; its events poll
+// SessionsMark, a digest of what the page shows.
+//
+//	page, err := views.Sessions(ctx, pool, owner, views.SessionFilter{App: "codex"}, nil, views.SessionsPageSize)
+//	// page.Sessions, page.Running, and page.Older for the next page
 package views
