@@ -9,6 +9,8 @@
 //	GET  /v1/sessions/{id}/transcript                ?since=&limit= a bounded page of prose
 //	POST /v1/sessions/{id}/cancel                    the owner's cancel → 202
 //	GET  /v1/runs/{id}/steps                         ?since=&limit= steps with their observations; a plan run's: its steps' sessions
+//	GET  /ui/sessions                                ?app=&machine=&member=&status=&billing=&day=&plan=&before= the sessions page, live
+//	GET  /ui/sessions/events                         the page's change notifications
 //	GET  /v1/deadletters                             ?after=&limit= the caller's dead letters (an admin's: the org's)
 //	GET  /v1/deadletters/{stream}/{seq}              one, with the message as stored
 //	GET  /ui/sessions/{id}                           ?after=&steps= a recorded session's page (an admin: the org's)
