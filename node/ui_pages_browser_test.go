@@ -52,3 +52,35 @@ func TestDeadLettersPageInChromium(t *testing.T) {
 		t.Fatalf("the message reads %q", got)
 	}
 }
+
+// The provenance page in Chromium, reached through its search form, names
+// the producer of a session's file and "a person uploaded it" for the
+// upload of the same bytes.
+func TestProvenancePageInChromium(t *testing.T) {
+	b := chromium.Start(t)
+	f, notes, _ := provenanceFixture(t)
+	tab := b.Open(t, f.base+"/ui/provenance?token="+f.token("acme", "alice"))
+	tab.Await(t, `document.querySelector('#trace-id')`)
+	tab.Eval(t, `document.querySelector('#trace-id').value = `+jsQuote(notes)+`; document.querySelector('form[role=search]').submit()`)
+	tab.Await(t, `document.querySelectorAll('#artifacts .producer').length === 2`)
+	producers := tab.Eval(t, `[...document.querySelectorAll('#artifacts .producer')].map(e => e.textContent).join(' | ')`)
+	if !strings.Contains(producers, "claude-code, model claude-opus-4-5, effort high, session s1") ||
+		!strings.Contains(producers, "a person uploaded it: alice") {
+		t.Fatalf("the producers read %q", producers)
+	}
+	tab.Screenshot(t, "ui-provenance")
+}
+
+// The plan page in Chromium lists each step's sessions.
+func TestPlanPageInChromium(t *testing.T) {
+	b := chromium.Start(t)
+	f := planFixture(t)
+	tab := b.Open(t, f.base+"/ui/plans/plan-7?token="+f.adminToken("acme", "alice"))
+	tab.Await(t, `document.querySelector('li[data-step="step-2"] tr[data-session="p1b"] a')`)
+	if got := tab.Eval(t, `document.querySelector('li[data-step="step-2"] tr[data-session="p1b"] a').getAttribute('href')`); got != "/ui/sessions/p1b" {
+		t.Fatalf("step-2's session links %q", got)
+	}
+	tab.Screenshot(t, "ui-plan")
+}
+
+func jsQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + "'" }

@@ -182,20 +182,9 @@ func parseRange(header string, size int64) (off, n int64, partial bool, err erro
 }
 
 // provenance traces a digest, an artifact id, a session id, or else a plan
-// run or plan id. An admin's plan trace has the plan's whole spend and
-// budget, as GET /v1/plans/{id}/spend answers them; its sessions are the
-// caller's, as every trace's are.
+// run or plan id (traceID).
 func (s *Server) provenance(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	var v any
-	t, err := trace.OfID(r.Context(), s.cfg.Pool, owner(r), id)
-	v = t
-	if errors.Is(err, trace.ErrNotFound) && streams.ValidID(id) {
-		v, err = trace.OfSession(r.Context(), s.cfg.Pool, owner(r), id)
-	}
-	if errors.Is(err, trace.ErrNotFound) && streams.ValidID(id) {
-		v, err = trace.OfPlan(r.Context(), s.cfg.Pool, owner(r), id, &trace.PlanOpts{OrgSpend: caller(r).IsAdmin()})
-	}
+	t, err := s.traceID(r, r.PathValue("id"))
 	if errors.Is(err, trace.ErrNotFound) {
 		notFound(w, "artifact, file, session or plan")
 		return
@@ -204,5 +193,48 @@ func (s *Server) provenance(w http.ResponseWriter, r *http.Request) {
 		s.internal(w, "trace", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, v)
+	writeJSON(w, http.StatusOK, t.value())
+}
+
+// traced is what an id traces to: exactly one of a file (a digest or an
+// artifact id), a session and a plan.
+type traced struct {
+	File    *trace.File
+	Session *trace.Session
+	Plan    *trace.Plan
+}
+
+func (t traced) value() any {
+	switch {
+	case t.File != nil:
+		return t.File
+	case t.Session != nil:
+		return t.Session
+	}
+	return t.Plan
+}
+
+// traceID traces id for GET /v1/provenance/{id} and its page: as a digest
+// or artifact id, else a session id, else a plan run or plan id. An
+// admin's plan trace has the plan's whole spend and budget, as GET
+// /v1/plans/{id}/spend answers them; its sessions are the caller's, as
+// every trace's are.
+func (s *Server) traceID(r *http.Request, id string) (traced, error) {
+	var t traced
+	var err error
+	t.File, err = trace.OfID(r.Context(), s.cfg.Pool, owner(r), id)
+	if !errors.Is(err, trace.ErrNotFound) || !streams.ValidID(id) {
+		return t, err
+	}
+	t.Session, err = trace.OfSession(r.Context(), s.cfg.Pool, owner(r), id)
+	if !errors.Is(err, trace.ErrNotFound) {
+		return t, err
+	}
+	t.Plan, err = s.planTrace(r, id)
+	return t, err
+}
+
+// planTrace traces a plan run or plan id as the caller may see it.
+func (s *Server) planTrace(r *http.Request, id string) (*trace.Plan, error) {
+	return trace.OfPlan(r.Context(), s.cfg.Pool, owner(r), id, &trace.PlanOpts{OrgSpend: caller(r).IsAdmin()})
 }

@@ -25,6 +25,8 @@ func (s *Server) uiRoutes() {
 	s.deadLetterPageRoutes()
 	s.sessionPageRoutes()
 	s.sessionsPageRoutes()
+	s.provenancePageRoutes()
+	s.planPageRoutes()
 }
 
 // assetServer serves pages.Assets; a link carries the assets' version, so

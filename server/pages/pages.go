@@ -63,6 +63,8 @@ var tmpl = template.Must(template.New("pages").Funcs(template.FuncMap{
 	"when":         when,
 	"assetVersion": func() string { return AssetVersion },
 	"navItems":     func() []NavItem { return Nav },
+	"producer":     producer,
+	"reportedCost": reportedCost,
 }).ParseFS(files, "*.html"))
 
 func when(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
