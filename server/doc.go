@@ -23,6 +23,9 @@
 //	POST /v1/library/uploads                         ?name=&contentType= stream a file into the Library
 //	GET  /v1/library/files/{digest}                  a file's bytes (Range supported)
 //	GET  /v1/provenance/{id}                         the trace of a digest, artifact or session, or a plan (run) down to its sessions
+//	GET  /ui/provenance                              ?id= the trace's search form
+//	GET  /ui/provenance/{id}                         the trace as a page
+//	GET  /ui/plans/{id}                              a plan run or plan from the top down, as a page
 //
 //	GET  /v1/cost/summary                            ?from=&to=&groupBy=&limit=&after= calls, tokens, dollars by billing
 //	GET  /v1/plans/{id}/spend                        where a plan stands
