@@ -4,7 +4,7 @@ BIN       := bin/spine
 CORE      := ./streams/ ./recorder/ ./library/ ./spine/ ./desktop/ ./server/ ./accounting/ ./node/ ./apps/ ./importer/ ./gateway/
 TEST_FLAGS ?= -count=1 -timeout 9m
 
-.PHONY: help run build test vet fmt fmt-check lint bench fuzz clean dashboards-check ui-check ccusage-parity mcp-inspector bench-dispatch bench-lag real-apps
+.PHONY: help run build test vet fmt fmt-check lint bench fuzz clean dashboards-check ui-check ccusage-parity mcp-inspector bench-dispatch bench-lag bench-ui real-apps
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-20s %s\n", $$1, $$2}'
@@ -62,6 +62,9 @@ mcp-inspector: build ## drive /mcp with the MCP Inspector CLI (npx, pinned): two
 
 bench-dispatch: build ## spine bench dispatch: create → SSE notify p50/p99, claim → complete cycles/s (JSON on stdout)
 	./$(BIN) bench dispatch
+
+bench-ui: build ## spine bench ui: first render of a 10,000-chunk, 1,000-step session's page, beside the plain SQL reads of its rows (JSON on stdout)
+	./$(BIN) bench ui
 
 bench-lag: build ## spine bench lag: app line written → readable through spine, p50/p99, for spine collect and spine run, beside raw ingest (JSON on stdout)
 	./$(BIN) bench lag

@@ -23,6 +23,7 @@ const benchUsage = `usage: spine bench ingest [flags]
        spine bench fairness [flags] (see spine bench fairness -h)
        spine bench flood --url U --token T [flags] (see spine bench flood -h)
        spine bench lag [flags] (see spine bench lag -h)
+       spine bench ui [flags] (see spine bench ui -h)
 
 ingest sends the same sessions through spine (publisher → JetStream →
 recorder → PostgreSQL) and through a raw baseline (plain JetStream publish,
@@ -51,7 +52,7 @@ func runBench(ctx context.Context, args []string) error {
 		fs.SetOutput(os.Stderr)
 		fs.Usage()
 		if len(args) == 0 {
-			return usageError{"bench needs a benchmark: ingest, library, dispatch, import, fairness, flood or lag"}
+			return usageError{"bench needs a benchmark: ingest, library, dispatch, import, fairness, flood, lag or ui"}
 		}
 		return flag.ErrHelp
 	}
@@ -73,8 +74,11 @@ func runBench(ctx context.Context, args []string) error {
 	if args[0] == "lag" {
 		return runBenchLag(ctx, args[1:])
 	}
+	if args[0] == "ui" {
+		return runBenchUI(ctx, args[1:])
+	}
 	if args[0] != "ingest" {
-		return usageError{fmt.Sprintf("bench: unknown benchmark %q (want ingest, library, dispatch, import, fairness, flood or lag)", args[0])}
+		return usageError{fmt.Sprintf("bench: unknown benchmark %q (want ingest, library, dispatch, import, fairness, flood, lag or ui)", args[0])}
 	}
 	return runBenchIngest(ctx, args[1:])
 }

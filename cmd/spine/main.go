@@ -18,7 +18,7 @@
 //	spine token mint [--org O] [--member M] [--role member|admin] [--ttl D]
 //	spine cost [--from D] [--to D] [--group-by G] [--json]; spine cost plan ID
 //	spine deadletters [STREAM:SEQ] [--limit N] [--after C] [--json]
-//	spine bench ingest|library|dispatch|import|fairness|flood|lag [flags]
+//	spine bench ingest|library|dispatch|import|fairness|flood|lag|ui [flags]
 //
 // Settings come from SPINE_* environment variables (internal/config, listed
 // in the README); the reference for each command is in docs/.
@@ -57,7 +57,7 @@ func commands() []command {
 		{"token", "create the token secret (token init) or mint a bearer token (token mint --org O --member M --role R)", runToken},
 		{"cost", "cost reports: calls, tokens and reported dollars by billing; plan spend", runCost},
 		{"deadletters", "your envelopes refused after they were accepted, with the reason", runDeadLetters},
-		{"bench", "benchmarks, each beside a raw baseline: ingest, library, dispatch, import, fairness, flood, lag", runBench},
+		{"bench", "benchmarks, each beside a raw baseline: ingest, library, dispatch, import, fairness, flood, lag, ui", runBench},
 	}
 }
 

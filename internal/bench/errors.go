@@ -12,3 +12,8 @@ var ErrInvalidConfig = errors.New("bench: invalid configuration")
 // ErrStalled is returned when a path stops committing before it has
 // committed everything it was sent.
 var ErrStalled = errors.New("bench: no progress")
+
+// ErrPageUnbounded is returned by callers that treat an unverified UI
+// result as a failure: the session's page held more or less than one page
+// of each list.
+var ErrPageUnbounded = errors.New("bench: the session page did not hold exactly one page of each list")
