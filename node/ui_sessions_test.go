@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"regexp"
 	"slices"
@@ -265,5 +266,32 @@ func TestSessionsEventsAnnounceChanges(t *testing.T) {
 	nextEvent(t, events, "change")
 	if _, body := f.do("GET", "/ui/sessions?fragment=1&part=count", alice, nil); string(body) != "0 sessions running now." {
 		t.Errorf("count fragment after the end = %q", body)
+	}
+}
+
+// /ui/?token= (the quickstart's link) signs in: it lands on the sessions
+// list with the cookie set and the token gone from the URL.
+func TestUIRootSignsIn(t *testing.T) {
+	f := newCostFixture(t)
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Jar: jar}
+	resp, err := c.Get(f.base + "/ui/?token=" + url.QueryEscape(f.token("acme", "alice")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/ui/sessions" || resp.Request.URL.RawQuery != "" {
+		t.Fatalf("/ui/?token= ended at %d %s", resp.StatusCode, resp.Request.URL)
+	}
+	resp, err = c.Get(f.base + "/ui/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/ui/sessions" {
+		t.Fatalf("/ui/ with the cookie ended at %d %s", resp.StatusCode, resp.Request.URL)
 	}
 }

@@ -20,13 +20,20 @@ const TokenCookie = "spine_token"
 // one stylesheet and script they link.
 func (s *Server) uiRoutes() {
 	s.mux.Handle("GET /ui/assets/", http.StripPrefix("/ui/assets/", assetServer()))
-	s.mux.Handle("GET /ui/{$}", http.RedirectHandler("/ui/sessions", http.StatusSeeOther))
+	s.mux.HandleFunc("GET /ui/{$}", toSessions)
 	s.remoteListPageRoutes()
 	s.deadLetterPageRoutes()
 	s.sessionPageRoutes()
 	s.sessionsPageRoutes()
 	s.provenancePageRoutes()
 	s.planPageRoutes()
+}
+
+// toSessions sends /ui/ to the sessions list with its query, so the
+// quickstart's /ui/?token= signs in there.
+func toSessions(w http.ResponseWriter, r *http.Request) {
+	u := url.URL{Path: "/ui/sessions", RawQuery: r.URL.RawQuery}
+	http.Redirect(w, r, u.String(), http.StatusSeeOther)
 }
 
 // assetServer serves pages.Assets; a link carries the assets' version, so
