@@ -178,9 +178,10 @@ type TranscriptPage struct {
 // ReadTranscript returns chunks with seq > since: at most limit of them and
 // at most MaxPageBytes of text (always at least one chunk if any exist).
 // Each stream's chunks are redacted as one text, with the chunks around
-// the page as context (see redactAcross).
-func ReadTranscript(ctx context.Context, q streams.Querier, owner streams.Owner, id string, since int64, limit int) (*TranscriptPage, error) {
-	s, err := GetSession(ctx, q, owner, id)
+// the page as context (see redactAcross). The session is read in scope,
+// as GetSessionIn reads it: an owner's own, or (Member "") the org's.
+func ReadTranscript(ctx context.Context, q streams.Querier, scope streams.Owner, id string, since int64, limit int) (*TranscriptPage, error) {
+	s, err := GetSessionIn(ctx, q, scope, id)
 	if err != nil {
 		return nil, err
 	}

@@ -48,7 +48,7 @@ func (s *Server) cancelSession(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	sess, ok := s.callerSession(w, r, id)
+	sess, ok := s.callerSession(w, r, id, owner(r))
 	if !ok {
 		return
 	}

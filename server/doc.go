@@ -4,11 +4,11 @@
 //	GET  /healthz /readyz /metrics                   liveness, readiness (names a stuck projector), Prometheus
 //
 //	POST /v1/ingest                                  a batch of envelopes → 207, one result each
-//	GET  /v1/sessions                                ?after=&limit= the caller's sessions by id: lastSeq, ended
-//	GET  /v1/sessions/{id}                           the session row
-//	GET  /v1/sessions/{id}/transcript                ?since=&limit= a bounded page of prose
+//	GET  /v1/sessions                                ?after=&limit=&member= the caller's sessions by id (an admin: a member's): lastSeq, ended
+//	GET  /v1/sessions/{id}                           the session row (an admin: any of the org's)
+//	GET  /v1/sessions/{id}/transcript                ?since=&limit= a bounded page of prose (an admin: as the row)
 //	POST /v1/sessions/{id}/cancel                    the owner's cancel → 202
-//	GET  /v1/runs/{id}/steps                         ?since=&limit= steps with their observations; a plan run's: its steps' sessions
+//	GET  /v1/runs/{id}/steps                         ?since=&limit= steps with their observations (an admin: as the row); a plan run's: its steps' sessions
 //	GET  /ui/sessions                                ?app=&machine=&member=&status=&billing=&day=&plan=&before= the sessions page, live
 //	GET  /ui/sessions/events                         the page's change notifications
 //	GET  /v1/deadletters                             ?after=&limit= the caller's dead letters (an admin's: the org's)
@@ -59,7 +59,11 @@
 //
 // Every /v1 route but the runner's needs a member bearer token and is
 // scoped to its org and member: another member's session answers exactly
-// as a missing one does. Runner routes take a runner token instead; a /ui
+// as a missing one does. An org admin's token reads the org's where its
+// pages show the org: a recorded session, its transcript and its
+// recording run's steps, the dead letters, the cost summary and a plan's
+// spend (docs/security.md#roles-member-and-admin); another org's are
+// always the missing one's 404. Runner routes take a runner token instead; a /ui
 // page also takes the cookie it sets once from ?token=; its markup comes
 // from server/pages, like every HTML spine serves.
 // Errors are {"error":{"code","message"}} with a 4xx or 5xx status.

@@ -23,15 +23,18 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
 		notFound(w, "session")
 		return
 	}
-	if sess, ok := s.callerSession(w, r, id); ok {
+	if sess, ok := s.callerSession(w, r, id, scope(r)); ok {
 		writeJSON(w, http.StatusOK, sess)
 	}
 }
 
-// callerSession is the caller's session id, or it answers the 404 of a
-// session that does not exist (another member's included) or a 500.
-func (s *Server) callerSession(w http.ResponseWriter, r *http.Request, id string) (*recorder.Session, bool) {
-	sess, err := recorder.GetSession(r.Context(), s.cfg.Pool, owner(r), id)
+// callerSession is session id in scope: a session read's scope(r) (an org
+// admin reads the org's recorded sessions, as their pages do; a member and
+// a runner token, which carries no role, their own), or owner(r) for what
+// only the owner may do (cancel). Outside it, another org always, it
+// answers the 404 of a session that does not exist, or a 500.
+func (s *Server) callerSession(w http.ResponseWriter, r *http.Request, id string, scope streams.Owner) (*recorder.Session, bool) {
+	sess, err := recorder.GetSessionIn(r.Context(), s.cfg.Pool, scope, id)
 	if err == nil && !runnerMaySee(r, sess.WorkerID, sess.TaskID) {
 		err = recorder.ErrNotFound
 	}
@@ -55,18 +58,25 @@ type SessionList struct {
 }
 
 // listSessions pages through the caller's sessions in id order: ?after=
-// (an id, default the start) and limit (default 500, at most 5000).
+// (an id, default the start) and limit (default 500, at most 5000). An
+// org admin's ?member= lists that member's instead; a member may name
+// only themself (a 400 else, as the sessions page's filter).
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	_, limit, ok := paging(w, r)
 	if !ok {
 		return
 	}
-	after := r.URL.Query().Get("after")
+	q := r.URL.Query()
+	after := q.Get("after")
 	if after != "" && !streams.ValidID(after) {
 		writeError(w, http.StatusBadRequest, CodeBadRequest, "after must be a session id")
 		return
 	}
-	marks, err := recorder.ListSessions(r.Context(), s.cfg.Pool, owner(r), after, limit+1)
+	whose, ok := listedMember(w, r, q.Get("member"))
+	if !ok {
+		return
+	}
+	marks, err := recorder.ListSessions(r.Context(), s.cfg.Pool, whose, after, limit+1)
 	if err != nil {
 		s.internal(w, "list sessions", err)
 		return
@@ -81,6 +91,26 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, page)
 }
 
+// listedMember is whose sessions GET /v1/sessions lists: the caller's, or
+// the member ?member= names, which only an org admin may name for anyone
+// but themself.
+func listedMember(w http.ResponseWriter, r *http.Request, member string) (streams.Owner, bool) {
+	who := owner(r)
+	switch {
+	case member == "" || member == who.Member:
+		return who, true
+	case !streams.ValidOwnerID(member):
+		writeError(w, http.StatusBadRequest, CodeBadRequest, "member must be a member id")
+		return who, false
+	case !caller(r).IsAdmin():
+		writeError(w, http.StatusBadRequest, CodeBadRequest,
+			"member: only an org admin lists another member's sessions; your list holds your own")
+		return who, false
+	}
+	who.Member = member
+	return who, true
+}
+
 func (s *Server) getTranscript(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	since, limit, ok := paging(w, r)
@@ -92,11 +122,11 @@ func (s *Server) getTranscript(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, isRunner := runnerCaller(r); isRunner {
-		if _, ok := s.callerSession(w, r, id); !ok {
+		if _, ok := s.callerSession(w, r, id, scope(r)); !ok {
 			return
 		}
 	}
-	page, err := recorder.ReadTranscript(r.Context(), s.cfg.Pool, owner(r), id, int64(since), limit)
+	page, err := recorder.ReadTranscript(r.Context(), s.cfg.Pool, scope(r), id, int64(since), limit)
 	if errors.Is(err, recorder.ErrNotFound) {
 		notFound(w, "session")
 		return
@@ -114,7 +144,7 @@ func (s *Server) getSteps(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	run, err := spine.GetRun(r.Context(), s.cfg.Pool, owner(r), id)
+	run, err := spine.GetRunIn(r.Context(), s.cfg.Pool, scope(r), id)
 	if errors.Is(err, spine.ErrNotFound) {
 		s.planRunSteps(w, r, id)
 		return

@@ -94,7 +94,7 @@ func (s *Server) sessionView(w http.ResponseWriter, r *http.Request) (*pages.Ses
 		s.pageFailed(w, "session page", err)
 		return nil, false
 	}
-	return &pages.SessionView{Session: v, Path: "/ui/sessions/" + id, OwnFiles: v.Member == caller(r).Member}, true
+	return &pages.SessionView{Session: v, Path: "/ui/sessions/" + id, Own: v.Member == caller(r).Member}, true
 }
 
 // pageCursor reads a page's numeric cursor (default 0); a bad one is a 400 page.

@@ -72,7 +72,7 @@ func (s *Server) sessionsCount(w http.ResponseWriter, r *http.Request, f views.S
 
 func sessionsView(r *http.Request, f views.SessionFilter, live bool, page *views.SessionsPage) pages.SessionsView {
 	q := sessionsValues(f)
-	v := pages.SessionsView{Rows: pages.Lines(page.Sessions), Running: page.Running, Filter: f,
+	v := pages.SessionsView{Rows: pages.Lines(page.Sessions, caller(r).Member), Running: page.Running, Filter: f,
 		Admin: caller(r).IsAdmin(), Live: live, NewestURL: sessionsURL(q),
 		Apps: streams.Apps, Statuses: sessionStatuses, Billings: accounting.BillingClasses}
 	v.Day = q.Get("day")

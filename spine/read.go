@@ -15,11 +15,24 @@ var ErrNotFound = errors.New("run not found")
 
 // GetRun reads a run the owner may see.
 func GetRun(ctx context.Context, q streams.Querier, owner streams.Owner, id string) (*Run, error) {
+	return getRun(ctx, q, id, func(r *Run) bool { return r.Org == owner.Org && r.Member == owner.Member })
+}
+
+// GetRunIn reads a run in a reader's scope, as recorder.GetSessionIn reads
+// its session: the scope's own when it names a member, any of the org's
+// when its Member is "" (an org admin). Outside it, ErrNotFound.
+func GetRunIn(ctx context.Context, q streams.Querier, scope streams.Owner, id string) (*Run, error) {
+	return getRun(ctx, q, id, func(r *Run) bool {
+		return r.Org == scope.Org && (scope.Member == "" || r.Member == scope.Member)
+	})
+}
+
+func getRun(ctx context.Context, q streams.Querier, id string, visible func(*Run) bool) (*Run, error) {
 	var r Run
 	err := q.QueryRow(ctx, `SELECT id, kind, org, member, session_id, parent_run_id, parent_step_id, created_at
-		FROM runs WHERE id = $1 AND org = $2 AND member = $3`, id, owner.Org, owner.Member).
+		FROM runs WHERE id = $1`, id).
 		Scan(&r.ID, &r.Kind, &r.Org, &r.Member, &r.SessionID, &r.ParentRunID, &r.ParentStepID, &r.CreatedAt)
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && !visible(&r)) {
 		return nil, ErrNotFound
 	}
 	if err != nil {

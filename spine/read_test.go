@@ -60,4 +60,13 @@ func TestStepsPagesAndScope(t *testing.T) {
 	if !errors.Is(other, spine.ErrNotFound) || !errors.Is(missing, spine.ErrNotFound) {
 		t.Fatalf("other member: %v, missing: %v", other, missing)
 	}
+	// An org's scope (Member "") reads any run of the org, never another org's.
+	if r, err := spine.GetRunIn(ctx, pool, streams.Owner{Org: "acme"}, "r1"); err != nil || r.Member != "alice" {
+		t.Fatalf("the org's scope: %+v, %v", r, err)
+	}
+	_, bob := spine.GetRunIn(ctx, pool, streams.Owner{Org: "acme", Member: "bob"}, "r1")
+	_, globex := spine.GetRunIn(ctx, pool, streams.Owner{Org: "globex"}, "r1")
+	if !errors.Is(bob, spine.ErrNotFound) || !errors.Is(globex, spine.ErrNotFound) {
+		t.Fatalf("bob's scope: %v, another org's: %v", bob, globex)
+	}
 }

@@ -19,10 +19,13 @@ import (
 type SessionView struct {
 	*views.Session
 	Path string // the page's own path, /ui/sessions/{id}
-	// OwnFiles says the viewer is the session's member, who may open the
-	// Library files it sent (trace.CanRead); an org admin reading another
-	// member's session is shown their digests, not links.
-	OwnFiles   bool
+	// Own says the viewer is the session's member. Only they may follow
+	// what the page links to beyond the session itself, each read as the
+	// member's own: the Library files it sent (trace.CanRead), its plan
+	// (trace.OfPlan), its artifacts' traces (trace.OfID) and its task's
+	// remote session. An org admin reading another member's session is
+	// shown those as plain ids, never a link to a 404.
+	Own        bool
 	Transcript TranscriptPart
 	Steps      StepsPart
 	Artifacts  ArtifactsPart
@@ -86,7 +89,7 @@ type StepDetail struct {
 }
 
 // FileRef is a file step's content as its page links it: Own says the
-// viewer may open it (SessionView.OwnFiles).
+// viewer may open it (SessionView.Own).
 type FileRef struct {
 	Own    bool
 	Detail StepDetail

@@ -45,13 +45,19 @@ func (v SessionsView) RunningText() string {
 }
 
 // SessionLine is one row of the sessions page.
-type SessionLine struct{ views.SessionRow }
+type SessionLine struct {
+	views.SessionRow
+	// Own says the row is the viewer's session: only then does it link
+	// its plan, whose page reads the viewer's own sessions (an admin's
+	// row of another member's shows the plan's id alone).
+	Own bool
+}
 
-// Lines wraps a page's rows for the template.
-func Lines(rows []views.SessionRow) []SessionLine {
+// Lines wraps a page's rows for the template, for the viewer member me.
+func Lines(rows []views.SessionRow, me string) []SessionLine {
 	out := make([]SessionLine, len(rows))
 	for i, r := range rows {
-		out[i] = SessionLine{r}
+		out[i] = SessionLine{SessionRow: r, Own: r.Member == me}
 	}
 	return out
 }
