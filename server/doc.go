@@ -16,7 +16,7 @@
 //	GET  /ui/sessions/{id}                           ?after=&steps= a recorded session's page (an admin: the org's)
 //	GET  /ui/sessions/{id}/transcript|steps|artifacts ?after= the page's next page of each, or its live tail
 //	GET  /ui/sessions/{id}/events                    the page's change notifications, until the session's end
-//	GET  /ui/files/{digest}                          /v1/library/files/{digest} with a page's sign-in
+//	GET  /ui/files/{digest}                          /v1/library/files/{digest} with a page's sign-in, as a download
 //	GET  /ui/deadletters                             ?after= the same list as a page
 //	GET  /ui/deadletters/{stream}/{seq}              one as a page, its message as text (64 KiB of it)
 //

@@ -99,25 +99,37 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 
 // getFile streams a file the caller may read, honouring a single Range.
 func (s *Server) getFile(w http.ResponseWriter, r *http.Request) {
-	digest := r.PathValue("digest")
-	if _, err := library.ParseDigest(digest); err != nil {
+	f, err := s.readableFile(r, r.PathValue("digest"))
+	if errors.Is(err, library.ErrNotFound) {
 		notFound(w, "file")
 		return
+	}
+	if err != nil {
+		s.internal(w, "read file", err)
+		return
+	}
+	s.sendFile(w, r, f)
+}
+
+// readableFile is the file digest names if the caller may read it
+// (trace.CanRead), else library.ErrNotFound: one answer for a file that is
+// missing and one that is not theirs.
+func (s *Server) readableFile(r *http.Request, digest string) (library.File, error) {
+	if _, err := library.ParseDigest(digest); err != nil {
+		return library.File{}, library.ErrNotFound
 	}
 	ok, err := trace.CanRead(r.Context(), s.cfg.Pool, owner(r), digest)
 	if err != nil {
-		s.internal(w, "check access", err)
-		return
+		return library.File{}, err
 	}
-	f, statErr := s.cfg.Library.Stat(r.Context(), s.cfg.Pool, digest)
-	if !ok || errors.Is(statErr, library.ErrNotFound) {
-		notFound(w, "file")
-		return
+	if !ok {
+		return library.File{}, library.ErrNotFound
 	}
-	if statErr != nil {
-		s.internal(w, "stat file", statErr)
-		return
-	}
+	return s.cfg.Library.Stat(r.Context(), s.cfg.Pool, digest)
+}
+
+// sendFile answers with f's bytes, or the single Range asked for.
+func (s *Server) sendFile(w http.ResponseWriter, r *http.Request, f library.File) {
 	off, n, partial, err := parseRange(r.Header.Get("Range"), f.Size)
 	if err != nil {
 		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", f.Size))

@@ -34,7 +34,7 @@ func (s *Server) sessionPageRoutes() {
 	s.mux.Handle("GET /ui/sessions/{id}/events", s.authedPage(s.sessionEvents))
 	// The same file route as /v1/library/files/{digest}, for the page's
 	// sign-in: the cookie is the pages' alone (Path /ui/), never a /v1 bearer.
-	s.mux.Handle("GET /ui/files/{digest}", s.authedPage(s.getFile))
+	s.mux.Handle("GET /ui/files/{digest}", s.authedPage(s.pageFile))
 }
 
 // sessionPage is the page: its facts, and the first page (or, without

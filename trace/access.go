@@ -25,3 +25,16 @@ func CanRead(ctx context.Context, q streams.Querier, owner streams.Owner, digest
 	}
 	return ok, nil
 }
+
+// FileName is the name the owner's earliest named artifact of the digest
+// gives it (a file step's path, an upload's name), "" when none names it:
+// what a page offers the file's download as.
+func FileName(ctx context.Context, q streams.Querier, owner streams.Owner, digest string) (string, error) {
+	var name string
+	err := q.QueryRow(ctx, `SELECT coalesce((SELECT name FROM artifacts WHERE digest = $1 AND org = $2 AND member = $3
+		AND name <> '' ORDER BY created_at, id LIMIT 1), '')`, digest, owner.Org, owner.Member).Scan(&name)
+	if err != nil {
+		return "", fmt.Errorf("name of %s: %w", digest, err)
+	}
+	return name, nil
+}
