@@ -1,0 +1,38 @@
+package telemetry
+
+import "errors"
+
+// The ways a request body can be refused. Each is a caller's error (an
+// HTTP 4xx at the door), never spine's.
+var (
+	// ErrContentType: the body is neither application/x-protobuf nor
+	// application/json (HTTP 415).
+	ErrContentType = errors.New("telemetry: content type is not application/x-protobuf or application/json")
+	// ErrEncoding: a Content-Encoding other than gzip or identity (HTTP 415).
+	ErrEncoding = errors.New("telemetry: content encoding is not gzip or identity")
+	// ErrTooLarge: the body, decompressed, is over the limit (HTTP 413).
+	ErrTooLarge = errors.New("telemetry: body too large")
+	// ErrMalformed: the body does not decode as OTLP, or its gzip stream is
+	// broken (HTTP 400). A *MalformedError wraps it.
+	ErrMalformed = errors.New("telemetry: malformed body")
+)
+
+// MalformedError is a body that does not decode. Its message names the
+// format only: the decoder's own message can quote the body, and a body
+// holds what the app logged (prompt text, tool output), which spine never
+// logs. Unwrap gives the decoder's error, for a test to read.
+type MalformedError struct {
+	// Layer is what failed to decode: "protobuf", "JSON" or "gzip".
+	Layer string
+	err   error
+}
+
+func (e *MalformedError) Error() string {
+	return "telemetry: malformed " + e.Layer + " body"
+}
+
+// Is makes errors.Is(err, ErrMalformed) hold.
+func (e *MalformedError) Is(target error) bool { return target == ErrMalformed }
+
+// Unwrap is the decoder's error; its text may quote the body.
+func (e *MalformedError) Unwrap() error { return e.err }
