@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/spinehq/spine/telemetry"
+	logsv1 "go.opentelemetry.io/proto/otlp/logs/v1"
+	metricsv1 "go.opentelemetry.io/proto/otlp/metrics/v1"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // TestDecodeEveryCapture decodes every body the real apps posted, each as
@@ -275,6 +278,24 @@ func TestMetricsCaptures(t *testing.T) {
 		}
 		if !slices.Contains(names, want) || session != strings.HasPrefix(prefix, "claude") {
 			t.Errorf("%s: metrics %v, a session id on them: %v", prefix, names, session)
+		}
+	}
+}
+
+// TestDataIsTheRequestsTwin: LogsData and MetricsData, which the decoders
+// fill, are ExportLogsServiceRequest and ExportMetricsServiceRequest on
+// the wire (OTLP: `repeated ResourceLogs resource_logs = 1;`, and the
+// same for metrics), so a request body decodes into them unchanged.
+func TestDataIsTheRequestsTwin(t *testing.T) {
+	for want, m := range map[string]interface{ ProtoReflect() protoreflect.Message }{
+		"resource_logs resourceLogs opentelemetry.proto.logs.v1.ResourceLogs":             &logsv1.LogsData{},
+		"resource_metrics resourceMetrics opentelemetry.proto.metrics.v1.ResourceMetrics": &metricsv1.MetricsData{},
+	} {
+		fields := m.ProtoReflect().Descriptor().Fields()
+		f := fields.ByNumber(1)
+		if fields.Len() != 1 || f == nil || !f.IsList() ||
+			fmt.Sprintf("%s %s %s", f.Name(), f.JSONName(), f.Message().FullName()) != want {
+			t.Errorf("%s is not `repeated %s = 1` alone", m.ProtoReflect().Descriptor().FullName(), want)
 		}
 	}
 }
