@@ -221,9 +221,7 @@ func (b *batch) inHole(ctx context.Context, s *Session, seq int64) (bool, error)
 		}
 	}
 	var in bool
-	err := b.tx.QueryRow(ctx, `SELECT EXISTS (SELECT FROM observations WHERE run_id = $1 AND kind = $2
-		AND body->>'note' = 'hole' AND (body->>'from')::bigint <= $3 AND (body->>'to')::bigint >= $3)`,
-		s.SessionRunID, spine.ObsNote, seq).Scan(&in)
+	err := b.tx.QueryRow(ctx, inHoleSQL, s.SessionRunID, seq).Scan(&in)
 	if err != nil {
 		return false, fmt.Errorf("find the hole of chunk %d of %s: %w", seq, s.ID, err)
 	}

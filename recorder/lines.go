@@ -77,12 +77,11 @@ func mergeLines(chunks *TranscriptPage, holes []Hole, after int64, limit int) *L
 	return out
 }
 
-// holesAfter reads the run's holes that start after seq, in seq order (the
-// recorder notes them in the order the chunks came), at most limit.
+// holesAfter reads the run's holes that start after seq, in seq order, at
+// most limit: a range of the partial index observations_holes (migration
+// 017), never a walk of the run's observations.
 func holesAfter(ctx context.Context, q streams.Querier, runID string, after int64, limit int) ([]Hole, error) {
-	rows, err := q.Query(ctx, `SELECT (body->>'from')::bigint, (body->>'to')::bigint FROM observations
-		WHERE run_id = $1 AND step_id = '' AND kind = $2 AND body->>'note' = 'hole' AND (body->>'from')::bigint > $3
-		ORDER BY idx LIMIT $4`, runID, spine.ObsNote, after, limit)
+	rows, err := q.Query(ctx, holesAfterSQL, runID, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read holes of %s: %w", runID, err)
 	}
@@ -92,3 +91,24 @@ func holesAfter(ctx context.Context, q streams.Querier, runID string, after int6
 	}
 	return holes, nil
 }
+
+// holeNote is observations_holes' predicate, written out in each query that
+// reads the index: a bound parameter in its place would not prove it to a
+// generic plan, which would walk the run's observations instead.
+const holeNote = `step_id = '' AND kind = '` + spine.ObsNote + `' AND body->>'note' = 'hole'`
+
+// holeFrom is the index's key: where a hole starts.
+const holeFrom = `(body->>'from')::bigint`
+
+// holesAfterSQL: the holes of run $1 starting after seq $2, at most $3.
+// Holes never overlap and are noted in the order chunks came, so their
+// starts order them as their idx does.
+const holesAfterSQL = `SELECT ` + holeFrom + `, (body->>'to')::bigint FROM observations
+	WHERE run_id = $1 AND ` + holeNote + ` AND ` + holeFrom + ` > $2
+	ORDER BY ` + holeFrom + ` LIMIT $3`
+
+// inHoleSQL: whether seq $2 is in a hole of run $1, the one starting
+// nearest before it (holes never overlap).
+const inHoleSQL = `SELECT coalesce((SELECT (body->>'to')::bigint >= $2 FROM observations
+	WHERE run_id = $1 AND ` + holeNote + ` AND ` + holeFrom + ` <= $2
+	ORDER BY ` + holeFrom + ` DESC LIMIT 1), false)`
