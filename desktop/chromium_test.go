@@ -8,10 +8,11 @@ import (
 )
 
 // The remote session's page in headless Chromium: an event the fake runner
-// posts appears on the open page without a reload, and the page is
-// captured (make ui-check; the PNG goes to $SPINE_SCREENSHOT_DIR
-// or the test's temp dir).
-func TestSessionPageInChromium(t *testing.T) {
+// posts appears on the open page without a reload, the page passes every
+// check of internal/chromium (keyboard, screen reader, phone), and it is
+// captured (make ui-check; the PNG goes to $SPINE_SCREENSHOT_DIR or the
+// test's temp dir).
+func TestRemoteSessionPageInChromium(t *testing.T) {
 	b := chromium.Start(t)
 	e := newEnv(t)
 	alice := e.member("acme", "alice")
@@ -31,5 +32,6 @@ func TestSessionPageInChromium(t *testing.T) {
 	if got := page.Eval(t, `document.getElementById('state').textContent`); got != "running" {
 		t.Fatalf("state after the event = %q", got)
 	}
-	page.Screenshot(t, "session-page")
+	page.Screenshot(t, "ui-remote-session")
+	page.Audit(t, "#live")
 }

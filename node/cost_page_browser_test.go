@@ -12,8 +12,9 @@ import (
 )
 
 // TestCostPageInChromium opens /ui/cost in headless Chromium, keeps a
-// screenshot, and checks every number the page shows against the summary
-// API's JSON for the same range.
+// screenshot, checks every number the page shows against the summary
+// API's JSON for the same range, and runs every check of internal/chromium
+// (keyboard, screen reader, phone).
 func TestCostPageInChromium(t *testing.T) {
 	b := chromium.Start(t)
 	f := newCostFixture(t)
@@ -24,6 +25,7 @@ func TestCostPageInChromium(t *testing.T) {
 	tab.Await(t, `document.querySelector('#summary tfoot tr')`)
 	tab.Screenshot(t, "ui-cost")
 	dom := tab.Eval(t, `document.documentElement.outerHTML`)
+	tab.Audit(t)
 
 	_, body := f.do("GET", "/v1/cost/summary?"+query, alice, nil)
 	s := decode[accounting.Summary](t, body)

@@ -30,6 +30,7 @@ func TestRemoteListPageInChromium(t *testing.T) {
 	later := create("run the tests")
 	tab.Await(t, `document.querySelector('#remote-rows tr[data-session="`+later.ID+`"]')`)
 	tab.Screenshot(t, "ui-remote")
+	tab.Audit(t, "#remote-live")
 }
 
 // The dead letters page in Chromium lists the caller's letter with its
@@ -46,6 +47,7 @@ func TestDeadLettersPageInChromium(t *testing.T) {
 		t.Fatalf("the letter's reason reads %q", got)
 	}
 	tab.Screenshot(t, "ui-deadletters")
+	tab.Audit(t)
 	tab.Eval(t, `document.querySelector('#deadletter-rows tr[data-letter] a').click()`)
 	tab.Await(t, `document.querySelector('#message')`)
 	if got := tab.Eval(t, `document.querySelector('#message').textContent`); !strings.Contains(got, `"text":"too late"`) {
@@ -69,6 +71,7 @@ func TestProvenancePageInChromium(t *testing.T) {
 		t.Fatalf("the producers read %q", producers)
 	}
 	tab.Screenshot(t, "ui-provenance")
+	tab.Audit(t)
 }
 
 // The plan page in Chromium lists each step's sessions.
@@ -81,6 +84,7 @@ func TestPlanPageInChromium(t *testing.T) {
 		t.Fatalf("step-2's session links %q", got)
 	}
 	tab.Screenshot(t, "ui-plan")
+	tab.Audit(t)
 }
 
 func jsQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + "'" }

@@ -41,6 +41,8 @@ func publishFile(t *testing.T, envs ...*streams.Envelope) {
 // A session streamed through spine publish, on its page in Chromium: the
 // transcript grows and the status changes without a reload; a session with
 // a hole shows the gap; another member gets the page of a missing session.
+// The page passes every check of internal/chromium (keyboard, screen
+// reader, phone) and a command's folded output opens with Enter.
 func TestSessionPageInChromium(t *testing.T) {
 	b := chromium.Start(t)
 	n, caughtUp := testNode(t)
@@ -56,6 +58,7 @@ func TestSessionPageInChromium(t *testing.T) {
 		t.Fatalf("status reads %q", got)
 	}
 	tab.Eval(t, `window.notReloaded = true`) // a reload would lose it
+	chromium.Report(t, "screen reader, running", tab.AXCheck(t, "#session-facts", "#transcript ol", "#steps ol"))
 
 	publishFile(t, spinetest.Text("live-1", 4, "fixing the parser\n"), spinetest.Write("live-1", 5, "parse.go", "package parse\n"),
 		spinetest.Text("live-1", 6, "ok  \tparse\t0.01s\n"))
@@ -69,6 +72,17 @@ func TestSessionPageInChromium(t *testing.T) {
 		t.Fatalf("the stderr line is labelled %q", got)
 	}
 	tab.Screenshot(t, "ui-session")
+	tab.Audit(t, "#session-facts")
+	tab.TabTo(t, "#steps details summary")
+	tab.Press(t, "Enter")
+	tab.Await(t, `document.querySelector('#steps details').open`)
+	output := `document.querySelector('#steps details pre')`
+	if got := tab.Eval(t, output+`.checkVisibility() && `+output+`.textContent`); got != "ok\n" && got != "ok" {
+		t.Fatalf("the command's output, opened with Enter, reads %q", got)
+	}
+	tab.Screenshot(t, "ui-session-phone")
+	tab.Press(t, "Space")
+	tab.Await(t, `!document.querySelector('#steps details').open`)
 
 	publishFile(t, spinetest.Start("gap-1"), spinetest.Text("gap-1", 1, "started\n"), spinetest.Text("gap-1", 2, "reading\n"),
 		spinetest.Text("gap-1", 10, "resumed\n"), spinetest.End("gap-1", "done", "", ""))

@@ -21,7 +21,9 @@ func ended(id, app, billing, status string, minutes int) []*streams.Envelope {
 }
 
 // A session streamed through spine publish appears in the open sessions
-// list without a reload, and the running count follows its start and end.
+// list without a reload, and the running count follows its start and end;
+// the list passes every check of internal/chromium (keyboard, screen
+// reader, phone).
 func TestSessionsPageInChromium(t *testing.T) {
 	b := chromium.Start(t)
 	n, caughtUp := testNode(t)
@@ -60,4 +62,6 @@ func TestSessionsPageInChromium(t *testing.T) {
 	if got := tab.Eval(t, `window.notReloaded === true`); got != "true" {
 		t.Fatal("the page reloaded")
 	}
+	tab.Audit(t, "#running")
+	tab.Screenshot(t, "ui-sessions-phone")
 }
