@@ -355,6 +355,7 @@ func (n *Node) startHTTP(ctx context.Context) error {
 	// which never end by themselves. An idle keep-alive connection is
 	// closed after two minutes.
 	n.http = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	n.http.RegisterOnShutdown(api.CloseStreams) // the pages' event streams never end by themselves
 	n.desktopHTTP(n.http)
 	go func() {
 		if err := n.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

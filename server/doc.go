@@ -78,5 +78,8 @@
 // bytes in flight weighted by what decoding them costs (429 busy), and on
 // ingest each org's quota of bytes and envelopes per second (429
 // quota_exceeded); both 429s carry Retry-After. Requests without a body,
-// the event streams among them, are under none of these.
+// the event streams among them, are under none of these. The pages' event
+// streams have caps of their own (8 open a member, 1,000 in all: 429
+// too_many_streams) and end when the HTTP server shuts down
+// (CloseStreams, its shutdown hook).
 package server

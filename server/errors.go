@@ -30,6 +30,9 @@ const (
 	// CodeQuotaExceeded (429, Retry-After): the caller's org is over its
 	// ingest quota.
 	CodeQuotaExceeded = "quota_exceeded"
+	// CodeTooManyStreams (429, Retry-After): the caller (or everyone) has
+	// as many pages following their changes open as spine allows.
+	CodeTooManyStreams = "too_many_streams"
 )
 
 // Errors a limited request body's Read returns once it is cut.

@@ -20,7 +20,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Envelopes received over HTTP ingest, by type and result (accepted, duplicate, rejected)."},
 			[]string{"type", "result"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "spine_http_limited_total",
-			Help: "Requests cut or refused by a limit, by code (body_too_slow, busy, quota_exceeded)."}, []string{"code"}),
+			Help: "Requests cut or refused by a limit, by code (body_too_slow, busy, quota_exceeded, too_many_streams)."}, []string{"code"}),
 		inflight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "spine_http_inflight_bytes",
 			Help: "Weighted request bytes in flight, held against the in-flight budget."}),
 	}

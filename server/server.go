@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -54,6 +55,10 @@ type Server struct {
 	limits Limits
 	budget *budget
 	quotas *quotas
+	// slots bound the open page streams; closing ends them (CloseStreams).
+	slots     *streamSlots
+	closing   chan struct{}
+	closeOnce sync.Once
 }
 
 // New builds the API's routes.
@@ -61,6 +66,7 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, log: cfg.Logger, m: newMetrics(cfg.Registry), mux: http.NewServeMux(), limits: cfg.Limits.WithDefaults()}
 	s.budget = newBudget(s.limits.InflightBytes, s.m.inflight)
 	s.quotas = newQuotas(s.limits.OrgBytesPerSec, s.limits.OrgEnvelopesPerSec)
+	s.slots, s.closing = newStreamSlots(MaxPageStreamsPerMember, MaxPageStreams), make(chan struct{})
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"time"
@@ -58,49 +59,31 @@ func (s *Server) sessionPageEvents(w http.ResponseWriter, r *http.Request) {
 		s.desktopError(w, "watch session", err)
 		return
 	}
-	flusher, ok := w.(http.Flusher)
-	if !ok {
-		writeError(w, http.StatusInternalServerError, CodeInternal, "streaming unsupported")
-		return
-	}
-	startSSE(w)
-	writeSSE(w, "ready", map[string]any{"state": sess.State, "version": sess.Version})
-	flusher.Flush()
-	tick := time.NewTicker(sseKeepAlive)
-	defer tick.Stop()
-	poll := time.NewTicker(recordedPoll)
-	defer poll.Stop()
-	progress, _ := s.cfg.Desktop.RecordedProgress(r.Context(), owner(r), id)
-	for {
-		polling := poll.C // the recorded sessions are polled only while something can still change them
-		if progress.Settled {
-			polling = nil
-		}
-		select {
-		case <-r.Context().Done():
-			return
-		case _, open := <-ch:
-			if !open {
-				return
-			}
-			writeSSE(w, "change", map[string]any{"sessionId": id})
+	who := owner(r)
+	progress, _ := s.cfg.Desktop.RecordedProgress(r.Context(), who, id)
+	changed := sse{"change", map[string]any{"sessionId": id}}
+	s.stream(w, r, pageStream{what: "remote session events",
+		ready:  sse{"ready", map[string]any{"state": sess.State, "version": sess.Version}},
+		pushed: ch, onPush: func(desktop.Announcement) sse {
 			progress.Settled = false // a task changed (a follow-up, say): look again
-		case <-polling:
-			now, err := s.cfg.Desktop.RecordedProgress(r.Context(), owner(r), id)
+			return changed
+		},
+		// The recorded sessions are polled only while something can still change them.
+		every: recordedPoll, poll: func(ctx context.Context) (sse, bool, error) {
+			if progress.Settled {
+				return sse{}, false, nil
+			}
+			now, err := s.cfg.Desktop.RecordedProgress(ctx, who, id)
 			if err != nil || now == progress {
-				continue
+				return sse{}, false, err
 			}
-			changed := now.Mark != progress.Mark
+			moved := now.Mark != progress.Mark
 			progress = now
-			if !changed {
-				continue
+			if !moved {
+				return sse{}, false, nil
 			}
-			writeSSE(w, "change", map[string]any{"sessionId": id})
-		case <-tick.C:
-			_, _ = w.Write([]byte(": keepalive\n\n"))
-		}
-		flusher.Flush()
-	}
+			return changed, false, nil
+		}})
 }
 
 // recordedPoll is how often an open session page looks for new content in

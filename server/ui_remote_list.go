@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"slices"
@@ -88,40 +89,20 @@ const runnerPoll = 2 * time.Second
 func (s *Server) remoteListEvents(w http.ResponseWriter, r *http.Request) {
 	ch, cancel := s.cfg.Desktop.ListChanges(owner(r))
 	defer cancel()
-	flusher, ok := w.(http.Flusher)
-	if !ok {
-		writeError(w, http.StatusInternalServerError, CodeInternal, "streaming unsupported")
-		return
-	}
-	runners, _ := s.cfg.Desktop.Runners(r.Context(), owner(r))
-	startSSE(w)
-	writeSSE(w, "ready", map[string]any{"runners": len(runners)})
-	flusher.Flush()
-	tick := time.NewTicker(sseKeepAlive)
-	defer tick.Stop()
-	poll := time.NewTicker(runnerPoll)
-	defer poll.Stop()
-	for {
-		select {
-		case <-r.Context().Done():
-			return
-		case a, open := <-ch:
-			if !open {
-				return
-			}
-			writeSSE(w, "change", map[string]any{"sessionId": a.SessionID})
-		case <-poll.C:
-			now, err := s.cfg.Desktop.Runners(r.Context(), owner(r))
+	who := owner(r)
+	runners, _ := s.cfg.Desktop.Runners(r.Context(), who)
+	s.stream(w, r, pageStream{what: "remote list events", ready: sse{"ready", map[string]any{"runners": len(runners)}},
+		pushed: ch, onPush: func(a desktop.Announcement) sse {
+			return sse{"change", map[string]any{"sessionId": a.SessionID}}
+		},
+		every: runnerPoll, poll: func(ctx context.Context) (sse, bool, error) {
+			now, err := s.cfg.Desktop.Runners(ctx, who)
 			if err != nil || slices.EqualFunc(now, runners, sameRunner) {
-				continue
+				return sse{}, false, err
 			}
 			runners = now
-			writeSSE(w, "change", map[string]any{"runners": len(runners)})
-		case <-tick.C:
-			_, _ = w.Write([]byte(": keepalive\n\n"))
-		}
-		flusher.Flush()
-	}
+			return sse{"change", map[string]any{"runners": len(runners)}}, false, nil
+		}})
 }
 
 // sameRunner: nothing the list shows of the runner changed.

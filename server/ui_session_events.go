@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"time"
@@ -20,17 +21,12 @@ const (
 
 // sessionEvents tells an open session page what changed: "ready" once,
 // "change" each time the recording moved (a chunk, an observation, a
-// hole, the end, the router call), and "end" once the session has ended
-// and its router call is in (or callWait has passed); then the stream
-// ends. Another member's session is the 404 page a missing one is.
+// hole, the end, the router call), and "end" once the session has ended and its router call is in (or
+// callWait has passed); then the stream ends. Another member's session is
+// the 404 page a missing one is.
 func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request) {
 	v, ok := s.sessionView(w, r)
 	if !ok {
-		return
-	}
-	flusher, ok := w.(http.Flusher)
-	if !ok {
-		writePageError(w, http.StatusInternalServerError, "streaming unsupported")
 		return
 	}
 	last, err := views.ReadProgress(r.Context(), s.cfg.Pool, v.ID)
@@ -38,44 +34,34 @@ func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request) {
 		s.pageFailed(w, "session events", err)
 		return
 	}
-	startSSE(w)
-	writeSSE(w, "ready", map[string]any{"status": v.Status, "lastSeq": last.LastSeq})
-	flusher.Flush()
-	s.followSession(w, r, flusher, v.ID, last)
+	s.stream(w, r, pageStream{what: "session events", every: sessionPoll,
+		ready: sse{"ready", map[string]any{"status": v.Status, "lastSeq": last.LastSeq}},
+		poll:  s.followSession(v.ID, last)})
 }
 
-func (s *Server) followSession(w http.ResponseWriter, r *http.Request, flusher http.Flusher, id string, last views.Progress) {
-	poll := time.NewTicker(sessionPoll)
-	defer poll.Stop()
-	keep := time.NewTicker(sseKeepAlive)
-	defer keep.Stop()
+// followSession is the session stream's poll: a change since last, and
+// the end.
+func (s *Server) followSession(id string, last views.Progress) func(context.Context) (sse, bool, error) {
 	var endedAt time.Time
-	for {
-		if last.Ended && endedAt.IsZero() {
+	return func(ctx context.Context) (sse, bool, error) {
+		now, err := views.ReadProgress(ctx, s.cfg.Pool, id)
+		if errors.Is(err, recorder.ErrNotFound) {
+			return sse{}, false, nil
+		}
+		if err != nil {
+			return sse{}, false, err
+		}
+		moved := !now.Same(last)
+		last = now
+		if now.Ended && endedAt.IsZero() {
 			endedAt = time.Now()
 		}
-		if last.Ended && (last.Called || time.Since(endedAt) >= callWait) {
-			writeSSE(w, "end", map[string]any{"sessionId": id})
-			flusher.Flush()
-			return
+		if now.Ended && (now.Called || time.Since(endedAt) >= callWait) {
+			return sse{"end", map[string]any{"sessionId": id}}, true, nil
 		}
-		select {
-		case <-r.Context().Done():
-			return
-		case <-keep.C:
-			_, _ = w.Write([]byte(": keepalive\n\n"))
-		case <-poll.C:
-			now, err := views.ReadProgress(r.Context(), s.cfg.Pool, id)
-			if errors.Is(err, recorder.ErrNotFound) || (err == nil && now.Same(last)) {
-				continue
-			}
-			if err != nil {
-				s.log.Warn("session events poll failed", "err", err)
-				continue
-			}
-			last = now
-			writeSSE(w, "change", map[string]any{"sessionId": id, "lastSeq": now.LastSeq})
+		if !moved {
+			return sse{}, false, nil
 		}
-		flusher.Flush()
+		return sse{"change", map[string]any{"sessionId": id, "lastSeq": now.LastSeq}}, false, nil
 	}
 }

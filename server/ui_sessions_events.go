@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -14,45 +15,22 @@ import (
 const sessionsPoll = time.Second
 
 // sessionsEvents is GET /ui/sessions/events: "ready", then "change" each
-// time a session of the caller's scope starts, ends or gets new content.
+// time a session of the caller's scope starts, ends or changes what the
+// list shows of it.
 func (s *Server) sessionsEvents(w http.ResponseWriter, r *http.Request) {
-	flusher, ok := w.(http.Flusher)
-	if !ok {
-		writeError(w, http.StatusInternalServerError, CodeInternal, "streaming unsupported")
-		return
-	}
-	mark, err := views.SessionsMark(r.Context(), s.cfg.Pool, scope(r))
+	who := scope(r)
+	mark, err := views.SessionsMark(r.Context(), s.cfg.Pool, who)
 	if err != nil {
 		s.internal(w, "watch sessions", err)
 		return
 	}
-	startSSE(w)
-	writeSSE(w, "ready", map[string]any{})
-	flusher.Flush()
-	keepalive := time.NewTicker(sseKeepAlive)
-	defer keepalive.Stop()
-	poll := time.NewTicker(sessionsPoll)
-	defer poll.Stop()
-	for {
-		select {
-		case <-r.Context().Done():
-			return
-		case <-poll.C:
-			now, err := views.SessionsMark(r.Context(), s.cfg.Pool, scope(r))
-			if err != nil {
-				if r.Context().Err() == nil {
-					s.log.Warn("watch sessions failed", "err", err)
-				}
-				continue
-			}
-			if now == mark {
-				continue
+	s.stream(w, r, pageStream{what: "sessions events", ready: sse{"ready", map[string]any{}}, every: sessionsPoll,
+		poll: func(ctx context.Context) (sse, bool, error) {
+			now, err := views.SessionsMark(ctx, s.cfg.Pool, who)
+			if err != nil || now == mark {
+				return sse{}, false, err
 			}
 			mark = now
-			writeSSE(w, "change", map[string]any{})
-		case <-keepalive.C:
-			_, _ = w.Write([]byte(": keepalive\n\n"))
-		}
-		flusher.Flush()
-	}
+			return sse{"change", map[string]any{}}, false, nil
+		}})
 }

@@ -12,11 +12,13 @@
 //                                 answer's Spine-More header is the next URL
 //                                 (none: the link goes away)
 // Every fetch adds fragment=1: the server answers with the items alone.
-// <html data-live="on"> while the event stream is open; data-updates counts
-// the changes applied (tests wait on it).
+// <html data-live="on"> while the event stream is open ("off" when it
+// cannot open: the page then reloads every 30 s); data-updates counts the
+// changes applied (tests wait on it).
 (function () {
   'use strict';
   var root = document.documentElement;
+  var reloadAfter = 30000; // ms: how often a page whose stream cannot open reloads
 
   function fragmentURL(url, extra) {
     var u = new URL(url, location.href);
@@ -84,7 +86,17 @@
     es.addEventListener('ready', function () { root.dataset.live = 'on'; });
     es.addEventListener('change', onChange);
     es.addEventListener('end', function () { root.dataset.live = 'ended'; es.close(); onChange(); });
-    es.onerror = function () { if (root.dataset.live === 'on') root.dataset.live = 'reconnecting'; };
+    es.onerror = function () {
+      if (es.readyState === EventSource.CLOSED) { fallBack(); return; }
+      if (root.dataset.live === 'on') root.dataset.live = 'reconnecting';
+    };
+  }
+
+  // A stream that cannot open (a 429: too many open pages; a page gone)
+  // is not retried: the page reloads now and then instead, as without script.
+  function fallBack() {
+    root.dataset.live = 'off';
+    setTimeout(function () { location.reload(); }, reloadAfter);
   }
 
   document.addEventListener('click', function (e) {
