@@ -366,7 +366,7 @@ func TestSessionPageFollowsTheSession(t *testing.T) {
 	alice := f.token("acme", "alice")
 	f.record(alice, spinetest.Start("s1"), spinetest.Text("s1", 1, "one\n"))
 	_, _, page := f.pageGet("/ui/sessions/s1", alice)
-	tail := regexp.MustCompile(`<ol class="transcript" data-tail="([^"]+)" data-after="1" aria-live="polite">`).FindStringSubmatch(page)
+	tail := regexp.MustCompile(`<ol class="transcript" data-tail="([^"]+)" data-after="1" data-part="transcript" aria-live="polite">`).FindStringSubmatch(page)
 	if tail == nil || !strings.Contains(page, `data-events="/ui/sessions/s1/events"`) {
 		t.Fatal("a running session's page neither tails its transcript after seq 1 nor follows its events")
 	}

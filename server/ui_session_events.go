@@ -21,7 +21,8 @@ const (
 
 // sessionEvents tells an open session page what changed: "ready" once,
 // "change" each time the recording moved (a chunk, an observation, a
-// hole, the end, the router call), and "end" once the session has ended and its router call is in (or
+// hole, the end, the router call), naming the parts of the page that
+// moved (views.Progress.Parts), and "end" once the session has ended and its router call is in (or
 // callWait has passed); then the stream ends. Another member's session is
 // the 404 page a missing one is.
 func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request) {
@@ -39,8 +40,8 @@ func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request) {
 		poll:  s.followSession(v.ID, last)})
 }
 
-// followSession is the session stream's poll: a change since last, and
-// the end.
+// followSession is the session stream's poll: the parts that moved since
+// last, and the end.
 func (s *Server) followSession(id string, last views.Progress) func(context.Context) (sse, bool, error) {
 	var endedAt time.Time
 	return func(ctx context.Context) (sse, bool, error) {
@@ -51,7 +52,7 @@ func (s *Server) followSession(id string, last views.Progress) func(context.Cont
 		if err != nil {
 			return sse{}, false, err
 		}
-		moved := !now.Same(last)
+		parts := now.Parts(last)
 		last = now
 		if now.Ended && endedAt.IsZero() {
 			endedAt = time.Now()
@@ -59,9 +60,9 @@ func (s *Server) followSession(id string, last views.Progress) func(context.Cont
 		if now.Ended && (now.Called || time.Since(endedAt) >= callWait) {
 			return sse{"end", map[string]any{"sessionId": id}}, true, nil
 		}
-		if !moved {
+		if len(parts) == 0 {
 			return sse{}, false, nil
 		}
-		return sse{"change", map[string]any{"sessionId": id, "lastSeq": now.LastSeq}}, false, nil
+		return sse{"change", map[string]any{"sessionId": id, "lastSeq": now.LastSeq, "parts": parts}}, false, nil
 	}
 }

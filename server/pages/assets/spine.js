@@ -1,7 +1,10 @@
 // spine's one script: every page works without it; with it, a page
 // follows its server-sent events and loads more without a reload.
 //
-//   <main data-events="URL">      listen to URL (events "ready", "change")
+//   <main data-events="URL">      listen to URL (events "ready", "change", "end")
+//   <x data-part="NAME">          with data-refresh or data-tail: fetched only
+//                                 on a change whose data's "parts" names NAME
+//                                 (or that names none)
 //   <x data-refresh="URL">        on a change, replace x's content with URL's
 //                                 (when it differs from what it last got)
 //   <x data-tail="URL" data-after="N">
@@ -75,9 +78,18 @@
     });
   }
 
-  function onChange() {
-    document.querySelectorAll('[data-refresh]').forEach(refresh);
-    document.querySelectorAll('[data-tail]').forEach(tail);
+  // The parts a change names (its data's "parts"), or null: every part.
+  function partsOf(e) {
+    try { var p = JSON.parse(e.data).parts; return Array.isArray(p) ? p : null; } catch (err) { return null; }
+  }
+
+  // An element with data-part is fetched again only on a change that names
+  // its part; one without, on every change.
+  function onChange(e) {
+    var parts = e && e.data ? partsOf(e) : null;
+    var moved = function (el) { return !parts || !el.dataset.part || parts.indexOf(el.dataset.part) >= 0; };
+    document.querySelectorAll('[data-refresh]').forEach(function (el) { if (moved(el)) refresh(el); });
+    document.querySelectorAll('[data-tail]').forEach(function (el) { if (moved(el)) tail(el); });
   }
 
   function listen(url) {
@@ -85,7 +97,7 @@
     var es = new EventSource(url);
     es.addEventListener('ready', function () { root.dataset.live = 'on'; });
     es.addEventListener('change', onChange);
-    es.addEventListener('end', function () { root.dataset.live = 'ended'; es.close(); onChange(); });
+    es.addEventListener('end', function () { root.dataset.live = 'ended'; es.close(); onChange(null); });
     es.onerror = function () {
       if (es.readyState === EventSource.CLOSED) { fallBack(); return; }
       if (root.dataset.live === 'on') root.dataset.live = 'reconnecting';
