@@ -241,6 +241,18 @@ func FormatInt(n int64) string {
 	return b.String()
 }
 
+// FormatCost writes one call's reported cost (a router-call row's
+// totalCost) as FormatDollars writes a sum: $0.50, $0.24722425. Every page
+// and command that shows a call's cost writes it so.
+func FormatCost(usd float64) string {
+	return FormatDollars(decimal(strconv.FormatFloat(usd, 'f', -1, 64)))
+}
+
+// decimal is a number's exact text, for FormatDollars.
+type decimal string
+
+func (d decimal) String() string { return string(d) }
+
 // FormatDollars writes a reported sum exactly, with at least cents.
 func FormatDollars(d fmt.Stringer) string {
 	r, ok := new(big.Rat).SetString(d.String())

@@ -67,6 +67,18 @@ func byID(t *testing.T, page, id string) string {
 	return text(m[1])
 }
 
+// byCall is the text of the router call's value key (router_call.html's
+// data-call) on a session's page.
+func byCall(t *testing.T, page, key string) string {
+	t.Helper()
+	_, call, ok := strings.Cut(page, `id="router-call"`)
+	m := regexp.MustCompile(`data-call="` + regexp.QuoteMeta(key) + `"[^>]*>(.*?)</dd>`).FindStringSubmatch(call)
+	if !ok || m == nil {
+		t.Fatalf("the page's router call has no %q", key)
+	}
+	return text(m[1])
+}
+
 func finishedSession(id string, cost *float64) []*streams.Envelope {
 	start := spinetest.Start(id)
 	start.PlanID, start.StepID, start.TaskID = "plan-7", "step-2", ""
@@ -90,7 +102,7 @@ func finishedSession(id string, cost *float64) []*streams.Envelope {
 func TestSessionPageFactsAreTheAPIs(t *testing.T) {
 	f := newFixture(t)
 	alice := f.token("acme", "alice")
-	cost := 0.4125
+	cost := 0.5
 	f.record(alice, finishedSession("s1", &cost)...)
 
 	code, _, page := f.pageGet("/ui/sessions/s1", alice)
@@ -111,7 +123,7 @@ func TestSessionPageFactsAreTheAPIs(t *testing.T) {
 		"f-model": s.Model, "f-effort": s.Effort, "f-machine": s.WorkerID, "f-error": s.Error, "f-member": s.Member,
 		"f-exit-code": strconv.Itoa(*s.ExitCode), "f-started": s.StartedAt.UTC().Format("2006-01-02 15:04:05 UTC"),
 		"f-ended":    s.EndedAt.UTC().Format("2006-01-02 15:04:05 UTC"),
-		"f-duration": s.EndedAt.Sub(s.StartedAt).String(), "f-plan": "plan plan-7 , step step-2"} {
+		"f-duration": "1 min 40 s", "f-plan": "plan plan-7 , step step-2"} {
 		if got := byID(t, page, id); got != want {
 			t.Errorf("%s: page says %q, the API %q", id, got, want)
 		}
@@ -124,12 +136,17 @@ func TestSessionPageFactsAreTheAPIs(t *testing.T) {
 		t.Fatalf("provenance = %s (%v)", body, err)
 	}
 	c, n := tr.RouterCall, tr.RouterCall.Tokens
-	for id, want := range map[string]string{"f-billing": c.Billing, "f-billing-signal": c.BillingSignal,
-		"t-input": fmt.Sprint(n.Input), "t-output": fmt.Sprint(n.Output), "t-cache-read": fmt.Sprint(n.CacheRead),
-		"t-cache-write": fmt.Sprint(n.CacheWrite), "t-reasoning": fmt.Sprint(n.Reasoning), "t-total": fmt.Sprint(n.Total),
-		"t-cost": "$" + strconv.FormatFloat(*c.TotalCost, 'f', -1, 64), "t-model": c.ServedModel, "t-door": c.Door} {
-		if got := strings.ReplaceAll(byID(t, page, id), ",", ""); got != want {
+	for id, want := range map[string]string{"f-billing": c.Billing, "f-billing-signal": c.BillingSignal} {
+		if got := byID(t, page, id); got != want {
 			t.Errorf("%s: page says %q, the router call %q", id, got, want)
+		}
+	}
+	for key, want := range map[string]string{"billing": c.Billing + " (signal " + c.BillingSignal + ")",
+		"input": fmt.Sprint(n.Input), "output": fmt.Sprint(n.Output), "cache-read": fmt.Sprint(n.CacheRead),
+		"cache-write": fmt.Sprint(n.CacheWrite), "reasoning": fmt.Sprint(n.Reasoning), "total": fmt.Sprint(n.Total),
+		"cost": "$0.50 (as reported)", "model": c.ServedModel, "door": c.Door, "status": c.Status} {
+		if got := strings.ReplaceAll(byCall(t, page, key), ",", ""); got != want {
+			t.Errorf("router call's %s: page says %q, the router call %q", key, got, want)
 		}
 	}
 
@@ -162,7 +179,7 @@ func TestSessionPageNullCostIsNotReported(t *testing.T) {
 	alice := f.token("acme", "alice")
 	f.record(alice, finishedSession("s1", nil)...)
 	_, _, page := f.pageGet("/ui/sessions/s1", alice)
-	if got := byID(t, page, "t-cost"); got != "not reported" {
+	if got := byCall(t, page, "cost"); got != "not reported" {
 		t.Fatalf("cost = %q", got)
 	}
 	if strings.Contains(page, "$0") {
@@ -403,5 +420,30 @@ func TestSessionPageFollowsTheSession(t *testing.T) {
 	_, _, summary := f.pageGet("/ui/sessions/s1?fragment=1", alice)
 	if byID(t, summary, "f-status") != "done" || byID(t, summary, "f-billing") != "unknown" {
 		t.Fatalf("summary after the end: %s", summary)
+	}
+}
+
+var callMarkup = regexp.MustCompile(`(?s)<dl class="facts call">.*?</dl>`)
+
+// A router call is one rendering on every page that shows it: the session's
+// page, its provenance and its plan's page show the same markup for it,
+// its cost written with at least cents as the cost page writes dollars.
+func TestRouterCallIsOneRendering(t *testing.T) {
+	f := newFixture(t)
+	alice := f.token("acme", "alice")
+	cost := 0.5
+	f.record(alice, finishedSession("s1", &cost)...)
+	var first string
+	for _, path := range []string{"/ui/sessions/s1", "/ui/provenance/s1", "/ui/plans/plan-7"} {
+		code, _, page := f.pageGet(path, alice)
+		calls := callMarkup.FindAllString(page, -1)
+		if code != 200 || len(calls) != 1 || !strings.Contains(calls[0], "$0.50 (as reported)") {
+			t.Fatalf("%s = %d, router calls %q", path, code, calls)
+		}
+		if first == "" {
+			first = calls[0]
+		} else if calls[0] != first {
+			t.Errorf("%s shows the router call as\n%s\nthe session's page as\n%s", path, calls[0], first)
+		}
 	}
 }

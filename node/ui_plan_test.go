@@ -41,7 +41,7 @@ func TestPlanPage(t *testing.T) {
 	page := f.page(200, "/ui/plans/plan-run-42", alice)
 	for _, want := range []string{`href="/ui/sessions/p1a">p1a</a>`, `data-run="plan-run-42"`, "alice's calls only",
 		`<tr data-billing="subscription"><th scope="row">subscription</th><td class="num">1</td>`,
-		"$0.25 (as reported)", "none yet: accounting writes it when the session ends", "running",
+		"$0.25 (as reported)", "No router call yet: accounting writes it when the session ends.", "running",
 		`aria-current="page"`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("alice's plan-run-42 lacks %q", want)

@@ -56,7 +56,8 @@ func TestProvenancePage(t *testing.T) {
 		`class="producer">a person uploaded it: alice`,
 		`class="producer">claude-code, model claude-opus-4-5, effort high, session <a href="/ui/sessions/s1">s1</a>`,
 		`(file_write) at`, `href="/ui/plans/plan-run-42">plan-run-42</a>`, "for step step-3",
-		"input 100 (cache read 0, cache write 0), output 20 (reasoning 0), total 120", "$0.25 (as reported)",
+		`data-call="input">100</dd>`, `data-call="cache-read">0</dd>`, `data-call="output">20</dd>`,
+		`data-call="total">120</dd>`, "$0.25 (as reported)",
 		`href="/ui/files/` + notes + `"`, "2 of your artifacts",
 	} {
 		if !strings.Contains(page, want) {
@@ -65,7 +66,7 @@ func TestProvenancePage(t *testing.T) {
 	}
 	ref := f.page(200, "/ui/provenance/"+bobs, alice)
 	if strings.Contains(ref, "/ui/files/") || !strings.Contains(ref, "stored, not yours to read") ||
-		!strings.Contains(ref, `class="cost"><span class="silent">not reported</span>`) || !strings.Contains(ref, "model not reported") {
+		!strings.Contains(ref, `data-call="cost"><span class="silent">not reported</span>`) || !strings.Contains(ref, "model not reported") {
 		t.Errorf("the trace of a digest alice only named:\n%s", ref)
 	}
 

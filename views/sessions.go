@@ -39,7 +39,7 @@ type SessionRow struct {
 	Member  string `json:"member"`
 	App     string `json:"app"`
 	Kind    string `json:"kind"`
-	Machine string `json:"machine"` // the start's workerId; "" = not said
+	Machine string `json:"machine"` // the start's workerId; "" = none named
 	Status  string `json:"status"`  // running, or how it ended
 	Model   string `json:"model"`   // as the app reported it; "" = not reported
 	// Billing is the class of the session's router-call row, "" while it

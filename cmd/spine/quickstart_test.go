@@ -102,7 +102,7 @@ func TestTraceCommand(t *testing.T) {
 	}
 	digest := "blake3:5d715c79097cf702676bfe1450e627a43f9d3a081d62155ad32b85320f189c01" // NOTES.md in end.jsonl
 	out, err = capture(t, "trace", digest)
-	if err != nil || !strings.Contains(out, "producedBy: claude-code, model claude-opus-4-5-20251101, effort (unknown), session qs-1") ||
+	if err != nil || !strings.Contains(out, "producedBy: claude-code, model claude-opus-4-5-20251101, effort not reported, session qs-1") ||
 		!strings.Contains(out, "step 3 (file_write)") {
 		t.Fatalf("trace file: %v\n%s", err, out)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -67,19 +68,16 @@ func readSession(ctx context.Context, c *client, id string, asJSON bool) error {
 	}
 	fmt.Fprintf(stdout, "session   %s\napp       %s (%s, level %q)\nowner     %s/%s\nstatus    %s\nrun       %s\nsteps     %d recorded, %d dropped (complete: %v)\n",
 		s.ID, s.App, s.Kind, s.Level, s.Org, s.Member, s.Status, s.SessionRunID, s.RecordedSteps, s.DroppedActions, s.Complete)
-	fmt.Fprintf(stdout, "model     %s\neffort    %s\nbilling   %s\ntranscript %s\n", orUnknown(s.Model), orUnknown(s.Effort), orUnknown(s.Billing), orDash(s.TranscriptFileID))
+	fmt.Fprintf(stdout, "model     %s\neffort    %s\nbilling   %s\ntranscript %s\n", notReported(s.Model), notReported(s.Effort), notReported(s.Billing), orDash(s.TranscriptFileID))
 	if s.Error != "" {
 		fmt.Fprintf(stdout, "error     %s\n", s.Error)
 	}
 	return nil
 }
 
-func orUnknown(s string) string {
-	if s == "" {
-		return "(unknown)"
-	}
-	return s
-}
+// notReported is what an app or machine said, or says it said nothing
+// (a model, an effort, a billing class): the words every page uses.
+func notReported(s string) string { return cmp.Or(s, "not reported") }
 
 func orDash(s string) string {
 	if s == "" {

@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spinehq/spine/accounting"
 	"github.com/spinehq/spine/apps"
 	"github.com/spinehq/spine/importer"
 	"github.com/spinehq/spine/streams"
@@ -930,7 +931,7 @@ func render(w io.Writer) func(*streams.Envelope) {
 					u.CacheWriteTokens, u.OutputTokens)
 			}
 			if e.TotalCost != nil {
-				line += fmt.Sprintf(" · $%.4f reported", *e.TotalCost)
+				line += " · " + accounting.FormatCost(*e.TotalCost) + " reported"
 			}
 			if e.Error != "" {
 				line += " · " + e.Error

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/spinehq/spine/accounting"
@@ -124,7 +123,7 @@ func printArtifact(w io.Writer, a trace.Artifact, first, rest string) {
 	default:
 		var by struct{ App, Model, Effort, SessionID string }
 		_ = json.Unmarshal(a.ProducedBy, &by)
-		fmt.Fprintf(w, "%s   producedBy: %s, model %s, effort %s, session %s\n", rest, by.App, orUnknown(by.Model), orUnknown(by.Effort), by.SessionID)
+		fmt.Fprintf(w, "%s   producedBy: %s, model %s, effort %s, session %s\n", rest, by.App, notReported(by.Model), notReported(by.Effort), by.SessionID)
 	}
 	if s := a.Session; s != nil {
 		fmt.Fprintf(w, "%s   session %s: %s, billing %s, run %s", rest, s.ID, s.Status, billingOf(s), s.RunID)
@@ -146,7 +145,7 @@ func printArtifact(w io.Writer, a trace.Artifact, first, rest string) {
 
 func printSessionTrace(w io.Writer, t *trace.Session) {
 	s := t.Session
-	fmt.Fprintf(w, "session %s  %s  %s, model %s, effort %s, billing %s\n", s.ID, s.Status, s.App, orUnknown(s.Model), orUnknown(s.Effort), billingOf(&s))
+	fmt.Fprintf(w, "session %s  %s  %s, model %s, effort %s, billing %s\n", s.ID, s.Status, s.App, notReported(s.Model), notReported(s.Effort), billingOf(&s))
 	if s.ParentRunID != "" {
 		fmt.Fprintf(w, "├─ serves step %s of run %s\n", s.ParentStepID, s.ParentRunID)
 	}
@@ -182,7 +181,7 @@ func printRouterCall(w io.Writer, first, rest string, c *accounting.Call) {
 	fmt.Fprintf(w, "%s  tokens %s\n", rest, tokensLine(c.Tokens))
 	cost := "not reported"
 	if c.TotalCost != nil {
-		cost = "$" + strconv.FormatFloat(*c.TotalCost, 'f', -1, 64) + " (as reported)"
+		cost = accounting.FormatCost(*c.TotalCost) + " (as reported)"
 	}
 	fmt.Fprintf(w, "%s  cost %s\n", rest, cost)
 }
@@ -196,5 +195,3 @@ func tokensLine(t *accounting.Tokens) string {
 	return fmt.Sprintf("input %d (cache read %d, cache write %d), output %d (reasoning %d), total %d",
 		t.Input, t.CacheRead, t.CacheWrite, t.Output, t.Reasoning, t.Total)
 }
-
-func notReported(s string) string { return cmp.Or(s, "not reported") }

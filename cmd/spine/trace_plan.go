@@ -58,7 +58,7 @@ func printPlanSession(w io.Writer, s *trace.PlanSession, first, rest string) {
 		where = " on " + s.WorkerID
 	}
 	fmt.Fprintf(w, "%ssession %s  %s  %s %s%s, model %s, effort %s\n", first, s.ID, s.Status, s.App, s.Kind, where,
-		orUnknown(s.Model), orUnknown(s.Effort))
+		notReported(s.Model), notReported(s.Effort))
 	when := "started " + s.StartedAt.Format(timeLayout)
 	if s.EndedAt != nil {
 		when += ", ended " + s.EndedAt.Format(timeLayout)

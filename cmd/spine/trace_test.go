@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spinehq/spine/accounting"
 	"github.com/spinehq/spine/auth"
 	"github.com/spinehq/spine/trace"
 )
@@ -48,14 +49,14 @@ func TestTracePlanCommand(t *testing.T) {
 		"plan-run-42  plan plan-42; 1 run, 2 steps, 2 sessions\n",
 		"└─ run plan-run-42  plan plan-42\n",
 		"   ├─ step step-3\n",
-		"   │  └─ session qs-1  done  claude-code run on laptop-dev, model claude-opus-4-5-20251101, effort (unknown)\n",
+		"   │  └─ session qs-1  done  claude-code run on laptop-dev, model claude-opus-4-5-20251101, effort not reported\n",
 		"   │        run run-qs-1: 3 steps recorded; started 2026-11-29 10:00:00Z, ended 2026-11-29 10:00:08Z\n",
 		"   │        router call: billing subscription (signal subscription), door session, status done\n",
 		"   │          served model claude-opus-4-5-20251101, effort not reported\n",
 		"   │          tokens input 42339 (cache read 17254, cache write 25067), output 424 (reasoning 0), total 42763\n",
 		"   │          cost $0.24722425 (as reported)\n",
 		"   └─ step step-4\n",
-		"      └─ session qs-2  failed  codex run, model (unknown), effort (unknown)\n",
+		"      └─ session qs-2  failed  codex run, model not reported, effort not reported\n",
 		"           router call: billing unknown (signal silent), door not reported, status failed\n",
 		"             tokens not reported\n",
 		"             cost not reported\n",
@@ -133,5 +134,17 @@ func inOrder(t *testing.T, out string, parts ...string) {
 			t.Fatalf("no %q (in order) in:\n%s", p, out)
 		}
 		rest = rest[i+len(p):]
+	}
+}
+
+// spine trace writes a call's cost as the pages do (accounting.FormatCost:
+// at least cents), and a model or effort the app never said as "not
+// reported", the pages' words.
+func TestRouterCallTextSaysDollarsAsThePages(t *testing.T) {
+	var b strings.Builder
+	cost := 0.5
+	printRouterCall(&b, "", "", &accounting.Call{Billing: "metered", Status: "done", TotalCost: &cost})
+	if !strings.Contains(b.String(), "  cost $0.50 (as reported)\n") || !strings.Contains(b.String(), "served model not reported, effort not reported\n") {
+		t.Errorf("router call:\n%s", b.String())
 	}
 }

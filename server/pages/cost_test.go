@@ -18,7 +18,7 @@ func page(t *testing.T, measure string, rows ...accounting.Row) string {
 		s.Total.Metered, s.Total.Subscription, s.Total.Unknown = r.Metered, r.Subscription, r.Unknown
 	}
 	var b strings.Builder
-	if err := pages.Cost(&b, pages.View{Data: accounting.Page{Summary: s, Measure: measure}.Data()}); err != nil {
+	if err := pages.Render(&b, "cost", pages.View{Data: accounting.Page{Summary: s, Measure: measure}.Data()}); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()

@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"strings"
-	"time"
 
 	"github.com/spinehq/spine/accounting"
 	"github.com/spinehq/spine/desktop"
@@ -64,10 +63,10 @@ var tmpl = template.Must(template.New("pages").Funcs(template.FuncMap{
 	"assetVersion": func() string { return AssetVersion },
 	"navItems":     func() []NavItem { return Nav },
 	"producer":     producer,
-	"reportedCost": reportedCost,
+	"cost":         reportedCost,
+	"duration":     Duration,
+	"status":       Status,
 }).ParseFS(files, "*.html"))
-
-func when(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
 
 // Viewer is who a page is for: the verified caller, and whether they are
 // the org's admin (whose pages show the whole org).
@@ -94,9 +93,6 @@ type View struct {
 // Render writes the page or fragment called name (a template defined in
 // one of this package's .html files).
 func Render(w io.Writer, name string, v View) error { return tmpl.ExecuteTemplate(w, name, v) }
-
-// Cost writes the cost page (/ui/cost) of a laid-out summary.
-func Cost(w io.Writer, v View) error { return Render(w, "cost", v) }
 
 // RemoteView is what a remote session's page shows: the session and its
 // transcript as desktop reads them.

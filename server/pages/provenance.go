@@ -2,9 +2,7 @@ package pages
 
 import (
 	"encoding/json"
-	"strconv"
 
-	"github.com/spinehq/spine/accounting"
 	"github.com/spinehq/spine/recorder"
 	"github.com/spinehq/spine/trace"
 )
@@ -34,13 +32,4 @@ func producer(raw json.RawMessage) *recorder.ProducedBy {
 		return nil
 	}
 	return p
-}
-
-// reportedCost is a call's cost as the app reported it, "" when it
-// reported none (never $0 for "unknown").
-func reportedCost(c *accounting.Call) string {
-	if c == nil || c.TotalCost == nil {
-		return ""
-	}
-	return accounting.FormatDollars(json.Number(strconv.FormatFloat(*c.TotalCost, 'f', -1, 64)))
 }

@@ -154,41 +154,6 @@ func StepLines(steps []spine.Step) []StepLine {
 	return out
 }
 
-// statusWords say what each ended status means.
-var statusWords = map[string]string{
-	"running":      "running",
-	"done":         "done",
-	"failed":       "failed",
-	"cancelled":    "cancelled",
-	"disconnected": "disconnected: its machine went away",
-	"timeout":      "timed out: silent past the idle timeout",
-}
-
-// StatusWords is the session's status in words.
-func (v SessionView) StatusWords() string {
-	if w, ok := statusWords[v.Status]; ok {
-		return w
-	}
-	return v.Status
-}
-
-// Duration is how long the session ran, "" while it runs.
-func (v SessionView) Duration() string {
-	if v.EndedAt == nil {
-		return ""
-	}
-	return v.EndedAt.Sub(v.StartedAt).Round(time.Millisecond).String()
-}
-
-// Cost is the router call's cost as the app reported it, in dollars; ""
-// when it reported none (the page says "not reported", never $0).
-func (v SessionView) Cost() string {
-	if v.Call == nil || v.Call.TotalCost == nil {
-		return ""
-	}
-	return "$" + strconv.FormatFloat(*v.Call.TotalCost, 'f', -1, 64)
-}
-
 // maxShownOutput bounds the output a step shows: the API has all of it.
 const maxShownOutput = 64 << 10
 

@@ -2,7 +2,6 @@ package pages
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/spinehq/spine/views"
 )
@@ -67,36 +66,3 @@ func (l SessionLine) Running() bool { return l.EndedAt == nil }
 
 // Started is the start in UTC.
 func (l SessionLine) Started() string { return when(l.StartedAt) }
-
-// StatusText is the status in words.
-func (l SessionLine) StatusText() string {
-	if l.Status == "timeout" {
-		return "timed out"
-	}
-	return l.Status
-}
-
-// Duration is how long the session ran, "running" while it runs.
-func (l SessionLine) Duration() string {
-	if l.EndedAt == nil {
-		return "running"
-	}
-	return duration(l.EndedAt.Sub(l.StartedAt))
-}
-
-// duration says d in its two largest units: 45 s, 3 min 20 s, 2 h 05 min,
-// 3 d 4 h.
-func duration(d time.Duration) string {
-	s := int64(d.Round(time.Second) / time.Second)
-	switch {
-	case d < time.Second:
-		return "under 1 s"
-	case s < 60:
-		return fmt.Sprintf("%d s", s)
-	case s < 3600:
-		return fmt.Sprintf("%d min %02d s", s/60, s%60)
-	case s < 86400:
-		return fmt.Sprintf("%d h %02d min", s/3600, s%3600/60)
-	}
-	return fmt.Sprintf("%d d %d h", s/86400, s%86400/3600)
-}
