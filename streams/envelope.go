@@ -27,11 +27,15 @@ const (
 	TypeSessionUsage     = "session.usage"
 	TypeWorkerDisconnect = "worker.disconnect"
 	TypeMCPCall          = "mcp.call"
+	// TypeSessionTelemetry is one event of an app's own telemetry (OTLP
+	// logs, Claude Code's HTTP hooks) as a telemetry door translated it:
+	// Telemetry says which (docs/telemetry.md).
+	TypeSessionTelemetry = "session.telemetry"
 )
 
 // Types lists every envelope type, for metrics and docs.
 var Types = []string{TypeSessionStart, TypeSessionChunk, TypeSessionControl,
-	TypeSessionEnd, TypeSessionUsage, TypeWorkerDisconnect, TypeMCPCall}
+	TypeSessionEnd, TypeSessionUsage, TypeWorkerDisconnect, TypeMCPCall, TypeSessionTelemetry}
 
 // MaxEnvelopeBytes bounds one message on the wire; limits.go bounds each field.
 const MaxEnvelopeBytes = 4 << 20
@@ -46,7 +50,8 @@ type Envelope struct {
 	At        time.Time `json:"at"`
 	SessionID string    `json:"sessionId,omitempty"`
 
-	// session.start
+	// session.start (app, appSessionRef, owner and workerId: also
+	// session.telemetry)
 	App           string `json:"app,omitempty"`
 	Kind          string `json:"kind,omitempty"`
 	Level         string `json:"level,omitempty"`
@@ -78,7 +83,7 @@ type Envelope struct {
 	Effort    string     `json:"effort,omitempty"`
 	Usage     *Usage     `json:"usage,omitempty"`
 	TotalCost *float64   `json:"totalCost,omitempty"`
-	Billing   string     `json:"billing,omitempty"`
+	Billing   string     `json:"billing,omitempty"` // also session.telemetry
 	Door      string     `json:"door,omitempty"`
 	Artifacts []Artifact `json:"artifacts,omitempty"`
 	// SweptSince is set on the sweeper's end only: the stored time it
@@ -92,6 +97,9 @@ type Envelope struct {
 	Server     string `json:"server,omitempty"`
 	Tool       string `json:"tool,omitempty"`
 	DurationMs *int64 `json:"durationMs,omitempty"`
+
+	// session.telemetry
+	Telemetry *Telemetry `json:"telemetry,omitempty"`
 }
 
 // Owner is the org and member a session belongs to, and the one owner type

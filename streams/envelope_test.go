@@ -35,6 +35,16 @@ var fixtures = map[string]string{
 		"workerId":"w-1","reason":"heartbeat lost"}`,
 	streams.TypeMCPCall: `{"v":1,"type":"mcp.call","id":"env-mcp-1","at":"2025-03-01T10:03:00Z",
 		"sessionId":"s-1","callId":"call-1","server":"github","tool":"create_issue","status":"ok","durationMs":42}`,
+	streams.TypeSessionTelemetry: `{"v":1,"type":"session.telemetry","id":"tel-1","at":"2025-03-01T10:02:00Z",
+		"sessionId":"s-1","app":"claude-code","appSessionRef":"7f9c-session","owner":{"org":"acme","member":"ada@acme.io"},
+		"billing":"metered","telemetry":{"kind":"request","source":"otlp","requestId":"req_011CV","model":"claude-opus-4-8",
+		"effort":"high","querySource":"sdk","usage":{"inputTokens":3,"outputTokens":40,"cacheReadTokens":900,"cacheWriteTokens":12,
+		"reasoningTokens":0},"totalCost":0.0042,"durationMs":1800}}`,
+}
+
+// telemetry is the telemetry fixture with its telemetry object replaced by t.
+func telemetry(t testing.TB, tel map[string]any) []byte {
+	return with(t, streams.TypeSessionTelemetry, map[string]any{"telemetry": tel})
 }
 
 // fixture returns a fresh, mutable copy of the fixture for typ.
@@ -134,6 +144,18 @@ func TestDecodeAccepts(t *testing.T) {
 		{"end with subscription billing, app door", with(t, streams.TypeSessionEnd, map[string]any{"billing": "subscription", "door": "app", "status": "cancelled"})},
 		{"mcp.call error", with(t, streams.TypeMCPCall, map[string]any{"status": "error", "error": "rate limited"})},
 		{"control renew_credential", with(t, streams.TypeSessionControl, map[string]any{"control": "renew_credential"})},
+		{"telemetry request without cost or usage", with(t, streams.TypeSessionTelemetry, map[string]any{"telemetry.usage": nil, "telemetry.totalCost": nil})},
+		{"telemetry request keyed by a Codex timestamp", with(t, streams.TypeSessionTelemetry, map[string]any{"app": "codex", "workerId": "host-1",
+			"billing": "subscription", "telemetry.requestId": "codex:2025-03-01T10:02:00.123+00:00:17"})},
+		{"telemetry tool from OTLP", telemetry(t, map[string]any{"kind": "tool", "source": "otlp", "toolUseId": "toolu_01A", "tool": "Bash",
+			"phase": "post", "success": false, "durationMs": 38, "errorType": "ShellError"})},
+		{"telemetry tool from a hook, with its event", telemetry(t, map[string]any{"kind": "tool", "source": "hook", "toolUseId": "toolu_01A",
+			"tool": "Bash", "phase": "post", "event": map[string]any{"action": "command", "command": "ls", "output": "a\n"}})},
+		{"telemetry tool before it runs", telemetry(t, map[string]any{"kind": "tool", "source": "hook", "toolUseId": "call_9", "phase": "pre"})},
+		{"telemetry prompt", telemetry(t, map[string]any{"kind": "prompt", "source": "hook", "promptId": "0b7e6c1a-91f2-4c53-a1d4-6d2f0a1b2c3d",
+			"promptLength": 42, "promptDigest": "blake3:abababababababababababababababababababababababababababababababab"})},
+		{"telemetry end", telemetry(t, map[string]any{"kind": "end", "source": "hook", "reason": "other"})},
+		{"telemetry without billing", with(t, streams.TypeSessionTelemetry, map[string]any{"billing": nil})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -145,7 +167,7 @@ func TestDecodeAccepts(t *testing.T) {
 }
 
 func TestDecodeRejects(t *testing.T) {
-	start, chunk, end := streams.TypeSessionStart, streams.TypeSessionChunk, streams.TypeSessionEnd
+	start, chunk, end, tel := streams.TypeSessionStart, streams.TypeSessionChunk, streams.TypeSessionEnd, streams.TypeSessionTelemetry
 	valid := fixtures[streams.TypeSessionControl]
 	tests := []struct {
 		name   string
@@ -244,6 +266,35 @@ func TestDecodeRejects(t *testing.T) {
 		{"mcp.call without callId", with(t, streams.TypeMCPCall, map[string]any{"callId": nil}), streams.ReasonMissingField},
 		{"mcp.call without tool", with(t, streams.TypeMCPCall, map[string]any{"tool": nil}), streams.ReasonMissingField},
 		{"mcp.call bad status", with(t, streams.TypeMCPCall, map[string]any{"status": "done"}), streams.ReasonInvalidField},
+		{"telemetry without telemetry", with(t, tel, map[string]any{"telemetry": nil}), streams.ReasonMissingField},
+		{"telemetry without kind", with(t, tel, map[string]any{"telemetry.kind": nil}), streams.ReasonMissingField},
+		{"telemetry unknown kind", with(t, tel, map[string]any{"telemetry.kind": "metric"}), streams.ReasonInvalidField},
+		{"telemetry unknown source", with(t, tel, map[string]any{"telemetry.source": "grpc"}), streams.ReasonInvalidField},
+		{"telemetry without source", with(t, tel, map[string]any{"telemetry.source": nil}), streams.ReasonInvalidField},
+		{"telemetry request without requestId", with(t, tel, map[string]any{"telemetry.requestId": nil}), streams.ReasonMissingField},
+		{"telemetry requestId with a space", with(t, tel, map[string]any{"telemetry.requestId": "req 1"}), streams.ReasonInvalidID},
+		{"telemetry requestId of 257 characters", with(t, tel, map[string]any{"telemetry.requestId": strings.Repeat("r", streams.MaxNameLen+1)}), streams.ReasonFieldTooLong},
+		{"telemetry negative cost", with(t, tel, map[string]any{"telemetry.totalCost": -1}), streams.ReasonInvalidField},
+		{"telemetry negative tokens", with(t, tel, map[string]any{"telemetry.usage": map[string]any{"inputTokens": -1}}), streams.ReasonInvalidField},
+		{"telemetry negative durationMs", with(t, tel, map[string]any{"telemetry.durationMs": -1}), streams.ReasonInvalidField},
+		{"telemetry model of 3,000 characters", with(t, tel, map[string]any{"telemetry.model": strings.Repeat("m", 3000)}), streams.ReasonFieldTooLong},
+		{"telemetry querySource over its bound", with(t, tel, map[string]any{"telemetry.querySource": strings.Repeat("q", streams.MaxNameLen+1)}), streams.ReasonFieldTooLong},
+		{"telemetry tool without toolUseId", telemetry(t, map[string]any{"kind": "tool", "source": "otlp", "phase": "post"}), streams.ReasonMissingField},
+		{"telemetry toolUseId with a dot", telemetry(t, map[string]any{"kind": "tool", "source": "otlp", "phase": "post", "toolUseId": "t.1"}), streams.ReasonInvalidID},
+		{"telemetry tool without phase", telemetry(t, map[string]any{"kind": "tool", "source": "otlp", "toolUseId": "t1"}), streams.ReasonInvalidField},
+		{"telemetry tool errorType over its bound", telemetry(t, map[string]any{"kind": "tool", "source": "otlp", "toolUseId": "t1", "phase": "post",
+			"errorType": strings.Repeat("e", streams.MaxNameLen+1)}), streams.ReasonFieldTooLong},
+		{"telemetry tool with a bad event", telemetry(t, map[string]any{"kind": "tool", "source": "hook", "toolUseId": "t1", "phase": "post",
+			"event": map[string]any{"action": "delete"}}), streams.ReasonUnknownAction},
+		{"telemetry event on a request", with(t, tel, map[string]any{"telemetry.event": map[string]any{"action": "command", "command": "ls"}}), streams.ReasonInvalidField},
+		{"telemetry prompt digest of free text", telemetry(t, map[string]any{"kind": "prompt", "source": "hook", "promptDigest": "the prompt"}), streams.ReasonInvalidField},
+		{"telemetry negative promptLength", telemetry(t, map[string]any{"kind": "prompt", "source": "otlp", "promptLength": -2}), streams.ReasonInvalidField},
+		{"telemetry end reason over its bound", telemetry(t, map[string]any{"kind": "end", "source": "hook", "reason": strings.Repeat("r", streams.MaxReasonLen+1)}), streams.ReasonFieldTooLong},
+		{"telemetry unknown app", with(t, tel, map[string]any{"app": "cursor"}), streams.ReasonUnknownApp},
+		{"telemetry without owner", with(t, tel, map[string]any{"owner": nil}), streams.ReasonMissingField},
+		{"telemetry workerId with a dot", with(t, tel, map[string]any{"workerId": "w.1"}), streams.ReasonInvalidID},
+		{"telemetry bad billing", with(t, tel, map[string]any{"billing": "unknown"}), streams.ReasonInvalidField},
+		{"telemetry without sessionId", with(t, tel, map[string]any{"sessionId": nil}), streams.ReasonMissingField},
 	}
 	for i := range tests {
 		if tests[i].reason == streams.ReasonInvalidUTF8 {
@@ -316,7 +367,7 @@ func TestEnvelopeHasNoCredentialField(t *testing.T) {
 	}
 	for _, path := range names {
 		name := path[strings.LastIndex(path, ".")+1:]
-		if counts[name] && strings.HasPrefix(path, "usage.") {
+		if counts[name] && (strings.HasPrefix(path, "usage.") || strings.HasPrefix(path, "telemetry.usage.")) {
 			continue
 		}
 		for _, f := range forbidden {

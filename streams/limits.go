@@ -153,6 +153,9 @@ func (e *Envelope) checkBounds() error {
 			return err
 		}
 	}
+	if e.Telemetry != nil {
+		return e.Telemetry.checkBounds()
+	}
 	return nil
 }
 

@@ -44,7 +44,43 @@ func onArtifact(set func(a *streams.Artifact, v string)) func(string) *streams.E
 	})
 }
 
-var boundedFields = []boundedField{
+func onTelemetry(kind string, set func(t *streams.Telemetry, v string)) func(string) *streams.Envelope {
+	return func(v string) *streams.Envelope {
+		t := &streams.Telemetry{Kind: kind, Source: streams.TelemetryHook, RequestID: "r1", ToolUseID: "t1", Phase: streams.PhasePost}
+		set(t, v)
+		return spinetest.Telemetry("s1", 1, "k", t)
+	}
+}
+
+// telemetryBounds are the telemetry's own bounded fields, and each bounded
+// field of an event again as a telemetry tool's.
+func telemetryBounds(fields []boundedField) []boundedField {
+	req, tool := streams.TelemetryRequest, streams.TelemetryTool
+	out := []boundedField{
+		{"telemetry.requestId", streams.MaxNameLen, onTelemetry(req, func(t *streams.Telemetry, v string) { t.RequestID = v })},
+		{"telemetry.model", streams.MaxNameLen, onTelemetry(req, func(t *streams.Telemetry, v string) { t.Model = v })},
+		{"telemetry.effort", streams.MaxNameLen, onTelemetry(req, func(t *streams.Telemetry, v string) { t.Effort = v })},
+		{"telemetry.querySource", streams.MaxNameLen, onTelemetry(req, func(t *streams.Telemetry, v string) { t.QuerySource = v })},
+		{"telemetry.toolUseId", streams.MaxIDLen, onTelemetry(tool, func(t *streams.Telemetry, v string) { t.ToolUseID = v })},
+		{"telemetry.tool", streams.MaxNameLen, onTelemetry(tool, func(t *streams.Telemetry, v string) { t.Tool = v })},
+		{"telemetry.errorType", streams.MaxNameLen, onTelemetry(tool, func(t *streams.Telemetry, v string) { t.ErrorType = v })},
+		{"telemetry.promptId", streams.MaxNameLen, onTelemetry(streams.TelemetryPrompt, func(t *streams.Telemetry, v string) { t.PromptID = v })},
+		{"telemetry.reason", streams.MaxReasonLen, onTelemetry(streams.TelemetryEnd, func(t *streams.Telemetry, v string) { t.Reason = v })},
+	}
+	for _, f := range fields {
+		if !strings.HasPrefix(f.field, "event.") {
+			continue
+		}
+		build := f.build
+		out = append(out, boundedField{"telemetry." + f.field, f.limit, func(v string) *streams.Envelope {
+			ev := build(v).Event
+			return onTelemetry(tool, func(t *streams.Telemetry, _ string) { t.Event = ev })(v)
+		}})
+	}
+	return append(fields, out...)
+}
+
+var boundedFields = telemetryBounds([]boundedField{
 	{"appSessionRef", streams.MaxNameLen, func(v string) *streams.Envelope { e := spinetest.Start("s1"); e.AppSessionRef = v; return e }},
 	{"workspace", streams.MaxPathLen, func(v string) *streams.Envelope { e := spinetest.Start("s1"); e.Workspace = v; return e }},
 	{"prompt", streams.MaxPromptLen, func(v string) *streams.Envelope { e := spinetest.Start("s1"); e.Prompt = v; return e }},
@@ -65,14 +101,15 @@ var boundedFields = []boundedField{
 	{"event.callId", streams.MaxIDLen, onEvent(func(ev *streams.Event, v string) { ev.CallID = v })},
 	{"artifacts.name", streams.MaxPathLen, onArtifact(func(a *streams.Artifact, v string) { a.Name = v })},
 	{"artifacts.content", streams.MaxContentLen, onArtifact(func(a *streams.Artifact, v string) { a.Content = v })},
-}
+})
 
 // ruledFields are the string fields a rule other than a length holds:
 // ids (subject-safe, at most MaxIDLen), digests (blake3: and 64 hex
 // digits) and closed value sets.
 var ruledFields = []string{"type", "id", "sessionId", "app", "kind", "level", "owner.org", "owner.member", "planId",
 	"taskId", "stepId", "parentRunId", "workerId", "stream", "event.action", "control", "status", "billing", "door", "callId",
-	"event.contentDigest", "artifacts.contentDigest"}
+	"event.contentDigest", "artifacts.contentDigest", "telemetry.kind", "telemetry.source", "telemetry.phase",
+	"telemetry.promptDigest", "telemetry.event.action", "telemetry.event.contentDigest"}
 
 // Every string field of an envelope (string, *string or []string, nested
 // ones too) has a bound or a rule: a field added without one fails here.

@@ -13,42 +13,74 @@ import (
 // them to their shapes.
 func (e *Envelope) Redacted() *Envelope {
 	out := *e
-	changed := false
-	str := func(s *string) {
-		if r := secrets.String(*s); r != *s {
-			*s, changed = r, true
-		}
-	}
-	for _, f := range []*string{&out.AppSessionRef, &out.Workspace, &out.Prompt, &out.Text, &out.Reason,
-		&out.Error, &out.Model, &out.Effort, &out.Server, &out.Tool} {
-		str(f)
-	}
+	var r redactor
+	r.strings(&out.AppSessionRef, &out.Workspace, &out.Prompt, &out.Text, &out.Reason,
+		&out.Error, &out.Model, &out.Effort, &out.Server, &out.Tool)
 	if e.Event != nil {
-		ev := *e.Event
-		for _, f := range []*string{&ev.Command, &ev.Output, &ev.Path, &ev.Content, &ev.URL, &ev.Server, &ev.Tool} {
-			str(f)
-		}
-		if args := redactRaw(ev.Arguments); args != nil {
-			ev.Arguments, changed = args, true
-		}
-		out.Event = &ev
+		out.Event = r.event(e.Event)
 	}
 	if e.Usage != nil {
-		u := *e.Usage
-		if raw := redactRaw(u.Raw); raw != nil {
-			u.Raw, changed = raw, true
-		}
-		out.Usage = &u
+		out.Usage = r.usage(e.Usage)
+	}
+	if e.Telemetry != nil {
+		out.Telemetry = r.telemetry(e.Telemetry)
 	}
 	if len(e.Artifacts) > 0 {
 		out.Artifacts = append([]Artifact(nil), e.Artifacts...)
 		for i := range out.Artifacts {
-			str(&out.Artifacts[i].Name)
-			str(&out.Artifacts[i].Content)
+			r.strings(&out.Artifacts[i].Name, &out.Artifacts[i].Content)
 		}
 	}
-	if !changed {
+	if !r.changed {
 		return e
+	}
+	return &out
+}
+
+// redactor redacts fields of a copy, noting whether any held a secret.
+type redactor struct{ changed bool }
+
+func (r *redactor) strings(fields ...*string) {
+	for _, s := range fields {
+		if red := secrets.String(*s); red != *s {
+			*s, r.changed = red, true
+		}
+	}
+}
+
+// raw is raw redacted, itself when it holds no secret.
+func (r *redactor) raw(raw json.RawMessage) json.RawMessage {
+	if red := redactRaw(raw); red != nil {
+		r.changed = true
+		return red
+	}
+	return raw
+}
+
+// event is a redacted copy of ev.
+func (r *redactor) event(ev *Event) *Event {
+	out := *ev
+	r.strings(&out.Command, &out.Output, &out.Path, &out.Content, &out.URL, &out.Server, &out.Tool)
+	out.Arguments = r.raw(ev.Arguments)
+	return &out
+}
+
+// usage is a redacted copy of u.
+func (r *redactor) usage(u *Usage) *Usage {
+	out := *u
+	out.Raw = r.raw(u.Raw)
+	return &out
+}
+
+// telemetry is a redacted copy of t.
+func (r *redactor) telemetry(t *Telemetry) *Telemetry {
+	out := *t
+	r.strings(&out.Model, &out.Effort, &out.QuerySource, &out.Tool, &out.ErrorType, &out.Reason)
+	if t.Usage != nil {
+		out.Usage = r.usage(t.Usage)
+	}
+	if t.Event != nil {
+		out.Event = r.event(t.Event)
 	}
 	return &out
 }

@@ -26,6 +26,8 @@ var notText = map[string]bool{
 	"Envelope.Stream": true, "Envelope.Control": true, "Envelope.Status": true, "Envelope.Billing": true,
 	"Envelope.Door": true, "Envelope.CallID": true, "Owner.Org": true, "Owner.Member": true,
 	"Event.Action": true, "Event.ContentDigest": true, "Event.CallID": true, "Artifact.ContentDigest": true,
+	"Telemetry.Kind": true, "Telemetry.Source": true, "Telemetry.Phase": true, "Telemetry.RequestID": true,
+	"Telemetry.ToolUseID": true, "Telemetry.PromptID": true, "Telemetry.PromptDigest": true,
 }
 
 // TestRedactedCoversEveryFreeTextField plants a password in each string
@@ -37,7 +39,8 @@ func TestRedactedCoversEveryFreeTextField(t *testing.T) {
 		if notText[name] {
 			continue
 		}
-		e := &streams.Envelope{Event: &streams.Event{}, Usage: &streams.Usage{}, Artifacts: []streams.Artifact{{}}}
+		e := &streams.Envelope{Event: &streams.Event{}, Usage: &streams.Usage{}, Artifacts: []streams.Artifact{{}},
+			Telemetry: &streams.Telemetry{Event: &streams.Event{}, Usage: &streams.Usage{}}}
 		set(reflect.ValueOf(e).Elem(), path)
 		before, _ := json.Marshal(e)
 		got, err := json.Marshal(e.Redacted())

@@ -16,7 +16,7 @@ const (
 	subjectDLQ     = "spine.dlq."
 )
 
-// SessionSubject is spine.session.<id>.<start|chunk|control|end>.
+// SessionSubject is spine.session.<id>.<start|chunk|control|end|usage|telemetry>.
 func SessionSubject(sessionID, typ string) string {
 	return subjectSession + sessionID + "." + strings.TrimPrefix(typ, "session.")
 }

@@ -16,6 +16,7 @@ func TestSubject(t *testing.T) {
 		streams.TypeSessionUsage:     "spine.session.s-1.usage",
 		streams.TypeWorkerDisconnect: "spine.worker.w-1.disconnect",
 		streams.TypeMCPCall:          "spine.mcp.s-1.call",
+		streams.TypeSessionTelemetry: "spine.session.s-1.telemetry",
 	}
 	for _, typ := range streams.Types {
 		e, err := streams.Decode([]byte(fixtures[typ]))

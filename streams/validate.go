@@ -69,11 +69,13 @@ func (e *Envelope) Validate() error {
 		if e.Usage == nil {
 			return Reject(ReasonMissingField, "session.usage needs usage")
 		}
-		return e.checkUsage()
+		return checkUsage("", e.Usage, e.TotalCost)
 	case TypeWorkerDisconnect:
 		return checkID("workerId", e.WorkerID)
 	case TypeMCPCall:
 		return e.validateMCP()
+	case TypeSessionTelemetry:
+		return e.validateTelemetry()
 	}
 	return nil
 }
@@ -205,7 +207,7 @@ func (e *Envelope) validateEnd() error {
 	if e.ExitCode != nil && (*e.ExitCode < math.MinInt32 || *e.ExitCode > math.MaxInt32) {
 		return Reject(ReasonInvalidField, "exitCode must fit in 32 bits")
 	}
-	if err := e.checkUsage(); err != nil {
+	if err := checkUsage("", e.Usage, e.TotalCost); err != nil {
 		return err
 	}
 	for i := range e.Artifacts {
@@ -219,18 +221,19 @@ func (e *Envelope) validateEnd() error {
 	return nil
 }
 
-// checkUsage checks an end's or a session.usage's totalCost and usage.
-func (e *Envelope) checkUsage() error {
-	if e.TotalCost != nil && (*e.TotalCost < 0 || *e.TotalCost > MaxCost) {
-		return Reject(ReasonInvalidField, "totalCost must be 0 to %g", float64(MaxCost))
+// checkUsage checks an end's, a session.usage's or a telemetry request's
+// totalCost and usage; prefix names where they are ("telemetry.").
+func checkUsage(prefix string, u *Usage, cost *float64) error {
+	if cost != nil && (*cost < 0 || *cost > MaxCost) {
+		return Reject(ReasonInvalidField, "%stotalCost must be 0 to %g", prefix, float64(MaxCost))
 	}
-	if u := e.Usage; u != nil {
+	if u != nil {
 		for _, n := range []int64{u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens} {
 			if n < 0 || n > MaxTokens {
-				return Reject(ReasonInvalidField, "usage token counts must be 0 to %d", int64(MaxTokens))
+				return Reject(ReasonInvalidField, "%susage token counts must be 0 to %d", prefix, int64(MaxTokens))
 			}
 		}
-		if err := CheckRawJSON("usage.raw", u.Raw); err != nil {
+		if err := CheckRawJSON(prefix+"usage.raw", u.Raw); err != nil {
 			return err
 		}
 	}

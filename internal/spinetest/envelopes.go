@@ -76,6 +76,29 @@ func Disconnect(worker, reason string) *streams.Envelope {
 		WorkerID: worker, Reason: reason}
 }
 
+// Telemetry builds a session.telemetry of Claude Code for org "acme",
+// member "alice", n milliseconds after T0; its id is key's within the
+// session and kind (a request's id, a tool use's), as a door's is.
+func Telemetry(session string, n int64, key string, t *streams.Telemetry) *streams.Envelope {
+	return &streams.Envelope{V: 1, Type: streams.TypeSessionTelemetry, ID: "tel-" + session + "-" + t.Kind + "-" + key,
+		At: at(n), SessionID: session, App: "claude-code", AppSessionRef: "ref-" + session,
+		Owner: &streams.Owner{Org: "acme", Member: "alice"}, Telemetry: t}
+}
+
+// Request builds a telemetry request from OTLP with the usage and cost
+// given (either may be nil).
+func Request(session string, n int64, requestID, model string, u *streams.Usage, cost *float64) *streams.Envelope {
+	return Telemetry(session, n, requestID, &streams.Telemetry{Kind: streams.TelemetryRequest, Source: streams.TelemetryOTLP,
+		RequestID: requestID, Model: model, Usage: u, TotalCost: cost})
+}
+
+// ToolUse builds a telemetry tool of the phase given, from a hook.
+func ToolUse(session string, n int64, toolUseID, phase string) *streams.Envelope {
+	ok, d := true, int64(38)
+	return Telemetry(session, n, toolUseID+"-"+phase, &streams.Telemetry{Kind: streams.TelemetryTool,
+		Source: streams.TelemetryHook, ToolUseID: toolUseID, Tool: "Bash", Phase: phase, Success: &ok, DurationMs: &d})
+}
+
 // ReadEnvelopes decodes a JSON-lines file of envelopes, failing the test on
 // any line that is not one.
 func ReadEnvelopes(t testing.TB, path string) []*streams.Envelope {
