@@ -83,6 +83,18 @@ type Call struct {
 	TotalCost        *float64        `json:"totalCost"`     // USD as reported; null = not reported
 	StartedAt        time.Time       `json:"startedAt"`
 	At               time.Time       `json:"at"` // when the session ended
+	// costText is TotalCost as the exact decimal router_calls holds, where a
+	// float would round it: a telemetry session's sum of its requests'
+	// costs (numeric's sum), or a row read back. nil: TotalCost's own text.
+	costText *string
+}
+
+// cost is the row's total_cost as a decimal; nil when none was reported.
+func (c *Call) cost() *string {
+	if c.costText != nil {
+		return c.costText
+	}
+	return streams.CostText(c.TotalCost)
 }
 
 // ExecutionSurface is where an app's call ran: cockpit-app:<app>.

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/spinehq/spine/streams"
 )
 
 // dayKey is a cost_days row's group: the dimensions every summary but
@@ -43,7 +41,7 @@ func (t *dayTotals) add(c *Call) {
 			t.tokens[i] = addCounts(t.tokens[i], n)
 		}
 	}
-	if s := streams.CostText(c.TotalCost); s != nil {
+	if s := c.cost(); s != nil {
 		t.withCost++
 		t.cost.add(*s)
 	}
@@ -60,31 +58,71 @@ func pgDay(t time.Time) string {
 	return t.Format(time.DateOnly)
 }
 
-// rollUp groups calls by day key, keys in order.
-func rollUp(calls []*Call) ([]dayKey, map[dayKey]*dayTotals) {
-	totals := map[dayKey]*dayTotals{}
-	var keys []dayKey
-	for _, c := range calls {
-		k := dayKey{Org: c.Org, Day: pgDay(c.At), Billing: c.Billing, App: c.App,
-			Model: c.ServedModel, Member: c.Member, Plan: c.PlanID, Machine: c.WorkerID}
+// dayKeyOf is the cost_days group of a call.
+func dayKeyOf(c *Call) dayKey {
+	return dayKey{Org: c.Org, Day: pgDay(c.At), Billing: c.Billing, App: c.App, Model: c.ServedModel,
+		Member: c.Member, Plan: c.PlanID, Machine: c.WorkerID}
+}
+
+// grow adds to a group what a rewritten row (inPlace) adds to it: no call,
+// the usage or cost it now reports, and its tokens' and cost's difference.
+func (t *dayTotals) grow(old, new *Call) {
+	t.withUsage += b2i(new.Usage != nil) - b2i(old.Usage != nil)
+	if s := new.cost(); s != nil {
+		t.withCost += 1 - b2i(old.cost() != nil)
+		t.cost.add(*s)
+		if o := old.cost(); o != nil {
+			t.cost.add("-" + *o)
+		}
+	}
+	ot, nt := tokenCounts(old.Tokens), tokenCounts(new.Tokens)
+	for i := range t.tokens {
+		t.tokens[i] = addCounts(t.tokens[i], nt[i]-ot[i])
+	}
+}
+
+// rollUp groups new calls and rewritten rows by day key, keys in order. A
+// row rewritten in place adds its difference to its group; one that moved
+// adds itself to its new group and names the group it left (left, in key
+// order), for recomputeDays.
+func rollUp(calls []*Call, rws []rewrite) (keys []dayKey, totals map[dayKey]*dayTotals, left []dayKey) {
+	totals = map[dayKey]*dayTotals{}
+	group := func(c *Call) *dayTotals {
+		k := dayKeyOf(c)
 		t := totals[k]
 		if t == nil {
 			t = &dayTotals{}
 			totals[k], keys = t, append(keys, k)
 		}
-		t.add(c)
+		return t
+	}
+	for _, c := range calls {
+		group(c).add(c)
+	}
+	seen := map[dayKey]bool{}
+	for _, r := range rws {
+		if r.inPlace() {
+			group(r.new).grow(r.old, r.new)
+			continue
+		}
+		group(r.new).add(r.new)
+		if k := dayKeyOf(r.old); !seen[k] {
+			seen[k], left = true, append(left, k)
+		}
 	}
 	slices.SortFunc(keys, compareDayKeys)
-	return keys, totals
+	slices.SortFunc(left, compareDayKeys)
+	return keys, totals, left
 }
 
-// upsertCostDays adds the batch's calls to their days' rows: one row per
-// group, in key order so two writers lock rows in one order.
-func upsertCostDays(ctx context.Context, tx pgx.Tx, calls []*Call) error {
-	if len(calls) == 0 {
+// upsertCostDays adds the batch's calls, and its rewrites of earlier rows,
+// to their days' rows: one row per group, in key order so two writers lock
+// rows in one order; then makes again the groups rewritten rows left.
+func upsertCostDays(ctx context.Context, tx pgx.Tx, calls []*Call, rws []rewrite) error {
+	if len(calls) == 0 && len(rws) == 0 {
 		return nil
 	}
-	keys, totals := rollUp(calls)
+	keys, totals, left := rollUp(calls, rws)
 	n := len(keys)
 	text := func() []string { return make([]string, n) }
 	org, day, billing, app, model, member, plan, machine := text(), text(), text(), text(), text(), text(), text(), text()
@@ -124,7 +162,7 @@ func upsertCostDays(ctx context.Context, tx pgx.Tx, calls []*Call) error {
 	if err != nil {
 		return fmt.Errorf("roll up cost days: %w", err)
 	}
-	return nil
+	return recomputeDays(ctx, tx, left)
 }
 
 // decimalSum adds decimals exactly, as PostgreSQL's numeric does: the sum

@@ -127,7 +127,7 @@ func writeBatch(ctx context.Context, pool *pgxpool.Pool, calls []*Call) error {
 	if err := insertCalls(ctx, tx, calls); err != nil {
 		return err
 	}
-	if err := upsertCostDays(ctx, tx, calls); err != nil {
+	if err := upsertCostDays(ctx, tx, calls, nil); err != nil {
 		return err
 	}
 	return tx.Commit(ctx)

@@ -50,7 +50,7 @@ func (b *batch) flush(ctx context.Context) error {
 	if err := insertCalls(ctx, b.tx, b.calls); err != nil {
 		return err
 	}
-	if err := upsertCostDays(ctx, b.tx, b.calls); err != nil {
+	if err := upsertCostDays(ctx, b.tx, b.calls, nil); err != nil {
 		return err
 	}
 	return upsertBudgets(ctx, b.tx, b.budgets)
@@ -138,28 +138,7 @@ func insertCalls(ctx context.Context, tx pgx.Tx, calls []*Call) error {
 	if len(calls) == 0 {
 		return nil
 	}
-	n := len(calls)
-	text := func() []string { return make([]string, n) }
-	id, org, member, app, plan, surface, door, status := text(), text(), text(), text(), text(), text(), text(), text()
-	billing, signal, model, effort, worker := text(), text(), text(), text(), text()
-	usage, cost := make([]*string, n), make([]*string, n)
-	count := func() []*int64 { return make([]*int64, n) }
-	in, out, cr, cw, rs := count(), count(), count(), count(), count()
-	startedAt, at := make([]time.Time, n), make([]time.Time, n)
-	for i, c := range calls {
-		id[i], org[i], member[i], app[i], plan[i] = c.SessionID, c.Org, c.Member, c.App, c.PlanID
-		surface[i], door[i], status[i], billing[i], signal[i] = c.ExecutionSurface, c.Door, c.Status, c.Billing, c.BillingSignal
-		model[i], effort[i], worker[i] = c.ServedModel, c.ServedEffort, c.WorkerID
-		if t := c.Tokens; t != nil {
-			in[i], out[i], cr[i], cw[i], rs[i] = &t.Input, &t.Output, &t.CacheRead, &t.CacheWrite, &t.Reasoning
-		}
-		if c.Usage != nil {
-			u := jsonbText(c.Usage)
-			usage[i] = &u
-		}
-		cost[i] = streams.CostText(c.TotalCost)
-		startedAt[i], at[i] = c.StartedAt, c.At
-	}
+	a := callArrays(calls)
 	_, err := tx.Exec(ctx, `INSERT INTO router_calls (session_id, org, member, app, plan_id, execution_surface, door,
 			status, billing, billing_signal, served_model, served_effort, usage, input_tokens, output_tokens,
 			cache_read_tokens, cache_write_tokens, reasoning_tokens, total_cost, started_at, at, worker_id)
@@ -167,12 +146,47 @@ func insertCalls(ctx context.Context, tx pgx.Tx, calls []*Call) error {
 			$8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::jsonb[], $14::bigint[], $15::bigint[],
 			$16::bigint[], $17::bigint[], $18::bigint[], $19::numeric[], $20::timestamptz[], $21::timestamptz[],
 			$22::text[])`,
-		execMode, id, org, member, app, plan, surface, door, status, billing, signal, model, effort, usage,
-		in, out, cr, cw, rs, cost, startedAt, at, worker)
+		execMode, a.id, a.org, a.member, a.app, a.plan, a.surface, a.door, a.status, a.billing, a.signal, a.model,
+		a.effort, a.usage, a.in, a.out, a.cr, a.cw, a.rs, a.cost, a.startedAt, a.at, a.worker)
 	if err != nil {
 		return fmt.Errorf("insert router calls: %w", err)
 	}
 	return nil
+}
+
+// callColumnArrays are router-call rows column by column, as the set-based
+// statements take them.
+type callColumnArrays struct {
+	id, org, member, app, plan, surface, door, status []string
+	billing, signal, model, effort, worker            []string
+	usage, cost                                       []*string
+	in, out, cr, cw, rs                               []*int64
+	startedAt, at                                     []time.Time
+}
+
+func callArrays(calls []*Call) *callColumnArrays {
+	n := len(calls)
+	text := func() []string { return make([]string, n) }
+	count := func() []*int64 { return make([]*int64, n) }
+	a := &callColumnArrays{id: text(), org: text(), member: text(), app: text(), plan: text(), surface: text(),
+		door: text(), status: text(), billing: text(), signal: text(), model: text(), effort: text(), worker: text(),
+		usage: make([]*string, n), cost: make([]*string, n), in: count(), out: count(), cr: count(), cw: count(),
+		rs: count(), startedAt: make([]time.Time, n), at: make([]time.Time, n)}
+	for i, c := range calls {
+		a.id[i], a.org[i], a.member[i], a.app[i], a.plan[i] = c.SessionID, c.Org, c.Member, c.App, c.PlanID
+		a.surface[i], a.door[i], a.status[i], a.billing[i], a.signal[i] = c.ExecutionSurface, c.Door, c.Status, c.Billing, c.BillingSignal
+		a.model[i], a.effort[i], a.worker[i] = c.ServedModel, c.ServedEffort, c.WorkerID
+		if t := c.Tokens; t != nil {
+			a.in[i], a.out[i], a.cr[i], a.cw[i], a.rs[i] = &t.Input, &t.Output, &t.CacheRead, &t.CacheWrite, &t.Reasoning
+		}
+		if c.Usage != nil {
+			u := jsonbText(c.Usage)
+			a.usage[i] = &u
+		}
+		a.cost[i] = c.cost()
+		a.startedAt[i], a.at[i] = c.StartedAt, c.At
+	}
+	return a
 }
 
 // upsertBudgets sets each plan's budget to its latest event in the batch
