@@ -447,3 +447,22 @@ func TestRouterCallIsOneRendering(t *testing.T) {
 		}
 	}
 }
+
+// A cursor past any a session's lists can hold is a 400 page, never a
+// 500: a step's idx is an int4, a seq a bigint.
+func TestSessionPageCursorsOutOfRange(t *testing.T) {
+	f := newFixture(t)
+	alice := f.token("acme", "alice")
+	f.record(alice, finishedSession("s1", nil)...)
+	for _, path := range []string{"/ui/sessions/s1?steps=99999999999", "/ui/sessions/s1/steps?after=2147483648&fragment=1",
+		"/ui/sessions/s1?after=99999999999999999999", "/ui/sessions/s1?steps=-1"} {
+		if code, _, page := f.pageGet(path, alice); code != 400 || !strings.Contains(page, "must be an integer from 0 to") {
+			t.Errorf("%s = %d %s", path, code, page)
+		}
+	}
+	for _, path := range []string{"/ui/sessions/s1?steps=2147483647", "/ui/sessions/s1?after=9223372036854775807"} {
+		if code, _, _ := f.pageGet(path, alice); code != 200 {
+			t.Errorf("%s = %d", path, code)
+		}
+	}
+}

@@ -207,8 +207,7 @@ func (s *Server) costPage(w http.ResponseWriter, r *http.Request) {
 	q.Member = summaryScope(caller(r))
 	sum, err := accounting.Summarize(r.Context(), s.cfg.Pool, caller(r).Org, q)
 	if err != nil {
-		s.log.Error("cost page failed", "err", err)
-		writePageError(w, http.StatusInternalServerError, "cost summary failed; see the server log")
+		s.pageFailed(w, "cost page", err)
 		return
 	}
 	title := "Cost · " + sum.Org

@@ -9,6 +9,8 @@
 //	GET  /v1/sessions/{id}/transcript                ?since=&limit= a bounded page of prose (an admin: as the row)
 //	POST /v1/sessions/{id}/cancel                    the owner's cancel → 202
 //	GET  /v1/runs/{id}/steps                         ?since=&limit= steps with their observations (an admin: as the row); a plan run's: its steps' sessions
+//	GET  /ui/                                        → /ui/sessions, keeping the query (the quickstart's ?token=)
+//	GET  /ui/assets/{file}                           the pages' stylesheet and script (?v= their hash: cached for good)
 //	GET  /ui/sessions                                ?app=&machine=&member=&status=&billing=&day=&plan=&before= the sessions page, live
 //	GET  /ui/sessions/events                         the page's change notifications
 //	GET  /v1/deadletters                             ?after=&limit= the caller's dead letters (an admin's: the org's)

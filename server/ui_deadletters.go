@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/spinehq/spine/server/pages"
 	"github.com/spinehq/spine/streams"
@@ -86,12 +85,6 @@ func messageText(m json.RawMessage, limit int) (text string, size, shown int64) 
 		text = s
 	}
 	size = int64(len(text))
-	if len(text) > limit {
-		n := limit
-		for n > 0 && !utf8.RuneStart(text[n]) {
-			n--
-		}
-		text = text[:n]
-	}
+	text = pages.Cut(text, limit)
 	return text, size, int64(len(text))
 }

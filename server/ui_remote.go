@@ -27,8 +27,7 @@ func (s *Server) remotePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		s.log.Error("remote session page failed", "err", err)
-		writePageError(w, http.StatusInternalServerError, "reading the session failed; see the server log")
+		s.pageFailed(w, "remote session page", err)
 		return
 	}
 	data := pages.RemoteView{ReadResult: res, Path: r.URL.Path}

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -28,8 +29,8 @@ const (
 // Library files its steps link to. The markup is pages' "session".
 func (s *Server) sessionPageRoutes() {
 	s.mux.Handle("GET /ui/sessions/{id}", s.authedPage(s.sessionPage))
-	s.mux.Handle("GET /ui/sessions/{id}/transcript", s.authedPage(s.sessionTranscript))
-	s.mux.Handle("GET /ui/sessions/{id}/steps", s.authedPage(s.sessionSteps))
+	s.mux.Handle("GET /ui/sessions/{id}/transcript", s.authedPage(s.sessionPart(transcriptPart)))
+	s.mux.Handle("GET /ui/sessions/{id}/steps", s.authedPage(s.sessionPart(stepsPart)))
 	s.mux.Handle("GET /ui/sessions/{id}/artifacts", s.authedPage(s.sessionArtifacts))
 	s.mux.Handle("GET /ui/sessions/{id}/events", s.authedPage(s.sessionEvents))
 	// The same file route as /v1/library/files/{digest}, for the page's
@@ -50,17 +51,17 @@ func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
 		s.page(w, http.StatusOK, "session-summary.part", pages.View{Data: v})
 		return
 	}
-	after, ok := s.pageCursor(w, r, "after")
+	after, ok := s.pageCursor(w, r, "after", transcriptPart.max)
 	if !ok {
 		return
 	}
-	steps, ok := s.pageCursor(w, r, "steps")
+	steps, ok := s.pageCursor(w, r, "steps", stepsPart.max)
 	if !ok {
 		return
 	}
 	err := s.readLines(r, v, after)
 	if err == nil {
-		err = s.readSteps(r, v, int(steps))
+		err = s.readSteps(r, v, steps)
 	}
 	if err == nil {
 		err = s.readArtifacts(r, v, "")
@@ -97,15 +98,17 @@ func (s *Server) sessionView(w http.ResponseWriter, r *http.Request) (*pages.Ses
 	return &pages.SessionView{Session: v, Path: "/ui/sessions/" + id, Own: v.Member == caller(r).Member}, true
 }
 
-// pageCursor reads a page's numeric cursor (default 0); a bad one is a 400 page.
-func (s *Server) pageCursor(w http.ResponseWriter, r *http.Request, name string) (int64, bool) {
+// pageCursor reads a page's numeric cursor (default 0) of at most max; a
+// bad one, or one past any the list can hold, is a 400 page.
+func (s *Server) pageCursor(w http.ResponseWriter, r *http.Request, name string, max int64) (int64, bool) {
 	raw := r.URL.Query().Get(name)
 	if raw == "" {
 		return 0, true
 	}
 	n, err := strconv.ParseInt(raw, 10, 64)
-	if err != nil || n < 0 {
-		s.pageMessage(w, r, http.StatusBadRequest, "sessions", "Bad request", name+" must be a non-negative integer")
+	if err != nil || n < 0 || n > max {
+		s.pageMessage(w, r, http.StatusBadRequest, "sessions", "Bad request",
+			fmt.Sprintf("%s must be an integer from 0 to %d", name, max))
 		return 0, false
 	}
 	return n, true
@@ -128,9 +131,10 @@ func (s *Server) readLines(r *http.Request, v *pages.SessionView, after int64) e
 	return nil
 }
 
-// readSteps reads the steps' page after step after, tailed as readLines'.
-func (s *Server) readSteps(r *http.Request, v *pages.SessionView, after int) error {
-	page, err := spine.Steps(r.Context(), s.cfg.Pool, v.SessionRunID, after, sessionPageSteps)
+// readSteps reads the steps' page after step after (at most stepsPart's
+// max), tailed as readLines'.
+func (s *Server) readSteps(r *http.Request, v *pages.SessionView, after int64) error {
+	page, err := spine.Steps(r.Context(), s.cfg.Pool, v.SessionRunID, int(after), sessionPageSteps)
 	if err != nil {
 		return err
 	}
@@ -163,63 +167,68 @@ func partURL(path, key, value string) string {
 	return path + "?" + url.Values{key: {value}}.Encode()
 }
 
-// sessionTranscript answers spine.js for the transcript: with tail=1 the
-// lines after ?after= (Spine-After the last seq they cover), else the
-// page after ?after= as a list of its own. Spine-More is the page after,
-// when there is one. Opened without script, it is the page at that place.
-func (s *Server) sessionTranscript(w http.ResponseWriter, r *http.Request) {
-	v, ok := s.sessionView(w, r)
-	if !ok {
-		return
-	}
-	after, ok := s.pageCursor(w, r, "after")
-	if !ok {
-		return
-	}
-	if !fragment(r) {
-		http.Redirect(w, r, partURL(v.Path, "after", strconv.FormatInt(after, 10))+"#transcript-h", http.StatusSeeOther)
-		return
-	}
-	if err := s.readLines(r, v, after); err != nil {
-		s.pageFailed(w, "session transcript", err)
-		return
-	}
-	s.answerPart(w, r, v.Transcript.Next, fmt.Sprint(v.Transcript.After), "session-line-items.part", "session-lines.part", v)
+// sessionPart is one of the page's paged lists: the key and heading the
+// page opens it at without script, its cursor's bound, how a page of it is
+// read and what the reading leaves to follow, and the templates of its
+// items and of a page of them as a list of its own.
+type sessionPart struct {
+	what, key, anchor string
+	max               int64
+	read              func(s *Server, r *http.Request, v *pages.SessionView, after int64) error
+	// cursors are the page after the one read ("" = none) and the last
+	// seq or step it covers.
+	cursors     func(v *pages.SessionView) (next, last string)
+	items, list string
 }
 
-// sessionSteps is sessionTranscript for the steps (?after= a step's idx).
-func (s *Server) sessionSteps(w http.ResponseWriter, r *http.Request) {
-	v, ok := s.sessionView(w, r)
-	if !ok {
-		return
-	}
-	after, ok := s.pageCursor(w, r, "after")
-	if !ok {
-		return
-	}
-	if !fragment(r) {
-		http.Redirect(w, r, partURL(v.Path, "steps", strconv.FormatInt(after, 10))+"#steps-h", http.StatusSeeOther)
-		return
-	}
-	if err := s.readSteps(r, v, int(min(after, 1<<31-1))); err != nil {
-		s.pageFailed(w, "session steps", err)
-		return
-	}
-	s.answerPart(w, r, v.Steps.Next, strconv.Itoa(v.Steps.After), "session-step-items.part", "session-steps.part", v)
-}
+var (
+	// transcriptPart's cursor is a seq (?after= on the page).
+	transcriptPart = sessionPart{what: "transcript", key: "after", anchor: "#transcript-h", max: math.MaxInt64,
+		read: (*Server).readLines,
+		cursors: func(v *pages.SessionView) (string, string) {
+			return v.Transcript.Next, strconv.FormatInt(v.Transcript.After, 10)
+		},
+		items: "session-line-items.part", list: "session-lines.part"}
+	// stepsPart's cursor is a step's idx (?steps= on the page), an int4.
+	stepsPart = sessionPart{what: "steps", key: "steps", anchor: "#steps-h", max: math.MaxInt32,
+		read:    (*Server).readSteps,
+		cursors: func(v *pages.SessionView) (string, string) { return v.Steps.Next, strconv.Itoa(v.Steps.After) },
+		items:   "session-step-items.part", list: "session-steps.part"}
+)
 
-// answerPart writes a part's fragment: its items alone for a tail (with
-// Spine-After), else the page as a list of its own.
-func (s *Server) answerPart(w http.ResponseWriter, r *http.Request, next, after, items, list string, v *pages.SessionView) {
-	if next != "" {
-		w.Header().Set("Spine-More", next)
+// sessionPart answers spine.js for one of the page's lists: with tail=1
+// the items after ?after= (Spine-After the last they cover), else the page
+// after ?after= as a list of its own. Spine-More is the page after, when
+// there is one. Opened without script, it is the page at that place.
+func (s *Server) sessionPart(p sessionPart) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		v, ok := s.sessionView(w, r)
+		if !ok {
+			return
+		}
+		after, ok := s.pageCursor(w, r, "after", p.max)
+		if !ok {
+			return
+		}
+		if !fragment(r) {
+			http.Redirect(w, r, partURL(v.Path, p.key, strconv.FormatInt(after, 10))+p.anchor, http.StatusSeeOther)
+			return
+		}
+		if err := p.read(s, r, v, after); err != nil {
+			s.pageFailed(w, "session "+p.what, err)
+			return
+		}
+		next, last := p.cursors(v)
+		if next != "" {
+			w.Header().Set("Spine-More", next)
+		}
+		name := p.list
+		if r.URL.Query().Get("tail") == "1" {
+			w.Header().Set("Spine-After", last)
+			name = p.items
+		}
+		s.page(w, http.StatusOK, name, pages.View{Data: v})
 	}
-	if r.URL.Query().Get("tail") == "1" {
-		w.Header().Set("Spine-After", after)
-		s.page(w, http.StatusOK, items, pages.View{Data: v})
-		return
-	}
-	s.page(w, http.StatusOK, list, pages.View{Data: v})
 }
 
 // sessionArtifacts answers spine.js for the artifacts: with ?after= (an

@@ -40,8 +40,7 @@ func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request) {
 	}
 	page, err := views.Sessions(r.Context(), s.cfg.Pool, scope(r), f, before, views.SessionsPageSize)
 	if err != nil {
-		s.log.Error("sessions page failed", "err", err)
-		writePageError(w, http.StatusInternalServerError, "reading the sessions failed; see the server log")
+		s.pageFailed(w, "sessions page", err)
 		return
 	}
 	data := sessionsView(r, f, before == nil, page)
@@ -63,8 +62,7 @@ func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) sessionsCount(w http.ResponseWriter, r *http.Request, f views.SessionFilter) {
 	n, err := views.RunningSessions(r.Context(), s.cfg.Pool, scope(r), f)
 	if err != nil {
-		s.log.Error("sessions count failed", "err", err)
-		writePageError(w, http.StatusInternalServerError, "counting the sessions failed; see the server log")
+		s.pageFailed(w, "sessions count", err)
 		return
 	}
 	s.page(w, http.StatusOK, "sessions-count", pages.View{Data: pages.SessionsView{Running: n, Filter: f}})

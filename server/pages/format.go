@@ -3,6 +3,7 @@ package pages
 import (
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spinehq/spine/accounting"
 )
@@ -55,4 +56,18 @@ func reportedCost(c *accounting.Call) string {
 		return ""
 	}
 	return accounting.FormatCost(*c.TotalCost)
+}
+
+// Cut is text cut to at most limit bytes at a character boundary, never
+// in the middle of one: what a page shows of a long output or message
+// (the API has the whole).
+func Cut(text string, limit int) string {
+	if len(text) <= limit {
+		return text
+	}
+	n := limit
+	for n > 0 && !utf8.RuneStart(text[n]) {
+		n--
+	}
+	return text[:n]
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spinehq/spine/accounting"
 	"github.com/spinehq/spine/recorder"
@@ -67,5 +68,46 @@ func TestRouterCallCost(t *testing.T) {
 	page := renderCall(t, &accounting.Call{Billing: "unknown", Status: "failed"})
 	if !strings.Contains(page, `data-call="cost"><span class="silent">not reported</span>`) || strings.Contains(page, "$0") {
 		t.Errorf("no cost: %s", page)
+	}
+}
+
+// A step's long output is cut at a character, never inside one, and the
+// page says how much it left out.
+func TestStepOutputCutAtACharacter(t *testing.T) {
+	out := strings.Repeat("a", 64<<10-1) + "é" + "tail"
+	r := pages.StepResult{Output: out}
+	if shown := r.Shown(); !utf8.ValidString(shown) || len(shown) != 64<<10-1 || r.Cut() != len(out)-len(shown) {
+		t.Fatalf("shown %d bytes (valid UTF-8: %v), cut %d of %d", len(shown), utf8.ValidString(shown), r.Cut(), len(out))
+	}
+	if r := (pages.StepResult{Output: "short"}); r.Shown() != "short" || r.Cut() != 0 {
+		t.Fatalf("a short output: %q, cut %d", r.Shown(), r.Cut())
+	}
+}
+
+// One dropped action is said in the singular.
+func TestOneActionDropped(t *testing.T) {
+	for n, want := range map[int]string{1: "Incomplete: 1 action dropped.", 53: "Incomplete: 53 actions dropped."} {
+		var b strings.Builder
+		v := &pages.SessionView{Session: &views.Session{Session: &recorder.Session{ID: "s1", Status: "done", DroppedActions: n}}}
+		if err := pages.Render(&b, "session-summary.part", pages.View{Data: v}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("%d dropped: %s", n, b.String())
+		}
+	}
+}
+
+// The empty dead letters row spans the table's columns: five for a
+// member, six (with the member's) for an admin.
+func TestEmptyDeadLettersSpansTheTable(t *testing.T) {
+	for org, want := range map[bool]string{false: `colspan="5"`, true: `colspan="6"`} {
+		var b strings.Builder
+		if err := pages.Render(&b, "deadletter-rows", pages.View{Data: pages.DeadLettersView{WholeOrg: org}}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("whole org %v: %s", org, b.String())
+		}
 	}
 }

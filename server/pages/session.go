@@ -157,16 +157,12 @@ func StepLines(steps []spine.Step) []StepLine {
 // maxShownOutput bounds the output a step shows: the API has all of it.
 const maxShownOutput = 64 << 10
 
-// Shown is the output the page shows, at most maxShownOutput bytes.
-func (r StepResult) Shown() string {
-	if len(r.Output) <= maxShownOutput {
-		return r.Output
-	}
-	return r.Output[:maxShownOutput]
-}
+// Shown is the output the page shows: at most maxShownOutput bytes, cut
+// at a character boundary.
+func (r StepResult) Shown() string { return Cut(r.Output, maxShownOutput) }
 
 // Cut is how many bytes of output the page leaves out.
-func (r StepResult) Cut() int { return max(len(r.Output)-maxShownOutput, 0) }
+func (r StepResult) Cut() int { return len(r.Output) - len(r.Shown()) }
 
 // Bytes is the file's size, "" when the step named none.
 func (d StepDetail) Bytes() string {
