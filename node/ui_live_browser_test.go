@@ -1,7 +1,13 @@
 package node_test
 
 import (
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/spinehq/spine/internal/chromium"
 	"github.com/spinehq/spine/internal/spinetest"
@@ -28,4 +34,77 @@ func TestSessionPageFetchesWhatMovedInChromium(t *testing.T) {
 	if got := tab.Eval(t, `window.fetched.map(u => new URL(u).pathname).join(' ')`); got != "/ui/sessions/s1/transcript" {
 		t.Fatalf("a chunk made the page fetch %q, want its transcript's tail alone", got)
 	}
+}
+
+// gate is a way to the node that holds every page's event stream until
+// release is closed: what moves between a page's render and its stream's
+// start can be made to happen there.
+type gate struct {
+	URL     string
+	asked   chan struct{} // a page asked for its stream
+	release chan struct{}
+}
+
+func (f *fixture) gate() *gate {
+	f.t.Helper()
+	target, err := url.Parse(f.base)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.FlushInterval = -1 // events as they come
+	g := &gate{asked: make(chan struct{}, 1), release: make(chan struct{})}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/events") {
+			select {
+			case g.asked <- struct{}{}:
+			default:
+			}
+			select {
+			case <-g.release:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	f.t.Cleanup(func() { srv.CloseClientConnections(); srv.Close() }) // the tab's streams are open still
+	f.t.Cleanup(g.open)
+	g.URL = srv.URL
+	return g
+}
+
+// wait waits until a page has asked for its stream (it has been rendered).
+func (g *gate) wait(t *testing.T) {
+	t.Helper()
+	select {
+	case <-g.asked:
+	case <-time.After(spinetest.WaitTimeout):
+		t.Fatal("the page never asked for its events")
+	}
+}
+
+// open lets the held streams through, and every later one.
+func (g *gate) open() {
+	select {
+	case <-g.release:
+	default:
+		close(g.release)
+	}
+}
+
+// A chunk recorded after the page was rendered and before its stream
+// opened shows up: the stream's baseline is when it opened, so no change
+// would ever say so; the page looks once on every "ready".
+func TestSessionPageCatchesUpOnReadyInChromium(t *testing.T) {
+	b := chromium.Start(t)
+	f := newFixture(t)
+	alice := f.token("acme", "alice")
+	f.record(alice, spinetest.Start("s1"), spinetest.Text("s1", 1, "one\n"))
+	g := f.gate()
+	tab := b.Open(t, g.URL+"/ui/sessions/s1?token="+alice)
+	g.wait(t)
+	f.record(alice, spinetest.Text("s1", 2, "two\n"))
+	g.open()
+	tab.Await(t, `document.documentElement.dataset.live === 'on' && document.querySelector('#transcript li[data-seq="2"]')`)
 }

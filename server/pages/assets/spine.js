@@ -1,7 +1,8 @@
 // spine's one script: every page works without it; with it, a page
 // follows its server-sent events and loads more without a reload.
 //
-//   <main data-events="URL">      listen to URL (events "ready", "change", "end")
+//   <main data-events="URL">      listen to URL (events "ready", "change", "end");
+//                                 each ready is a change of every part
 //   <x data-part="NAME">          with data-refresh or data-tail: fetched only
 //                                 on a change whose data's "parts" names NAME
 //                                 (or that names none)
@@ -95,7 +96,10 @@
   function listen(url) {
     if (!window.EventSource) return;
     var es = new EventSource(url);
-    es.addEventListener('ready', function () { root.dataset.live = 'on'; });
+    // The stream's baseline is when it opened, not when the page was
+    // rendered (nor, on a reconnect, when the last stream closed): what
+    // moved in between comes with one look on every ready.
+    es.addEventListener('ready', function () { root.dataset.live = 'on'; onChange(null); });
     es.addEventListener('change', onChange);
     es.addEventListener('end', function () { root.dataset.live = 'ended'; es.close(); onChange(null); });
     es.onerror = function () {
