@@ -18,12 +18,12 @@ import (
 const ProjectorName = "accounting"
 
 // Subjects are the SPINE_SESSIONS subjects accounting projects: session
-// starts, running usage and ends, worker disconnects and plan budget
-// events.
+// starts, running usage, telemetry and ends, worker disconnects and plan
+// budget events.
 func Subjects() []string {
 	return []string{streams.SessionSubject("*", streams.TypeSessionStart),
-		streams.SessionSubject("*", streams.TypeSessionUsage), streams.SessionSubject("*", streams.TypeSessionEnd),
-		streams.WorkerSubject("*"), PlanSubject("*")}
+		streams.SessionSubject("*", streams.TypeSessionUsage), streams.SessionSubject("*", streams.TypeSessionTelemetry),
+		streams.SessionSubject("*", streams.TypeSessionEnd), streams.WorkerSubject("*"), PlanSubject("*")}
 }
 
 // Config configures an Accounting handler.
@@ -40,9 +40,10 @@ type Config struct {
 // Filter Subjects(), and set the projector's OnCommit to a.Committed so
 // metrics count only what was committed.
 type Accounting struct {
-	log     *slog.Logger
-	m       *metrics
-	pending []*Call // rows of the last Apply, counted in metrics on commit
+	log      *slog.Logger
+	m        *metrics
+	pending  []*Call   // rows of the last Apply, counted in metrics on commit
+	rewrites []rewrite // and the rows it wrote again
 }
 
 var _ streams.Handler = (*Accounting)(nil)
@@ -87,7 +88,7 @@ func (a *Accounting) Apply(ctx context.Context, tx pgx.Tx, msgs []streams.Messag
 	if err := b.flush(ctx); err != nil {
 		return nil, err
 	}
-	a.pending = b.calls
+	a.pending, a.rewrites = b.calls, b.rewrites
 	return results, nil
 }
 
@@ -97,7 +98,10 @@ func (a *Accounting) Committed(uint64, []streams.Message) {
 	for _, c := range a.pending {
 		a.m.observe(c)
 	}
-	a.pending = nil
+	for _, rw := range a.rewrites {
+		a.m.observeGrowth(rw)
+	}
+	a.pending, a.rewrites = nil, nil
 }
 
 // batch is the state of one Apply: the sessions it touches and the rows it
@@ -106,6 +110,9 @@ type batch struct {
 	tx       pgx.Tx
 	sessions map[string]*session
 	calls    []*Call
+	rewrites []rewrite // rows of earlier batches written again (telemetry.go)
+	requests []*request
+	seen     map[[2]string]bool // the requests' (session, request id)
 	budgets  []*Budget
 }
 
@@ -127,6 +134,8 @@ func (b *batch) apply(ctx context.Context, m streams.Message, e *streams.Envelop
 		b.start(m, e)
 	case streams.TypeSessionUsage:
 		b.usage(m, e)
+	case streams.TypeSessionTelemetry:
+		b.telemetry(m, e)
 	case streams.TypeSessionEnd:
 		b.end(m, e)
 	case streams.TypeWorkerDisconnect:
@@ -150,17 +159,30 @@ func runnerMismatch(m streams.Message, workerID string) bool {
 	return r != "" && r != workerID
 }
 
+// start makes the session, or claims a running telemetry session of the
+// same owner for the start's door (telemetry.go). Any other start of a
+// session accounting knows is a duplicate, or another owner's: the recorder
+// dead-letters it.
 func (b *batch) start(m streams.Message, e *streams.Envelope) {
-	if b.sessions[e.SessionID] != nil || callerMismatch(m, e.Owner.Org, e.Owner.Member) {
-		return // a duplicate start, or another owner's: the recorder dead-letters it
+	if callerMismatch(m, e.Owner.Org, e.Owner.Member) {
+		return
 	}
-	b.sessions[e.SessionID] = &session{ID: e.SessionID, Org: e.Owner.Org, Member: e.Owner.Member, App: e.App,
-		PlanID: e.PlanID, WorkerID: e.WorkerID, StartedAt: e.At, isNew: true}
+	switch s := b.sessions[e.SessionID]; {
+	case s == nil:
+		b.sessions[e.SessionID] = &session{ID: e.SessionID, Org: e.Owner.Org, Member: e.Owner.Member, App: e.App,
+			PlanID: e.PlanID, WorkerID: e.WorkerID, StartedAt: e.At, isNew: true}
+	case s.telemetry() && !s.ended() && s.Org == e.Owner.Org && s.Member == e.Owner.Member:
+		s.adopt(e)
+	}
 }
 
 func (b *batch) end(m streams.Message, e *streams.Envelope) {
 	s := b.sessions[e.SessionID]
 	if s == nil || s.ended() || callerMismatch(m, s.Org, s.Member) || runnerMismatch(m, s.WorkerID) {
+		return
+	}
+	if s.telemetry() { // its requests are its row, whatever this end reports
+		b.endTelemetry(s, e.Status, e.At)
 		return
 	}
 	b.calls = append(b.calls, callFromEnd(s, e, sweptEnd(m, e)))
@@ -174,7 +196,7 @@ func (b *batch) usage(m streams.Message, e *streams.Envelope) {
 	if s == nil || s.ended() || callerMismatch(m, s.Org, s.Member) || runnerMismatch(m, s.WorkerID) || e.Usage == nil {
 		return
 	}
-	s.Usage, s.TotalCost, s.usageChanged = e.Usage, e.TotalCost, true
+	s.Usage, s.TotalCost, s.changed = e.Usage, e.TotalCost, true
 }
 
 // sweptEnd reports whether e is the idle sweeper's end (recorder.Sweeper):
@@ -197,10 +219,13 @@ func (b *batch) disconnect(ctx context.Context, m streams.Message, e *streams.En
 		}
 	}
 	for _, s := range b.sorted() {
-		if s.WorkerID != e.WorkerID || s.ended() || callerMismatch(m, s.Org, s.Member) {
-			continue
+		switch {
+		case s.WorkerID != e.WorkerID || s.ended() || callerMismatch(m, s.Org, s.Member):
+		case s.telemetry():
+			b.endTelemetry(s, "disconnected", e.At)
+		default:
+			b.calls = append(b.calls, callFromDisconnect(s, e.At))
 		}
-		b.calls = append(b.calls, callFromDisconnect(s, e.At))
 	}
 	return nil
 }

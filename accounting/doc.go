@@ -3,15 +3,21 @@
 //
 // It owns router_calls, cost_days (a per-UTC-day rollup written in the same
 // transaction as the calls), accounting_sessions (its own memory of each
-// session's start, so it never reads the recorder's tables) and
-// plan_budgets (docs/design.md#ownership). An Accounting is a
+// session's start, so it never reads the recorder's tables),
+// router_call_requests (the ledger of the requests the apps' telemetry
+// reported) and plan_budgets (docs/design.md#ownership). An Accounting is a
 // streams.Handler for the SPINE_SESSIONS subjects Subjects names: session
-// starts and ends, worker disconnects and plan.budget events.
+// starts, running usage, telemetry and ends, worker disconnects and
+// plan.budget events.
 //
 // The rules (docs/design.md#accounting):
 //
 //   - every session that ends writes exactly one Call, failures and
 //     disconnects included; a second end adds nothing;
+//   - a session only the apps' telemetry reported (session.telemetry, no
+//     start) has the sum of its requests as its Call, written at its end
+//     and again, with cost_days, when a request comes after it; a session
+//     another door started keeps that door's end (telemetry.go);
 //   - Billing is metered, subscription or unknown, unknown whenever the app
 //     reported no usage or the machine's signal was empty;
 //   - a cost is what the app reported, NULL when it reported none, never

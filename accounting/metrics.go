@@ -90,12 +90,17 @@ func (m *metrics) model(org, name string) string {
 	return name
 }
 
-func (m *metrics) observe(c *Call) {
+// labels are a call's label values: app, billing, door, model.
+func (m *metrics) labels(c *Call) []string {
 	door := c.Door
 	if door == "" {
 		door = labelUnknown
 	}
-	lv := []string{c.App, c.Billing, door, m.model(c.Org, c.ServedModel)}
+	return []string{c.App, c.Billing, door, m.model(c.Org, c.ServedModel)}
+}
+
+func (m *metrics) observe(c *Call) {
+	lv := m.labels(c)
 	m.calls.WithLabelValues(lv...).Inc()
 	if c.TotalCost != nil {
 		addTo(m.dollars.WithLabelValues(lv...), *c.TotalCost)
@@ -107,6 +112,25 @@ func (m *metrics) observe(c *Call) {
 			"cache_write": t.CacheWrite, "reasoning": t.Reasoning} {
 			addTo(m.tokens.WithLabelValues(append(lv, kind)...), float64(n))
 		}
+	}
+}
+
+// observeGrowth counts what a rewritten row added: its tokens' and
+// reported dollars' difference, under the row's labels now. Its call was
+// counted when it was first written.
+func (m *metrics) observeGrowth(rw rewrite) {
+	c := rw.new
+	lv := m.labels(c)
+	if c.TotalCost != nil {
+		was := 0.0
+		if rw.old.TotalCost != nil {
+			was = *rw.old.TotalCost
+		}
+		addTo(m.dollars.WithLabelValues(lv...), *c.TotalCost-was)
+	}
+	ot, nt := tokenCounts(rw.old.Tokens), tokenCounts(c.Tokens)
+	for i, kind := range []string{"input", "output", "cache_read", "cache_write", "reasoning"} {
+		addTo(m.tokens.WithLabelValues(append(lv, kind)...), float64(nt[i]-ot[i]))
 	}
 }
 

@@ -11,6 +11,16 @@ import (
 	"github.com/spinehq/spine/streams"
 )
 
+// Where a session came from, as accounting_sessions.origin says.
+const (
+	// originDoor: a session.start made it (spine run, collect, a runner,
+	// an import), or claimed it from telemetry; its row is its end's.
+	originDoor = ""
+	// originTelemetry: the apps' own telemetry made it and no start came
+	// while it ran; its row is its requests' sum (telemetry.go).
+	originTelemetry = "telemetry"
+)
+
 // session is accounting's own memory of a session's start: enough to write
 // its router-call row and to find it from a worker disconnect.
 type session struct {
@@ -20,28 +30,40 @@ type session struct {
 	// Usage and TotalCost are the usage so far its producer last reported
 	// (session.usage), nil when none: the row of an end that reports none
 	// of its own (the sweeper's, a disconnect) takes them.
-	Usage        *streams.Usage
-	TotalCost    *float64
-	usageChanged bool // by this batch: written back
-	isNew        bool // started in this batch: insert
+	Usage     *streams.Usage
+	TotalCost *float64
+	// Origin is originTelemetry or originDoor; BillingSignal the last
+	// non-empty billing its telemetry named ("" = silent).
+	Origin, BillingSignal string
+	changed               bool // by this batch: written back
+	isNew                 bool // started in this batch: insert
+	// endStatus is a telemetry session's end status when it ended in this
+	// batch; touched, that its telemetry reported something in this batch
+	// its row shows (a request, a billing, its end).
+	endStatus string
+	touched   bool
 }
 
 func (s *session) ended() bool { return s.EndedAt != nil }
 
+func (s *session) telemetry() bool { return s.Origin == originTelemetry }
+
 // call starts the router-call row of the session, ending it.
 func (s *session) call(status string, at time.Time) *Call {
-	s.EndedAt = &at
+	s.EndedAt, s.changed = &at, true
 	return &Call{SessionID: s.ID, Org: s.Org, Member: s.Member, App: s.App, PlanID: s.PlanID, WorkerID: s.WorkerID,
 		ExecutionSurface: ExecutionSurface(s.App), Status: status, StartedAt: s.StartedAt, At: at}
 }
 
-const sessionColumns = `session_id, org, member, app, plan_id, worker_id, started_at, ended_at, usage, total_cost::float8`
+const sessionColumns = `session_id, org, member, app, plan_id, worker_id, started_at, ended_at, usage, total_cost::float8,
+	origin, billing_signal`
 
 func scanSessions(rows pgx.Rows) ([]*session, error) {
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (*session, error) {
 		var s session
 		var usage []byte
-		err := row.Scan(&s.ID, &s.Org, &s.Member, &s.App, &s.PlanID, &s.WorkerID, &s.StartedAt, &s.EndedAt, &usage, &s.TotalCost)
+		err := row.Scan(&s.ID, &s.Org, &s.Member, &s.App, &s.PlanID, &s.WorkerID, &s.StartedAt, &s.EndedAt, &usage,
+			&s.TotalCost, &s.Origin, &s.BillingSignal)
 		if err == nil && usage != nil {
 			s.Usage = &streams.Usage{}
 			err = json.Unmarshal(usage, s.Usage)

@@ -21,39 +21,60 @@ import (
 // cost grew with the table.
 const execMode = pgx.QueryExecModeExec
 
-// flush writes the batch's sessions, router calls, their days' rollup and
-// budgets: one statement per kind, each over arrays of the batch's rows.
+// flush writes the batch's requests, sessions, router calls, their days'
+// rollup and budgets: one statement per kind, each over arrays of the
+// batch's rows. The requests go first: telemetry sessions' rows are their
+// sums.
 func (b *batch) flush(ctx context.Context) error {
-	var started, ended, used []*session
+	if err := insertRequests(ctx, b.tx, b.requests); err != nil {
+		return err
+	}
+	if err := b.telemetryRows(ctx); err != nil {
+		return err
+	}
+	var started, changed []*session
 	for _, s := range b.sorted() {
 		switch {
 		case s.isNew:
 			started = append(started, s)
-		case s.usageChanged:
-			used = append(used, s)
-		}
-	}
-	for _, c := range b.calls {
-		if s := b.sessions[c.SessionID]; !s.isNew {
-			ended = append(ended, s) // a session of an earlier batch
+		case s.changed:
+			changed = append(changed, s)
 		}
 	}
 	if err := insertSessions(ctx, b.tx, started); err != nil {
 		return err
 	}
-	if err := endSessions(ctx, b.tx, ended); err != nil {
-		return err
-	}
-	if err := updateUsage(ctx, b.tx, used); err != nil {
+	if err := updateSessions(ctx, b.tx, changed); err != nil {
 		return err
 	}
 	if err := insertCalls(ctx, b.tx, b.calls); err != nil {
 		return err
 	}
-	if err := upsertCostDays(ctx, b.tx, b.calls, nil); err != nil {
+	if err := updateCalls(ctx, b.tx, b.rewrites); err != nil {
+		return err
+	}
+	if err := upsertCostDays(ctx, b.tx, b.calls, b.rewrites); err != nil {
 		return err
 	}
 	return upsertBudgets(ctx, b.tx, b.budgets)
+}
+
+// sessionArrays are sessions column by column, in sessionColumns' order
+// (session_id through billing_signal), as the set-based statements take
+// them.
+func sessionArrays(ss []*session) []any {
+	n := len(ss)
+	text := func() []string { return make([]string, n) }
+	id, org, member, app, plan, worker, origin, signal := text(), text(), text(), text(), text(), text(), text(), text()
+	startedAt, endedAt := make([]time.Time, n), make([]*time.Time, n)
+	usage, cost := make([]*string, n), make([]*float64, n)
+	for i, s := range ss {
+		id[i], org[i], member[i], app[i], plan[i], worker[i] = s.ID, s.Org, s.Member, s.App, s.PlanID, s.WorkerID
+		startedAt[i], endedAt[i] = s.StartedAt, s.EndedAt
+		usage[i], cost[i] = usageText(s.Usage), s.TotalCost
+		origin[i], signal[i] = s.Origin, s.BillingSignal
+	}
+	return []any{id, org, member, app, plan, worker, startedAt, endedAt, usage, cost, origin, signal}
 }
 
 // insertSessions writes the sessions that started in the batch (ended_at
@@ -62,63 +83,36 @@ func insertSessions(ctx context.Context, tx pgx.Tx, ss []*session) error {
 	if len(ss) == 0 {
 		return nil
 	}
-	n := len(ss)
-	id, org, member, app, plan, worker := make([]string, n), make([]string, n), make([]string, n),
-		make([]string, n), make([]string, n), make([]string, n)
-	startedAt, endedAt := make([]time.Time, n), make([]*time.Time, n)
-	usage, cost := make([]*string, n), make([]*float64, n)
-	for i, s := range ss {
-		id[i], org[i], member[i], app[i], plan[i], worker[i] = s.ID, s.Org, s.Member, s.App, s.PlanID, s.WorkerID
-		startedAt[i], endedAt[i] = s.StartedAt, s.EndedAt
-		usage[i], cost[i] = usageText(s.Usage), s.TotalCost
-	}
 	_, err := tx.Exec(ctx, `INSERT INTO accounting_sessions (session_id, org, member, app, plan_id, worker_id,
-			started_at, ended_at, usage, total_cost)
+			started_at, ended_at, usage, total_cost, origin, billing_signal)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-			$7::timestamptz[], $8::timestamptz[], $9::jsonb[], $10::numeric[])`,
-		execMode, id, org, member, app, plan, worker, startedAt, endedAt, usage, cost)
+			$7::timestamptz[], $8::timestamptz[], $9::jsonb[], $10::numeric[], $11::text[], $12::text[])`,
+		append([]any{execMode}, sessionArrays(ss)...)...)
 	if err != nil {
 		return fmt.Errorf("insert accounting sessions: %w", err)
 	}
 	return nil
 }
 
-// endSessions marks the sessions of earlier batches that ended in this one.
-func endSessions(ctx context.Context, tx pgx.Tx, ss []*session) error {
+// updateSessions writes back the sessions of earlier batches that this one
+// changed: ended, reported usage running, claimed by a start, or named a
+// billing in their telemetry. Owner and id never change.
+func updateSessions(ctx context.Context, tx pgx.Tx, ss []*session) error {
 	if len(ss) == 0 {
 		return nil
-	}
-	id, at := make([]string, len(ss)), make([]time.Time, len(ss))
-	for i, s := range ss {
-		id[i], at[i] = s.ID, *s.EndedAt
 	}
 	// The = ANY names the rows to the planner, which reads them from the
 	// primary key; joined with the unnest alone it hashes the batch and
 	// scans the whole table.
-	_, err := tx.Exec(ctx, `UPDATE accounting_sessions a SET ended_at = u.at
-		FROM unnest($1::text[], $2::timestamptz[]) u(id, at)
-		WHERE a.session_id = u.id AND a.session_id = ANY($1::text[])`, execMode, id, at)
+	_, err := tx.Exec(ctx, `UPDATE accounting_sessions a SET app = u.app, plan_id = u.plan_id,
+			worker_id = u.worker_id, started_at = u.started_at, ended_at = u.ended_at, usage = u.usage,
+			total_cost = u.total_cost, origin = u.origin, billing_signal = u.billing_signal
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+			$7::timestamptz[], $8::timestamptz[], $9::jsonb[], $10::numeric[], $11::text[], $12::text[])
+			u(id, org, member, app, plan_id, worker_id, started_at, ended_at, usage, total_cost, origin, billing_signal)
+		WHERE a.session_id = u.id AND a.session_id = ANY($1::text[])`, append([]any{execMode}, sessionArrays(ss)...)...)
 	if err != nil {
-		return fmt.Errorf("end accounting sessions: %w", err)
-	}
-	return nil
-}
-
-// updateUsage writes the running usage of the sessions of earlier batches
-// that reported some in this one.
-func updateUsage(ctx context.Context, tx pgx.Tx, ss []*session) error {
-	if len(ss) == 0 {
-		return nil
-	}
-	id, usage, cost := make([]string, len(ss)), make([]*string, len(ss)), make([]*float64, len(ss))
-	for i, s := range ss {
-		id[i], usage[i], cost[i] = s.ID, usageText(s.Usage), s.TotalCost
-	}
-	_, err := tx.Exec(ctx, `UPDATE accounting_sessions a SET usage = u.usage, total_cost = u.cost
-		FROM unnest($1::text[], $2::jsonb[], $3::numeric[]) u(id, usage, cost)
-		WHERE a.session_id = u.id AND a.session_id = ANY($1::text[])`, execMode, id, usage, cost)
-	if err != nil {
-		return fmt.Errorf("update accounting sessions' usage: %w", err)
+		return fmt.Errorf("update accounting sessions: %w", err)
 	}
 	return nil
 }

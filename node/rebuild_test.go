@@ -71,6 +71,19 @@ func TestRebuildVerifies(t *testing.T) {
 	if _, err := n.Publisher.Publish(context.Background(), spinetest.Text("rb1", 14, "late"), nil); err != nil {
 		t.Fatal(err)
 	}
+	// A telemetry session (ted's): a request sent twice, its end, a request after its end.
+	cost := 0.125
+	r1 := spinetest.Request("rbt", 1000, "req_1", "claude-opus-4-8", &streams.Usage{InputTokens: 5, OutputTokens: 2}, &cost)
+	r1again := *r1
+	r1again.ID += "-again"
+	for _, e := range []*streams.Envelope{r1, &r1again, spinetest.Telemetry("rbt", 2000, "end",
+		&streams.Telemetry{Kind: streams.TelemetryEnd, Source: streams.TelemetryHook}),
+		spinetest.Request("rbt", 3000, "req_2", "claude-haiku-4-5", &streams.Usage{InputTokens: 1, OutputTokens: 1}, nil)} {
+		e.Owner = &streams.Owner{Org: "acme", Member: "ted"}
+		if _, err := n.Publisher.Publish(context.Background(), e, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
 	f.do("POST", "/v1/library/uploads?name=a.txt", alice, []byte("uploaded bytes"))
 	f.do("POST", "/v1/ingest", alice, envelopes(t, spinetest.Disconnect("w1", "gone")))
 	desktopTraffic(t, n) // desktop tasks with a lost lease, expiries, cancels
@@ -98,8 +111,8 @@ func TestRebuildVerifies(t *testing.T) {
 		}
 		t.Fatal("rebuild differs")
 	}
-	for _, tbl := range []string{"sessions", "steps", "artifacts", "dead_letters", "router_calls", "cost_days",
-		"plan_budgets", "desktop_tasks", "remote_sessions"} {
+	for _, tbl := range []string{"sessions", "steps", "artifacts", "dead_letters", "router_calls", "router_call_requests",
+		"cost_days", "plan_budgets", "desktop_tasks", "remote_sessions"} {
 		if res.Live[tbl] == "" || res.Live[tbl][:2] == "0:" {
 			t.Errorf("%s is empty: the workload did not exercise it (%s)", tbl, res.Live[tbl])
 		}

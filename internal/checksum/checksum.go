@@ -27,6 +27,7 @@ var Tables = map[string]string{
 	"dead_letters":          "stream, seq",
 	"accounting_sessions":   "session_id",
 	"router_calls":          "session_id",
+	"router_call_requests":  "session_id, request_id",
 	"plan_budgets":          "org, plan_id",
 	"cost_days":             "org, day, billing, app, served_model, member, plan_id, worker_id",
 	"desktop_tasks":         "id",
