@@ -27,7 +27,8 @@ func TestSessionPageFetchesWhatMovedInChromium(t *testing.T) {
 	alice := f.token("acme", "alice")
 	f.record(alice, spinetest.Start("s1"), spinetest.Text("s1", 1, "one\n"))
 	tab := b.Open(t, f.base+"/ui/sessions/s1?token="+alice)
-	tab.Await(t, `document.documentElement.dataset.live === 'on'`)
+	// The look on ready: the facts, artifacts and both tails, each fetched once.
+	tab.Await(t, `document.documentElement.dataset.live === 'on' && +document.documentElement.dataset.updates >= 4`)
 	tab.Eval(t, recordFetches)
 	f.record(alice, spinetest.Text("s1", 2, "two\n"))
 	tab.Await(t, `document.querySelector('#transcript li[data-seq="2"]')`)
