@@ -286,7 +286,8 @@ func (n *Node) startProjectors(ctx context.Context, opts *Options) error {
 // runs beside the projectors on every node; one sweeps at a time.
 func (n *Node) startSweeper(ctx context.Context) error {
 	w, err := recorder.NewSweeper(recorder.SweeperConfig{Pool: n.Pool, Publisher: n.Publisher,
-		IdleTimeout: n.cfg.IdleTimeout, CancelGrace: n.cfg.CancelGrace, Logger: n.log, Registerer: n.Registry})
+		IdleTimeout: n.cfg.IdleTimeout, CancelGrace: n.cfg.CancelGrace, TelemetryIdle: n.cfg.TelemetryIdle,
+		Logger: n.log, Registerer: n.Registry})
 	if err != nil {
 		return err
 	}

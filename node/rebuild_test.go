@@ -111,7 +111,7 @@ func TestRebuildVerifies(t *testing.T) {
 		}
 		t.Fatal("rebuild differs")
 	}
-	for _, tbl := range []string{"sessions", "steps", "artifacts", "dead_letters", "router_calls", "router_call_requests",
+	for _, tbl := range []string{"sessions", "session_requests", "steps", "artifacts", "dead_letters", "router_calls", "router_call_requests",
 		"cost_days", "plan_budgets", "desktop_tasks", "remote_sessions"} {
 		if res.Live[tbl] == "" || res.Live[tbl][:2] == "0:" {
 			t.Errorf("%s is empty: the workload did not exercise it (%s)", tbl, res.Live[tbl])

@@ -35,8 +35,10 @@ type batch struct {
 	work     spine.Batch
 	steps    []*pendingStep           // written at flush, once the Library has answered
 	arts     []*artifact              // artifacts created in this batch
-	calls    map[string]string        // runID+"\x00"+callID -> step id, for this batch
-	claims   map[string]streams.Owner // who holds the ids of starts with no row yet
+	calls    map[string]string        // runID+"\x00"+callID -> step id: this batch's, and the table's it names
+	claims   map[string]streams.Owner // who holds the ids of starts and telemetry with no row yet
+	ledger   ledger                   // telemetry requests (ledger.go)
+	reopened []string                 // ended telemetry sessions a start reopened (merge.go)
 }
 
 // pendingStep is a step and its result observation whose details may still
@@ -49,7 +51,7 @@ type pendingStep struct {
 
 func newBatch(r *Recorder, tx pgx.Tx) *batch {
 	return &batch{r: r, tx: tx, sessions: map[string]*Session{}, blobs: map[string]library.Blob{},
-		calls: map[string]string{}}
+		calls: map[string]string{}, ledger: ledger{seen: map[string]bool{}, sum: map[string]bool{}}}
 }
 
 // preload reads every session the batch names in one query.
@@ -65,15 +67,19 @@ func (b *batch) preload(ctx context.Context, envs []*streams.Envelope) error {
 	for _, s := range found {
 		b.sessions[s.ID] = s
 	}
-	b.claims, err = heldBy(ctx, b.tx, b.unrecordedStarts(envs))
-	return err
+	if b.claims, err = heldBy(ctx, b.tx, b.unrecordedClaims(envs)); err != nil {
+		return err
+	}
+	return b.preloadCalls(ctx, envs)
 }
 
-// unrecordedStarts lists the session ids the batch starts that have no row.
-func (b *batch) unrecordedStarts(envs []*streams.Envelope) []string {
+// unrecordedClaims lists the session ids the batch claims (its starts and
+// telemetry) that have no row.
+func (b *batch) unrecordedClaims(envs []*streams.Envelope) []string {
 	var ids []string
 	for _, e := range envs {
-		if e != nil && e.Type == streams.TypeSessionStart && b.sessions[e.SessionID] == nil {
+		if e != nil && (e.Type == streams.TypeSessionStart || e.Type == streams.TypeSessionTelemetry) &&
+			b.sessions[e.SessionID] == nil {
 			ids = append(ids, e.SessionID)
 		}
 	}
@@ -95,9 +101,11 @@ func (b *batch) apply(ctx context.Context, m streams.Message, e *streams.Envelop
 	case streams.TypeSessionUsage:
 		return b.usage(m, e), nil
 	case streams.TypeMCPCall:
-		return b.mcpCall(ctx, m, e)
+		return b.mcpCall(m, e), nil
 	case streams.TypeWorkerDisconnect:
 		return nil, b.disconnect(ctx, m, e)
+	case streams.TypeSessionTelemetry:
+		return b.telemetry(m, e), nil
 	}
 	return streams.Reject(streams.ReasonUnknownType, "type %q", e.Type), nil
 }
@@ -130,23 +138,30 @@ func (b *batch) attribute(e *streams.Envelope, res error) error {
 	if !ok {
 		return res
 	}
-	if e.Type == streams.TypeSessionStart && e.Owner != nil {
+	claims := e.Type == streams.TypeSessionStart || e.Type == streams.TypeSessionTelemetry
+	if claims && e.Owner != nil {
 		rej.Owner = *e.Owner
-	} else if s := b.sessions[e.SessionID]; s != nil && e.Type != streams.TypeSessionStart {
+	} else if s := b.sessions[e.SessionID]; s != nil && !claims {
 		rej.Owner = streams.Owner{Org: s.Org, Member: s.Member}
 	}
 	return rej
 }
 
 func (b *batch) start(m streams.Message, e *streams.Envelope) error {
+	if s := b.sessions[e.SessionID]; s != nil && s.Origin == OriginTelemetry && s.owner() == *e.Owner {
+		if err := checkCaller(m, *e.Owner); err != nil {
+			return err
+		}
+		b.merge(s, m, e)
+		return nil
+	}
 	if held, ok := b.claims[e.SessionID]; b.sessions[e.SessionID] != nil || (ok && held != *e.Owner) {
 		// Held by another owner's claim at the door, its start not yet
 		// projected: the same words, and the id stays the holder's.
 		return streams.Reject(streams.ReasonDuplicateStart, "session %s already started", e.SessionID)
 	}
-	if org := m.Header.Get(streams.HeaderOrg); org != "" &&
-		(org != e.Owner.Org || m.Header.Get(streams.HeaderMember) != e.Owner.Member) {
-		return streams.Reject(streams.ReasonOwnerMismatch, "owner differs from the verified caller")
+	if err := checkCaller(m, *e.Owner); err != nil {
+		return err
 	}
 	s := &Session{ID: e.SessionID, Org: e.Owner.Org, Member: e.Owner.Member, App: e.App, Kind: e.Kind,
 		Level: e.Level, AppSessionRef: e.AppSessionRef, Workspace: e.Workspace, PlanID: e.PlanID,
@@ -379,6 +394,7 @@ func (b *batch) finish(s *Session, at time.Time) {
 	s.dirty, s.needsFinal = true, true
 	s.received, s.cancelRequested = nil, nil // the sweeper's only; see migration 009
 	b.r.m.ended.WithLabelValues(s.App, s.Status).Inc()
+	b.sumAgain(s) // a telemetry session ends with its ledger's usage, whatever ended it
 }
 
 // disconnect ends every live session on the worker with a named error.

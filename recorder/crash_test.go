@@ -41,11 +41,37 @@ func workload(part int) []*streams.Envelope {
 			out = append(out, spinetest.End(id, "done", "claude-opus-4", ""))
 		}
 	}
+	out = append(out, telemetryWorkload(part)...)
 	bad := spinetest.End(fmt.Sprintf("p%d-ghost", part), "done", "", "")
 	out = append(out, bad)
 	d := spinetest.Disconnect("w1", fmt.Sprintf("part %d over", part))
 	d.ID += fmt.Sprint(part)
 	return append(out, d)
+}
+
+// telemetryWorkload is a telemetry session told twice over (requests with
+// and without cost, tools by hook and OTLP), ended, then a late request;
+// and telemetry sessions a start then made its door's.
+func telemetryWorkload(part int) []*streams.Envelope {
+	t, m := fmt.Sprintf("p%d-t", part), fmt.Sprintf("p%d-m", part)
+	var out []*streams.Envelope
+	for i := int64(1); i <= 6; i++ {
+		var c *float64
+		if i%2 == 0 {
+			c = cost(float64(i) / 10)
+		}
+		r := spinetest.Request(t, i, fmt.Sprintf("req_%d", i), "claude-opus-4-8", usage(i, 2*i, 3*i, 0), c)
+		tool := spinetest.ToolUse(t, i, fmt.Sprintf("toolu_%d", i), streams.PhasePost)
+		out = append(out, r, resent(r, "again"), spinetest.ToolUse(t, i, fmt.Sprintf("toolu_%d", i), streams.PhasePre),
+			tool, resent(tool, "otlp"))
+	}
+	out = append(out, telemetryEnd(t, 50), spinetest.Request(t, 60, "req_late", "claude-sonnet-5", usage(1, 1, 1, 1), cost(0.05)),
+		spinetest.Request(m, 1, "req_1", "claude-opus-4-8", usage(1, 1, 0, 0), nil), spinetest.Start(m),
+		spinetest.Text(m, 1, "merged\n"), spinetest.End(m, "done", "claude-opus-4-8", ""))
+	// Started after its telemetry, and never ended by its door.
+	r := fmt.Sprintf("p%d-r", part)
+	return append(out, spinetest.Request(r, 1, "req_1", "claude-opus-4-8", usage(2, 2, 0, 0), cost(0.2)),
+		spinetest.Start(r), spinetest.Text(r, 1, "running\n"))
 }
 
 // Stopping the projector at random points, including between commit and

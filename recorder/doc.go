@@ -26,7 +26,14 @@
 //     ClaimSessions at the HTTP door, and again when a start is projected);
 //     a start for an id another owner holds is a duplicate_start;
 //   - a rejection names whose dead letter it is: a start's own owner, else
-//     the owner of the session the message was for.
+//     the owner of the session the message was for;
+//   - the apps' own telemetry (session.telemetry) creates the session it
+//     names when nobody holds the id (origin telemetry; another owner's id
+//     is session_exists): its requests are a ledger counted once each
+//     (session_requests), its usage, cost and model the ledger's, a tool's
+//     post one step keyed by the tool use id, its end or its quiet
+//     (TelemetryIdle) the end, done; a later start of its owner makes it
+//     that door's session (docs/recording.md#telemetry-sessions).
 //
 // A Recorder is a streams.Handler: a projector hands it a batch inside one
 // transaction and it returns a rejection for each message that breaks a

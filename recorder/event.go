@@ -1,13 +1,8 @@
 package recorder
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"slices"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/spinehq/spine/library"
 	"github.com/spinehq/spine/spine"
@@ -26,7 +21,7 @@ func (b *batch) event(s *Session, e *streams.Envelope) {
 	if ev.Action == "mcp_call" {
 		callID = ev.CallID
 		if callID != "" && b.calls[s.SessionRunID+"\x00"+callID] != "" {
-			return // the MCP node's record came first and is the step
+			return // the MCP node's record (or the app's telemetry) came first and is the step
 		}
 	}
 	id := b.addStep(s, ev.Action, spine.SourceSession, &seq, callID, detail, result, e.At)
@@ -115,47 +110,32 @@ func (b *batch) putBlob(data []byte) string {
 }
 
 // mcpCall records a call the MCP node saw as a step in the session's run.
-func (b *batch) mcpCall(ctx context.Context, m streams.Message, e *streams.Envelope) (error, error) {
+func (b *batch) mcpCall(m streams.Message, e *streams.Envelope) error {
 	s, rej := b.session(m, e)
 	if rej != nil {
-		return rej, nil
+		return rej
 	}
 	s.heard(m) // the MCP node saw the session at work, protocol calls included
 	if slices.Contains(protocolTools, e.Tool) {
-		return nil, nil
+		return nil
 	}
 	result := map[string]any{"status": e.Status, "durationMs": e.DurationMs}
 	if e.Error != "" {
 		result["error"] = e.Error
 	}
-	existing, err := b.callStep(ctx, s.SessionRunID, e.CallID)
-	if err != nil {
-		return nil, err
-	}
-	if existing != "" { // the session's own event came first: add what the node saw
+	if existing := b.callStep(s.SessionRunID, e.CallID); existing != "" { // the session's own event came first: add what the node saw
 		result["source"] = spine.SourceMCP
 		b.observe(s, existing, spine.ObsResult, mustJSON(result), e.At)
-		return nil, nil
+		return nil
 	}
 	detail := map[string]any{"server": e.Server, "tool": e.Tool, "callId": e.CallID}
 	b.addStep(s, "mcp_call", spine.SourceMCP, nil, e.CallID, detail, result, e.At)
-	return nil, nil
+	return nil
 }
 
-func (b *batch) callStep(ctx context.Context, runID, callID string) (string, error) {
-	if id := b.calls[runID+"\x00"+callID]; id != "" {
-		return id, nil
-	}
-	var id string
-	err := b.tx.QueryRow(ctx, `SELECT id FROM steps WHERE run_id = $1 AND call_id = $2`, runID, callID).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("find call %s: %w", callID, err)
-	}
-	return id, nil
-}
+// callStep is the step that recorded the call, "" when none has: of this
+// batch, or of an earlier one (preloadCalls).
+func (b *batch) callStep(runID, callID string) string { return b.calls[runID+"\x00"+callID] }
 
 func mustJSON(v any) []byte {
 	b, err := json.Marshal(v)

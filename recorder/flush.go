@@ -22,6 +22,14 @@ import (
 // flush writes everything the batch collected, in an order that lets a
 // session's transcript include the chunks of its own last batch.
 func (b *batch) flush(ctx context.Context) error {
+	if err := b.writeReopened(ctx); err != nil {
+		return err
+	}
+	// Before anything reads a telemetry session's model (producedBy) or
+	// writes its row.
+	if err := b.writeLedger(ctx); err != nil {
+		return err
+	}
 	if err := b.copyChunks(ctx); err != nil {
 		return err
 	}

@@ -254,6 +254,18 @@ func TestMCPCallsFromTheNodeAndProtocolTools(t *testing.T) {
 	if n := count(t, h, `SELECT count(*) FROM steps WHERE detail->>'tool' IN ('submit','next_task')`); n != 0 {
 		t.Fatalf("%d protocol calls recorded as work", n)
 	}
+	// The node's record in one batch, the session's event in a later one:
+	// still one step, never the dead letter of a second steps_call row.
+	h.Publish(spinetest.Start("s2"), spinetest.MCP("s2", "c9", "search_capabilities"))
+	h.WaitCaughtUp()
+	h.Publish(spinetest.Event("s2", 1, &streams.Event{Action: "mcp_call", Server: "memql", Tool: "search_capabilities", CallID: "c9"}))
+	h.WaitCaughtUp()
+	if s := session(t, h, "s2"); s.RecordedSteps != 1 || s.LastSeq != 1 {
+		t.Fatalf("session = %+v: want the node's one step", s)
+	}
+	if dl := deadLetters(t, h); len(dl) != 0 {
+		t.Fatalf("dead letters: %+v", dl)
+	}
 }
 
 func TestWorkerDisconnectEndsLiveSessions(t *testing.T) {

@@ -20,6 +20,10 @@ const StatusRunning = "running"
 // StatusCancelled is the status of a session ended after a cancel.
 const StatusCancelled = "cancelled"
 
+// OriginTelemetry is the origin of a session the apps' own telemetry
+// created (no door started it); a start's session has origin "".
+const OriginTelemetry = "telemetry"
+
 // Session is the session row: one per app session, kept by the recorder
 // (docs/design.md#ownership).
 type Session struct {
@@ -66,12 +70,18 @@ type Session struct {
 	// session still running (its owner's spine cancel): its producer polls
 	// it to stop the app (spine run, docs/run.md). Set by GetSession.
 	CancelRequestedAt *time.Time `json:"cancelRequestedAt,omitempty"`
-	Partition         int        `json:"-"`
+	// Origin is OriginTelemetry for a session the apps' telemetry created,
+	// until a start of its owner's makes it that door's (""). A telemetry
+	// session's usage, totalCost, model and effort are its requests'
+	// (docs/telemetry.md).
+	Origin    string `json:"origin,omitempty"`
+	Partition int    `json:"-"`
 
 	observations int  // observation_count: the run's next observation idx - 1
 	isNew        bool // inserted by this batch
 	dirty        bool
 	needsFinal   bool       // ended in this batch: write its transcript at flush
+	described    bool       // a start's columns changed (a start over a telemetry session, a prompt's digest)
 	holes        [][2]int64 // the seqs missing, from and to, noted in this batch
 
 	// received and cancelRequested are when JetStream stored the session's
@@ -88,7 +98,7 @@ const sessionColumns = "id, org, member, app, kind, level, app_session_ref, work
 	"step_id, parent_run_id, worker_id, prompt_digest, status, session_run_id, transcript_file_id, " +
 	"recorded_steps, observation_count, dropped_actions, last_seq, exit_code, error, model, effort, " +
 	"usage, total_cost, billing, door, started_at, ended_at, updated_at, partition, " +
-	"received_at, cancel_requested_at"
+	"received_at, cancel_requested_at, origin"
 
 // sessionColumnNames are sessionColumns one by one, for COPY.
 var sessionColumnNames = strings.Split(sessionColumns, ", ")
@@ -98,7 +108,7 @@ func (s *Session) scanTargets() []any {
 		&s.PlanID, &s.TaskID, &s.StepID, &s.ParentRunID, &s.WorkerID, &s.PromptDigest, &s.Status,
 		&s.SessionRunID, &s.TranscriptFileID, &s.RecordedSteps, &s.observations, &s.DroppedActions,
 		&s.LastSeq, &s.ExitCode, &s.Error, &s.Model, &s.Effort, &s.Usage, &s.TotalCost, &s.Billing,
-		&s.Door, &s.StartedAt, &s.EndedAt, &s.UpdatedAt, &s.Partition, &s.received, &s.cancelRequested}
+		&s.Door, &s.StartedAt, &s.EndedAt, &s.UpdatedAt, &s.Partition, &s.received, &s.cancelRequested, &s.Origin}
 }
 
 func (s *Session) values() []any {
@@ -110,7 +120,7 @@ func (s *Session) values() []any {
 		s.PlanID, s.TaskID, s.StepID, s.ParentRunID, s.WorkerID, s.PromptDigest, s.Status,
 		s.SessionRunID, s.TranscriptFileID, s.RecordedSteps, s.observations, s.DroppedActions,
 		s.LastSeq, s.ExitCode, s.Error, s.Model, s.Effort, usage, s.TotalCost, s.Billing,
-		s.Door, s.StartedAt, s.EndedAt, s.UpdatedAt, s.Partition, s.received, s.cancelRequested}
+		s.Door, s.StartedAt, s.EndedAt, s.UpdatedAt, s.Partition, s.received, s.cancelRequested, s.Origin}
 }
 
 func scanSessions(rows pgx.Rows) ([]*Session, error) {
@@ -152,7 +162,7 @@ func liveOnWorker(ctx context.Context, q pgx.Tx, workerID string, partition int)
 // ones with one statement, whatever the batch's size.
 func writeSessions(ctx context.Context, tx pgx.Tx, sessions []*Session) error {
 	var fresh [][]any
-	var started []*Session
+	var started, described []*Session
 	var u sessionUpdates
 	for _, s := range sessions {
 		switch {
@@ -161,7 +171,13 @@ func writeSessions(ctx context.Context, tx pgx.Tx, sessions []*Session) error {
 		case s.dirty:
 			u.add(s)
 		}
-		s.isNew, s.dirty = false, false
+		if s.described && !s.isNew {
+			described = append(described, s)
+		}
+		s.isNew, s.dirty, s.described = false, false, false
+	}
+	if err := writeDescribed(ctx, tx, described); err != nil {
+		return err
 	}
 	if len(fresh) > 0 {
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"sessions"}, sessionColumnNames,
@@ -222,4 +238,39 @@ func (u *sessionUpdates) add(s *Session) {
 	u.billing, u.door = append(u.billing, s.Billing), append(u.door, s.Door)
 	u.endedAt, u.updatedAt = append(u.endedAt, s.EndedAt), append(u.updatedAt, s.UpdatedAt)
 	u.received, u.cancelRequested = append(u.received, s.received), append(u.cancelRequested, s.cancelRequested)
+}
+
+// writeDescribed writes the start's columns of sessions whose start came
+// after their telemetry (or whose prompt's digest did), in one statement.
+func writeDescribed(ctx context.Context, tx pgx.Tx, sessions []*Session) error {
+	if len(sessions) == 0 {
+		return nil
+	}
+	cols := make([]any, 14)
+	text := make([][]string, 13)
+	var started []time.Time
+	for _, s := range sessions {
+		for i, v := range []string{s.ID, s.App, s.Kind, s.Level, s.AppSessionRef, s.Workspace, s.PlanID, s.TaskID,
+			s.StepID, s.ParentRunID, s.WorkerID, s.PromptDigest, s.Origin} {
+			text[i] = append(text[i], v)
+		}
+		started = append(started, s.StartedAt)
+	}
+	for i, c := range text {
+		cols[i] = c
+	}
+	cols[13] = started
+	// Unprepared: planned with the batch's ids (see loadSessions).
+	_, err := tx.Exec(ctx, `UPDATE sessions s SET app = u.app, kind = u.kind, level = u.level,
+			app_session_ref = u.ref, workspace = u.workspace, plan_id = u.plan, task_id = u.task, step_id = u.step,
+			parent_run_id = u.parent, worker_id = u.worker, prompt_digest = u.prompt, origin = u.origin,
+			started_at = u.started
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+			$9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::timestamptz[])
+			AS u(id, app, kind, level, ref, workspace, plan, task, step, parent, worker, prompt, origin, started)
+		WHERE s.id = u.id`, append([]any{pgx.QueryExecModeExec}, cols...)...)
+	if err != nil {
+		return fmt.Errorf("describe %d sessions: %w", len(sessions), err)
+	}
+	return nil
 }

@@ -22,8 +22,11 @@ import (
 const (
 	DefaultIdleTimeout = 2 * time.Hour
 	DefaultCancelGrace = 60 * time.Second
-	MaxSweepInterval   = 15 * time.Second
-	minSweepInterval   = 10 * time.Millisecond // tests' tiny timeouts must not spin
+	// DefaultTelemetryIdle is the default TelemetryIdle: an app's
+	// telemetry exports every few seconds while it works.
+	DefaultTelemetryIdle = 10 * time.Minute
+	MaxSweepInterval     = 15 * time.Second
+	minSweepInterval     = 10 * time.Millisecond // tests' tiny timeouts must not spin
 	// MaxSweepBatch is the default BatchSize.
 	MaxSweepBatch = 1000
 )
@@ -44,8 +47,13 @@ type SweeperConfig struct {
 	// CancelGrace: a running session whose first cancel JetStream stored
 	// this long ago ends cancelled; 0 means DefaultCancelGrace.
 	CancelGrace time.Duration
-	// Interval between sweeps; 0 means a quarter of the shorter of the two,
-	// at most MaxSweepInterval.
+	// TelemetryIdle: a running session the apps' telemetry created
+	// (origin telemetry) whose last envelope JetStream stored this long ago
+	// ends done: its app sends no end without hooks, so quiet is how it
+	// ends. 0 means DefaultTelemetryIdle.
+	TelemetryIdle time.Duration
+	// Interval between sweeps; 0 means a quarter of the shortest of the
+	// three, at most MaxSweepInterval.
 	Interval time.Duration
 	// BatchSize bounds the sessions one sweep reads and ends; the next
 	// sweep reads the page after. 0 means MaxSweepBatch.
@@ -56,8 +64,9 @@ type SweeperConfig struct {
 }
 
 // Sweeper ends the sessions nobody will end: one gone quiet for the idle
-// timeout (status timeout) and one still running a grace period after its
-// cancel (status cancelled). It never writes a row: it publishes a
+// timeout (status timeout), a telemetry session gone quiet for the
+// telemetry idle time (status done), and one still running a grace period
+// after its cancel (status cancelled). It never writes a row: it publishes a
 // session.end to the log, which the recorder and accounting project like
 // any other (transcript file, router-call row), so a rebuild replays the
 // same end. Each sweep runs on one node only, under an advisory lock. The
@@ -85,13 +94,15 @@ func NewSweeper(cfg SweeperConfig) (*Sweeper, error) {
 	if cfg.Pool == nil || cfg.Publisher == nil {
 		return nil, errors.New("sweeper: Pool and Publisher are required")
 	}
-	if cfg.IdleTimeout < 0 || cfg.CancelGrace < 0 || cfg.Interval < 0 || cfg.BatchSize < 0 {
-		return nil, errors.New("sweeper: IdleTimeout, CancelGrace, Interval and BatchSize must not be negative")
+	if cfg.IdleTimeout < 0 || cfg.CancelGrace < 0 || cfg.TelemetryIdle < 0 || cfg.Interval < 0 || cfg.BatchSize < 0 {
+		return nil, errors.New("sweeper: IdleTimeout, CancelGrace, TelemetryIdle, Interval and BatchSize must not be negative")
 	}
 	cfg.BatchSize = cmp.Or(cfg.BatchSize, MaxSweepBatch)
 	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout)
 	cfg.CancelGrace = cmp.Or(cfg.CancelGrace, DefaultCancelGrace)
-	cfg.Interval = cmp.Or(cfg.Interval, max(min(cfg.IdleTimeout, cfg.CancelGrace, 4*MaxSweepInterval)/4, minSweepInterval))
+	cfg.TelemetryIdle = cmp.Or(cfg.TelemetryIdle, DefaultTelemetryIdle)
+	cfg.Interval = cmp.Or(cfg.Interval, max(min(cfg.IdleTimeout, cfg.CancelGrace, cfg.TelemetryIdle, 4*MaxSweepInterval)/4,
+		minSweepInterval))
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -162,7 +173,8 @@ func (w *Sweeper) Sweep(ctx context.Context) (int, error) {
 		return 0, nil
 	}
 	now := w.cfg.Now()
-	page, err := w.dueSessions(ctx, tx, now.Add(-w.cfg.IdleTimeout), now.Add(-w.cfg.CancelGrace))
+	page, err := w.dueSessions(ctx, tx, quiet{before: now.Add(-w.cfg.IdleTimeout),
+		telemetryBefore: now.Add(-w.cfg.TelemetryIdle)}, now.Add(-w.cfg.CancelGrace))
 	if err != nil {
 		return 0, err
 	}
@@ -178,24 +190,30 @@ func (w *Sweeper) Sweep(ctx context.Context) (int, error) {
 type due struct {
 	id        string
 	cancelled bool      // its cancel's grace is over (else it went quiet)
+	telemetry bool      // the apps' telemetry created it: quiet, it is done
 	since     time.Time // the stored time it was judged by: its first cancel's, else its last envelope's
 }
+
+// quiet is when a session's last envelope must have been stored before for
+// it to be quiet: a telemetry session's and any other's.
+type quiet struct{ before, telemetryBefore time.Time }
 
 // dueSessions reads one page of the sessions due, those after the last page's
 // (sessions whose ends are published and not yet projected must not hold
 // back the ones sorting after them), and starts over from the first once a
 // page comes back short.
-func (w *Sweeper) dueSessions(ctx context.Context, tx pgx.Tx, quietBefore, cancelBefore time.Time) ([]due, error) {
-	rows, err := tx.Query(ctx, `SELECT id, cancel_requested_at < $2 IS TRUE,
+func (w *Sweeper) dueSessions(ctx context.Context, tx pgx.Tx, q quiet, cancelBefore time.Time) ([]due, error) {
+	rows, err := tx.Query(ctx, `SELECT id, cancel_requested_at < $2 IS TRUE, origin = 'telemetry',
 			CASE WHEN cancel_requested_at < $2 THEN cancel_requested_at ELSE received_at END
-		FROM sessions WHERE ended_at IS NULL AND (received_at < $1 OR cancel_requested_at < $2) AND id > $4
-		ORDER BY id LIMIT $3`, quietBefore, cancelBefore, w.cfg.BatchSize, w.after)
+		FROM sessions WHERE ended_at IS NULL AND id > $4
+		AND (received_at < CASE WHEN origin = 'telemetry' THEN $5::timestamptz ELSE $1::timestamptz END OR cancel_requested_at < $2)
+		ORDER BY id LIMIT $3`, q.before, cancelBefore, w.cfg.BatchSize, w.after, q.telemetryBefore)
 	if err != nil {
 		return nil, fmt.Errorf("sessions due: %w", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (due, error) {
 		var d due
-		return d, r.Scan(&d.id, &d.cancelled, &d.since)
+		return d, r.Scan(&d.id, &d.cancelled, &d.telemetry, &d.since)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sessions due: %w", err)
@@ -263,8 +281,11 @@ func sweptEnd(d due, now time.Time) *streams.Envelope {
 	since := d.since.UTC()
 	e := &streams.Envelope{V: streams.Version, Type: streams.TypeSessionEnd, At: now.UTC(),
 		SessionID: d.id, Status: "timeout", Error: ErrorIdleTimeout, SweptSince: &since}
-	if d.cancelled {
+	switch {
+	case d.cancelled:
 		e.Status, e.Error = StatusCancelled, ErrorCancelGrace
+	case d.telemetry:
+		e.Status, e.Error = "done", ""
 	}
 	e.ID = SweptEndID(d.id, e.Status, since)
 	return e

@@ -10,12 +10,19 @@ import (
 // Batch collects rows for one transaction and writes them in bulk.
 type Batch struct {
 	runs  []Run
+	links []Run // runs whose parent is learnt after they were written
 	steps []Step
 	obs   []Observation
 }
 
 // AddRun queues a run.
 func (b *Batch) AddRun(r Run) { b.runs = append(b.runs, r) }
+
+// LinkRun sets the parent run and step of a run queued or written before
+// (a session's run made before its start named the step it serves).
+func (b *Batch) LinkRun(runID, parentRunID, parentStepID string) {
+	b.links = append(b.links, Run{ID: runID, ParentRunID: parentRunID, ParentStepID: parentStepID})
+}
 
 // AddStep queues a step.
 func (b *Batch) AddStep(s Step) { b.steps = append(b.steps, s) }
@@ -24,11 +31,14 @@ func (b *Batch) AddStep(s Step) { b.steps = append(b.steps, s) }
 func (b *Batch) AddObservation(o Observation) { b.obs = append(b.obs, o) }
 
 // Len is the number of rows queued.
-func (b *Batch) Len() int { return len(b.runs) + len(b.steps) + len(b.obs) }
+func (b *Batch) Len() int { return len(b.runs) + len(b.links) + len(b.steps) + len(b.obs) }
 
 // Flush writes every queued row with COPY and empties the batch.
 func (b *Batch) Flush(ctx context.Context, tx pgx.Tx) error {
 	if err := b.copyRuns(ctx, tx); err != nil {
+		return err
+	}
+	if err := b.linkRuns(ctx, tx); err != nil {
 		return err
 	}
 	if err := b.copySteps(ctx, tx); err != nil {
@@ -53,6 +63,30 @@ func (b *Batch) copyRuns(ctx context.Context, tx pgx.Tx) error {
 		}))
 	if err != nil {
 		return fmt.Errorf("copy %d runs: %w", len(b.runs), err)
+	}
+	return nil
+}
+
+// linkRuns writes the links, the last of a run's winning, in one statement.
+func (b *Batch) linkRuns(ctx context.Context, tx pgx.Tx) error {
+	if len(b.links) == 0 {
+		return nil
+	}
+	last := map[string]int{}
+	for i, l := range b.links {
+		last[l.ID] = i
+	}
+	var ids, parents, steps []string
+	for i, l := range b.links {
+		if last[l.ID] == i {
+			ids, parents, steps = append(ids, l.ID), append(parents, l.ParentRunID), append(steps, l.ParentStepID)
+		}
+	}
+	_, err := tx.Exec(ctx, `UPDATE runs r SET parent_run_id = u.parent, parent_step_id = u.step
+		FROM unnest($1::text[], $2::text[], $3::text[]) AS u(id, parent, step) WHERE r.id = u.id`,
+		pgx.QueryExecModeExec, ids, parents, steps)
+	if err != nil {
+		return fmt.Errorf("link %d runs: %w", len(ids), err)
 	}
 	return nil
 }

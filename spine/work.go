@@ -23,8 +23,9 @@ type Run struct {
 
 // Step sources.
 const (
-	SourceSession = "session" // an event chunk the cockpit sent
-	SourceMCP     = "mcp"     // a record from the MCP node
+	SourceSession   = "session"   // an event chunk the cockpit sent
+	SourceMCP       = "mcp"       // a record from the MCP node
+	SourceTelemetry = "telemetry" // a tool use the app's own telemetry reported (docs/telemetry.md)
 )
 
 // Step is one completed action in a run.

@@ -28,7 +28,10 @@ const (
 	// recorded is a duplicate, dropped silently.
 	ReasonOutOfOrder     = "out_of_order"
 	ReasonDuplicateStart = "duplicate_start"
-	ReasonOwnerMismatch  = "owner_mismatch"
+	// ReasonSessionExists: a session.telemetry for a session id another
+	// owner holds (a start's is duplicate_start).
+	ReasonSessionExists = "session_exists"
+	ReasonOwnerMismatch = "owner_mismatch"
 	// ReasonUnstorable: PostgreSQL refused the message's rows (whatever
 	// the SQLSTATE) every time it was applied alone; the detail holds the
 	// SQLSTATE and the database's message.

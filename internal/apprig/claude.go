@@ -51,11 +51,6 @@ type ClaudeOptions struct {
 	// Env is added to (and overrides) the rig's environment, e.g.
 	// "ANTHROPIC_API_KEY=" to run without a key; nil adds nothing.
 	Env []string
-	// Telemetry switches the app's OTLP exporters on; nil leaves them off.
-	Telemetry *ClaudeTelemetry
-	// Hooks configures http hooks in $HOME/.claude/settings.json; nil
-	// configures none.
-	Hooks *ClaudeHooks
 }
 
 // NewClaude makes a Claude home talking to srv. It skips the test, naming
@@ -75,8 +70,7 @@ func NewClaude(tb testing.TB, srv *fakemodel.Server, opts *ClaudeOptions) *Claud
 		c.mcpConfig = filepath.Join(root, "mcp.json")
 		writeMCPConfig(tb, c.mcpConfig, MCPServer(tb))
 	}
-	writeSettings(tb, c.Home, o)
-	c.env = append(telemetryEnv(o), o.Env...)
+	c.env = o.Env
 	return c
 }
 

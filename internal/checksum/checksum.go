@@ -18,6 +18,7 @@ import (
 var Tables = map[string]string{
 	"sessions":              "id",
 	"session_chunks":        "session_id, seq",
+	"session_requests":      "session_id, request_id",
 	"runs":                  "id",
 	"steps":                 "run_id, idx",
 	"observations":          "run_id, idx",

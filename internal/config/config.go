@@ -14,23 +14,24 @@ import (
 // Environment variable names. docker-compose.yaml and the README use exactly
 // these; a test checks that they agree.
 const (
-	EnvDatabaseURL = "SPINE_DATABASE_URL" // PostgreSQL URL; empty = discover (see pgboot)
-	EnvNATSURL     = "SPINE_NATS_URL"     // external NATS; empty = embedded server
-	EnvNATSListen  = "SPINE_NATS_LISTEN"  // embedded NATS client listener; "off" = in-process only
-	EnvNATSToken   = "SPINE_NATS_TOKEN"   // NATS client token; empty = generated under the data dir for the embedded server
-	EnvHTTPAddr    = "SPINE_HTTP_ADDR"    // HTTP listen address
-	EnvDataDir     = "SPINE_DATA_DIR"     // embedded NATS store, private PostgreSQL, dev secret
-	EnvTokenSecret = "SPINE_TOKEN_SECRET" // HMAC secret for bearer tokens; empty = generated under the data dir
-	EnvReplicas    = "SPINE_STREAM_REPLICAS"
-	EnvURL         = "SPINE_URL"                  // where CLI commands reach a running spine
-	EnvToken       = "SPINE_TOKEN"                // bearer token CLI commands send
-	EnvSpoolDir    = "SPINE_SPOOL_DIR"            // spine run's spool; empty = spine/spool in the user's config dir
-	EnvPublicURL   = "SPINE_PUBLIC_URL"           // where people reach spine, for links in cards and pages
-	EnvFileCap     = "SPINE_FILE_CAP"             // largest event content stored inline, bytes
-	EnvMaxUpload   = "SPINE_MAX_UPLOAD_BYTES"     // largest upload, bytes
-	EnvPartitions  = "SPINE_PARTITIONS"           // recorder partitions (1 = none)
-	EnvIdleTimeout = "SPINE_SESSION_IDLE_TIMEOUT" // a running session silent this long ends timeout
-	EnvCancelGrace = "SPINE_CANCEL_GRACE"         // a cancelled session still running this long ends cancelled
+	EnvDatabaseURL   = "SPINE_DATABASE_URL" // PostgreSQL URL; empty = discover (see pgboot)
+	EnvNATSURL       = "SPINE_NATS_URL"     // external NATS; empty = embedded server
+	EnvNATSListen    = "SPINE_NATS_LISTEN"  // embedded NATS client listener; "off" = in-process only
+	EnvNATSToken     = "SPINE_NATS_TOKEN"   // NATS client token; empty = generated under the data dir for the embedded server
+	EnvHTTPAddr      = "SPINE_HTTP_ADDR"    // HTTP listen address
+	EnvDataDir       = "SPINE_DATA_DIR"     // embedded NATS store, private PostgreSQL, dev secret
+	EnvTokenSecret   = "SPINE_TOKEN_SECRET" // HMAC secret for bearer tokens; empty = generated under the data dir
+	EnvReplicas      = "SPINE_STREAM_REPLICAS"
+	EnvURL           = "SPINE_URL"                  // where CLI commands reach a running spine
+	EnvToken         = "SPINE_TOKEN"                // bearer token CLI commands send
+	EnvSpoolDir      = "SPINE_SPOOL_DIR"            // spine run's spool; empty = spine/spool in the user's config dir
+	EnvPublicURL     = "SPINE_PUBLIC_URL"           // where people reach spine, for links in cards and pages
+	EnvFileCap       = "SPINE_FILE_CAP"             // largest event content stored inline, bytes
+	EnvMaxUpload     = "SPINE_MAX_UPLOAD_BYTES"     // largest upload, bytes
+	EnvPartitions    = "SPINE_PARTITIONS"           // recorder partitions (1 = none)
+	EnvIdleTimeout   = "SPINE_SESSION_IDLE_TIMEOUT" // a running session silent this long ends timeout
+	EnvCancelGrace   = "SPINE_CANCEL_GRACE"         // a cancelled session still running this long ends cancelled
+	EnvTelemetryIdle = "SPINE_TELEMETRY_IDLE"       // a session the apps' telemetry made, silent this long, ends done
 	// Request limits (docs/limits.md); "off" turns one off.
 	EnvBodyMinRate        = "SPINE_HTTP_BODY_MIN_RATE"           // bytes/s a request body must average after the grace
 	EnvBodyGrace          = "SPINE_HTTP_BODY_GRACE"              // time every body gets before the rate counts (Go duration)
@@ -51,7 +52,7 @@ const (
 var Vars = []string{EnvDatabaseURL, EnvNATSURL, EnvNATSListen, EnvNATSToken, EnvHTTPAddr, EnvDataDir,
 	EnvTokenSecret, EnvReplicas, EnvURL, EnvToken, EnvPublicURL, EnvFileCap, EnvMaxUpload, EnvPartitions,
 	EnvBodyMinRate, EnvBodyGrace, EnvInflightBytes, EnvOrgBytesPerSec, EnvOrgEnvelopesPerSec,
-	EnvIdleTimeout, EnvCancelGrace, EnvSpoolDir}
+	EnvIdleTimeout, EnvCancelGrace, EnvTelemetryIdle, EnvSpoolDir}
 
 // Config is spine serve's configuration.
 type Config struct {
@@ -92,6 +93,10 @@ type Config struct {
 	// CancelGrace ends a session still running that long after its cancel
 	// (status cancelled); 0 means recorder.DefaultCancelGrace (60s).
 	CancelGrace time.Duration
+	// TelemetryIdle ends a running session the apps' telemetry created
+	// that received no envelope for that long (status done); 0 means
+	// recorder.DefaultTelemetryIdle (10 min).
+	TelemetryIdle time.Duration
 }
 
 // TokenSecretPath is where spine keeps its token secret when
@@ -244,7 +249,8 @@ func limit(env string) (float64, error) {
 // durations reads the session timeouts: Go durations ("2h", "90s"), from a
 // second to a week.
 func durations(c *Config) error {
-	for env, d := range map[string]*time.Duration{EnvIdleTimeout: &c.IdleTimeout, EnvCancelGrace: &c.CancelGrace} {
+	for env, d := range map[string]*time.Duration{EnvIdleTimeout: &c.IdleTimeout, EnvCancelGrace: &c.CancelGrace,
+		EnvTelemetryIdle: &c.TelemetryIdle} {
 		v := os.Getenv(env)
 		if v == "" {
 			continue

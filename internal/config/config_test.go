@@ -13,7 +13,7 @@ func TestFromEnvDefaultsAndLimits(t *testing.T) {
 	c, err := FromEnv()
 	if err != nil || c.HTTPAddr != DefaultHTTPAddr || c.NATSListen != DefaultNATSListen || c.Replicas != 1 ||
 		c.FileCap != 0 || c.MaxUploadBytes != 0 || !strings.HasSuffix(c.DataDir, "/data") || c.IdleTimeout != 0 ||
-		c.CancelGrace != 0 || c.PublicURL != "" {
+		c.CancelGrace != 0 || c.TelemetryIdle != 0 || c.PublicURL != "" {
 		t.Fatalf("defaults = %+v, %v", c, err)
 	}
 	t.Setenv(EnvFileCap, "2048")
@@ -21,13 +21,14 @@ func TestFromEnvDefaultsAndLimits(t *testing.T) {
 	t.Setenv(EnvReplicas, "3")
 	t.Setenv(EnvIdleTimeout, "30m")
 	t.Setenv(EnvCancelGrace, "90s")
+	t.Setenv(EnvTelemetryIdle, "5m")
 	t.Setenv(EnvPublicURL, "https://spine.example.test/")
 	if c, err = FromEnv(); err != nil || c.FileCap != 2048 || c.MaxUploadBytes != 1000000 || c.Replicas != 3 ||
-		c.IdleTimeout != 30*time.Minute || c.CancelGrace != 90*time.Second || c.PublicURL != "https://spine.example.test" {
+		c.IdleTimeout != 30*time.Minute || c.CancelGrace != 90*time.Second || c.TelemetryIdle != 5*time.Minute || c.PublicURL != "https://spine.example.test" {
 		t.Fatalf("set = %+v, %v", c, err)
 	}
 	for k, bad := range map[string]string{EnvFileCap: "9999999", EnvMaxUpload: "-1", EnvReplicas: "7",
-		EnvIdleTimeout: "2", EnvCancelGrace: "500ms"} {
+		EnvIdleTimeout: "2", EnvCancelGrace: "500ms", EnvTelemetryIdle: "200h"} {
 		t.Setenv(k, bad)
 		if _, err := FromEnv(); err == nil || !strings.Contains(err.Error(), k) {
 			t.Errorf("%s=%s: %v", k, bad, err)
