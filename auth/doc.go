@@ -4,7 +4,11 @@
 // server secret. It names who is calling — the organisation and the member —
 // and which door it opens (the audience): member tokens carry audience
 // [AudienceMember]; desktop runner tokens carry "spine-runner" (package
-// desktop), so neither opens the other's routes. Every read and write
+// desktop); an org's ingest token, which records the apps' telemetry as
+// the members an admin mapped, carries [AudienceIngest]: none opens
+// another's routes. A token may also claim how the apps behind it are
+// billed (Claims.Billing), which the telemetry doors stamp on what they
+// record. Every read and write
 // in spine is scoped to the {org, member} a verified token names, so Verify
 // is strict: exactly HS256 (never "none"), a constant-time signature check,
 // the expected audience, an unexpired lifetime and both identities present.

@@ -79,6 +79,8 @@ func checkMint(c Claims, ttl time.Duration) error {
 		return fmt.Errorf("member is not an id-safe token: %w", ErrClaims)
 	case c.Role != "" && !slices.Contains(Roles, c.Role):
 		return fmt.Errorf("role %q is not one of %v: %w", c.Role, Roles, ErrClaims)
+	case c.Billing != "" && !slices.Contains(Billings, c.Billing):
+		return fmt.Errorf("billing %q is not one of %v: %w", c.Billing, Billings, ErrClaims)
 	case !idSafe(c.Audience):
 		return fmt.Errorf("audience is not an id-safe token: %w", ErrClaims)
 	case ttl < time.Second:

@@ -291,3 +291,42 @@ func TestRoles(t *testing.T) {
 		t.Fatalf("role root: err = %v, want ErrMalformed", err)
 	}
 }
+
+// A billing claim survives the round trip; a value spine never mints is
+// refused by Mint and, signed, by Verify.
+func TestBillingClaim(t *testing.T) {
+	s := newTestSigner(t, testSecret)
+	for _, b := range auth.Billings {
+		c, err := s.Verify(mint(t, s, auth.Claims{Org: "acme", Member: "ada", Billing: b}), auth.AudienceMember, verifyTime)
+		if err != nil || c.Billing != b {
+			t.Fatalf("billing %s: claims %+v, err %v", b, c, err)
+		}
+	}
+	if c, _ := s.Verify(mint(t, s, auth.Claims{Org: "acme", Member: "ada"}), auth.AudienceMember, verifyTime); c.Billing != "" {
+		t.Fatalf("no billing minted: claims say %q", c.Billing)
+	}
+	if _, err := s.Mint(auth.Claims{Org: "acme", Member: "ada", Billing: "free"}, time.Hour); !errors.Is(err, auth.ErrClaims) {
+		t.Fatalf("mint billing free: err = %v, want ErrClaims", err)
+	}
+	forged := forge(testSecret, `{"alg":"HS256","typ":"JWT"}`, strings.Replace(memberPayload, `"member":"ada",`, `"member":"ada","billing":"free",`, 1))
+	if _, err := s.Verify(forged, auth.AudienceMember, verifyTime); !errors.Is(err, auth.ErrMalformed) {
+		t.Fatalf("billing free: err = %v, want ErrMalformed", err)
+	}
+}
+
+// An org's ingest token opens no member route, and a member's token is no
+// ingest token.
+func TestIngestAudience(t *testing.T) {
+	s := newTestSigner(t, testSecret)
+	ingest := mint(t, s, auth.Claims{Org: "acme", Member: "ada", Role: auth.RoleAdmin, Audience: auth.AudienceIngest})
+	if c, err := s.Verify(ingest, auth.AudienceIngest, verifyTime); err != nil || c.Audience != auth.AudienceIngest {
+		t.Fatalf("ingest token as ingest: claims %+v, err %v", c, err)
+	}
+	if _, err := s.Verify(ingest, auth.AudienceMember, verifyTime); !errors.Is(err, auth.ErrAudience) {
+		t.Fatalf("ingest token as member token: err = %v, want ErrAudience", err)
+	}
+	member := mint(t, s, auth.Claims{Org: "acme", Member: "ada", Role: auth.RoleAdmin})
+	if _, err := s.Verify(member, auth.AudienceIngest, verifyTime); !errors.Is(err, auth.ErrAudience) {
+		t.Fatalf("member token as ingest token: err = %v, want ErrAudience", err)
+	}
+}

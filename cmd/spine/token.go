@@ -14,7 +14,7 @@ import (
 	"github.com/spinehq/spine/internal/config"
 )
 
-const tokenUsage = "usage: spine token init | spine token mint [--org O] [--member M] [--role member|admin] [--ttl 24h]"
+const tokenUsage = "usage: spine token init | spine token mint [--org O] [--member M] [--role member|admin] [--ingest] [--billing subscription|metered] [--ttl 24h]"
 
 func runToken(ctx context.Context, args []string) error {
 	if len(args) == 0 {
@@ -34,23 +34,53 @@ func runTokenMint(args []string) error {
 	org := fs.String("org", "dev", "org the token acts in")
 	member := fs.String("member", "dev", "member the token acts as")
 	role := fs.String("role", auth.RoleMember, "member or admin (an org admin sets plan budgets and sees the whole org's cost)")
+	ingest := fs.Bool("ingest", false, "an org's ingest token for the telemetry doors, an admin's (it records as the members mapped with spine members map)")
+	billing := fs.String("billing", "", "subscription or metered: how the apps sending with this token are billed (default: unclaimed)")
 	ttl := fs.Duration("ttl", 24*time.Hour, "lifetime")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if !slices.Contains(auth.Roles, *role) {
-		return usageError{fmt.Sprintf("--role %q: want one of %s", *role, strings.Join(auth.Roles, ", "))}
+	c, err := mintClaims(*org, *member, *role, *billing, *ingest, roleSet(fs))
+	if err != nil {
+		return err
 	}
 	signer, err := loadSigner()
 	if err != nil {
 		return err
 	}
-	tok, err := signer.Mint(auth.Claims{Org: *org, Member: *member, Role: *role}, *ttl)
+	tok, err := signer.Mint(c, *ttl)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, tok)
 	return nil
+}
+
+// mintClaims are the claims token mint's flags ask for. An ingest token
+// records as any member an admin mapped, so it is an admin's: --ingest
+// mints the admin role, and refuses --role member.
+func mintClaims(org, member, role, billing string, ingest, roleGiven bool) (auth.Claims, error) {
+	if !slices.Contains(auth.Roles, role) {
+		return auth.Claims{}, usageError{fmt.Sprintf("--role %q: want one of %s", role, strings.Join(auth.Roles, ", "))}
+	}
+	if billing != "" && !slices.Contains(auth.Billings, billing) {
+		return auth.Claims{}, usageError{fmt.Sprintf("--billing %q: want one of %s", billing, strings.Join(auth.Billings, ", "))}
+	}
+	c := auth.Claims{Org: org, Member: member, Role: role, Billing: billing}
+	if ingest {
+		if roleGiven && role != auth.RoleAdmin {
+			return auth.Claims{}, usageError{"--ingest: an ingest token is an org admin's (it records as any member an admin mapped); drop --role member"}
+		}
+		c.Role, c.Audience = auth.RoleAdmin, auth.AudienceIngest
+	}
+	return c, nil
+}
+
+// roleSet reports whether --role was given.
+func roleSet(fs *flag.FlagSet) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "role" })
+	return set
 }
 
 // runTokenInit creates the data dir's token secret if there is none: the

@@ -73,6 +73,32 @@ func TestTokenInitThenMint(t *testing.T) {
 	if _, err := capture(t, "token", "mint", "--role", "root"); exitCode(err) != 2 {
 		t.Fatalf("--role root = %v, want a usage error", err)
 	}
+	mintIngestAndBilling(t, signer)
+}
+
+// --ingest mints an admin's ingest token (never a member's), --billing puts
+// its claim on any token.
+func mintIngestAndBilling(t *testing.T, signer *auth.Signer) {
+	out, err := capture(t, "token", "mint", "--org", "acme", "--member", "ada", "--ingest", "--billing", "subscription")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := signer.Verify(strings.TrimSpace(out), auth.AudienceIngest, time.Now())
+	if err != nil || !c.IsAdmin() || c.Billing != auth.BillingSubscription || c.Org != "acme" {
+		t.Fatalf("--ingest --billing subscription: %+v %v", c, err)
+	}
+	if _, err := signer.Verify(strings.TrimSpace(out), auth.AudienceMember, time.Now()); err == nil {
+		t.Fatal("an ingest token opens the member routes")
+	}
+	out, err = capture(t, "token", "mint", "--org", "acme", "--member", "ada", "--billing", "metered")
+	if c, err2 := signer.Verify(strings.TrimSpace(out), auth.AudienceMember, time.Now()); err != nil || err2 != nil || c.Billing != auth.BillingMetered {
+		t.Fatalf("--billing metered: %+v %v %v", c, err, err2)
+	}
+	for _, args := range [][]string{{"--ingest", "--role", "member"}, {"--billing", "free"}} {
+		if _, err := capture(t, append([]string{"token", "mint"}, args...)...); exitCode(err) != 2 {
+			t.Fatalf("token mint %v = %v, want a usage error", args, err)
+		}
+	}
 }
 
 // jwtRE matches a compact JWS, as every token spine mints is.
