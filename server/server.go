@@ -94,6 +94,7 @@ func (s *Server) routes() {
 	s.accountingRoutes()
 	s.desktopRoutes()
 	s.deadLetterRoutes()
+	s.memberRoutes()
 	s.uiRoutes()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, CodeNotFound, "no route for "+r.Method+" "+r.URL.Path)

@@ -15,9 +15,10 @@
 //	spine rebuild [--verify] [--keep] replay the streams into a fresh database
 //	spine trace DIGEST|ARTIFACT|SESSION|PLAN_RUN|PLAN [--json]
 //	spine token init                  create the token secret in the data dir
-//	spine token mint [--org O] [--member M] [--role member|admin] [--ttl D]
+//	spine token mint [--org O] [--member M] [--role member|admin] [--ingest] [--billing B] [--ttl D]
 //	spine cost [--from D] [--to D] [--group-by G] [--json]; spine cost plan ID
 //	spine deadletters [STREAM:SEQ] [--limit N] [--after C] [--json]
+//	spine members map KIND VALUE MEMBER | unmap KIND VALUE | mapped | unmapped [--json]
 //	spine bench ingest|library|dispatch|import|fairness|flood|lag|ui [flags]
 //
 // Settings come from SPINE_* environment variables (internal/config, listed
@@ -57,6 +58,7 @@ func commands() []command {
 		{"token", "create the token secret (token init) or mint a bearer token (token mint --org O --member M --role R)", runToken},
 		{"cost", "cost reports: calls, tokens and reported dollars by billing; plan spend", runCost},
 		{"deadletters", "your envelopes refused after they were accepted, with the reason", runDeadLetters},
+		{"members", "map the apps' telemetry identities to members, for an org ingest token; list the unmapped (admins)", runMembers},
 		{"bench", "benchmarks, each beside a raw baseline: ingest, library, dispatch, import, fairness, flood, lag, ui", runBench},
 	}
 }

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spinehq/spine/auth"
+)
+
+// An admin maps, lists and unmaps an identity; a member's token may do
+// none of it.
+func TestMembersMapAndUnmap(t *testing.T) {
+	n, _ := testNode(t)
+	admin, _ := n.Signer.Mint(auth.Claims{Org: "dev", Member: "root", Role: auth.RoleAdmin}, time.Hour)
+	out, err := capture(t, "members", "map", "email", "Ada@Example.com", "ada", "--token", admin)
+	if err != nil || !strings.Contains(out, "mapped email ada@example.com to member ada") {
+		t.Fatalf("map: %v\n%s", err, out)
+	}
+	out, err = capture(t, "members", "mapped", "--token", admin)
+	if err != nil || !strings.Contains(out, "email  ada@example.com  ada     root") {
+		t.Fatalf("mapped: %v\n%s", err, out)
+	}
+	if out, err = capture(t, "members", "unmapped", "--token", admin); err != nil || !strings.Contains(out, "no unmapped identities") {
+		t.Fatalf("unmapped: %v\n%s", err, out)
+	}
+	if _, err := capture(t, "members", "map", "email", "bob@example.com", "bob"); err == nil || !strings.Contains(err.Error(), "403 admin_required") {
+		t.Fatalf("a member's map: %v, want 403 admin_required", err)
+	}
+	if _, err := capture(t, "members", "map", "name", "ada", "ada", "--token", admin); err == nil || !strings.Contains(err.Error(), "400") {
+		t.Fatalf("map of kind name: %v, want a 400", err)
+	}
+	if out, err = capture(t, "members", "unmap", "email", "ada@example.com", "--token", admin); err != nil || !strings.Contains(out, "unmapped email ada@example.com") {
+		t.Fatalf("unmap: %v\n%s", err, out)
+	}
+	if _, err := capture(t, "members", "unmap", "email", "ada@example.com", "--token", admin); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("second unmap: %v, want a 404", err)
+	}
+	if _, err := capture(t, "members", "map", "email", "x"); exitCode(err) != 2 {
+		t.Fatalf("map without a member: %v, want a usage error", err)
+	}
+}

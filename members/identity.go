@@ -1,0 +1,48 @@
+package members
+
+import (
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// Kinds of identity, in the order an event's are tried: the address an
+// admin knows, then the account (stable, opaque), then the app's install
+// id (one machine's).
+const (
+	// Email is user.email (Claude Code signed in, Codex with ChatGPT).
+	Email = "email"
+	// Account is user.account_uuid (Claude Code) or user.account_id (Codex).
+	Account = "account"
+	// User is user.id: Claude Code's id of one installation.
+	User = "user"
+)
+
+// Kinds lists the kinds in the order an event's identities are tried.
+var Kinds = []string{Email, Account, User}
+
+// MaxValueLen bounds an identity's value in bytes (an email address is at
+// most 254).
+const MaxValueLen = 320
+
+// Identity is what an app said of its user: one kind and its value.
+type Identity struct {
+	Kind  string `json:"kind"`
+	Value string `json:"value"`
+}
+
+// Parse checks kind and value and gives the identity as it is stored: an
+// email in lower case (Claude Code and an admin may spell it differently),
+// the others as given.
+func Parse(kind, value string) (Identity, error) {
+	if !slices.Contains(Kinds, kind) {
+		return Identity{}, ErrKind
+	}
+	if value == "" || len(value) > MaxValueLen || !utf8.ValidString(value) {
+		return Identity{}, ErrValue
+	}
+	if kind == Email {
+		value = strings.ToLower(value)
+	}
+	return Identity{Kind: kind, Value: value}, nil
+}
