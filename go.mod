@@ -14,7 +14,7 @@ require (
 	github.com/segmentio/encoding v0.5.4
 	github.com/spf13/viper v1.19.0
 	github.com/zricethezav/gitleaks/v8 v8.30.1
-	go.opentelemetry.io/proto/otlp v1.11.1
+	go.opentelemetry.io/proto/slim/otlp v1.11.1
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sys v0.49.0
 	google.golang.org/protobuf v1.36.12

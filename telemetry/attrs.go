@@ -4,7 +4,7 @@ import (
 	"math"
 	"strconv"
 
-	commonv1 "go.opentelemetry.io/proto/otlp/common/v1"
+	commonv1 "go.opentelemetry.io/proto/slim/otlp/common/v1"
 )
 
 // Attrs are OTLP attributes as Go values, by key: string, bool, int64,

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/spinehq/spine/telemetry"
-	commonv1 "go.opentelemetry.io/proto/otlp/common/v1"
-	logsv1 "go.opentelemetry.io/proto/otlp/logs/v1"
+	commonv1 "go.opentelemetry.io/proto/slim/otlp/common/v1"
+	logsv1 "go.opentelemetry.io/proto/slim/otlp/logs/v1"
 )
 
 func TestAttrsConversion(t *testing.T) {

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/spinehq/spine/telemetry"
-	logsv1 "go.opentelemetry.io/proto/otlp/logs/v1"
-	metricsv1 "go.opentelemetry.io/proto/otlp/metrics/v1"
+	logsv1 "go.opentelemetry.io/proto/slim/otlp/logs/v1"
+	metricsv1 "go.opentelemetry.io/proto/slim/otlp/metrics/v1"
 )
 
 // captured is one request of ../testdata/otlp, as its manifest tells

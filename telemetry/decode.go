@@ -1,8 +1,8 @@
 package telemetry
 
 import (
-	logsv1 "go.opentelemetry.io/proto/otlp/logs/v1"
-	metricsv1 "go.opentelemetry.io/proto/otlp/metrics/v1"
+	logsv1 "go.opentelemetry.io/proto/slim/otlp/logs/v1"
+	metricsv1 "go.opentelemetry.io/proto/slim/otlp/metrics/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 )
@@ -10,9 +10,8 @@ import (
 // DecodeLogs decodes the body of an OTLP/HTTP POST to /v1/logs (an
 // ExportLogsServiceRequest). It decodes into LogsData, the message OTLP
 // defines for logs outside a request, which has the same field number and
-// JSON name (resourceLogs) and so the same encoding, without the gRPC
-// service the collector package would link in. An empty body is an empty
-// request.
+// JSON name (resourceLogs) and so the same encoding (TestDataIsTheRequestsTwin).
+// An empty body is an empty request.
 func DecodeLogs(b []byte, f Format) (*logsv1.LogsData, error) {
 	d := &logsv1.LogsData{}
 	if err := decode(b, f, d); err != nil {

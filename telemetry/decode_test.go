@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/spinehq/spine/telemetry"
-	logsv1 "go.opentelemetry.io/proto/otlp/logs/v1"
-	metricsv1 "go.opentelemetry.io/proto/otlp/metrics/v1"
+	collogs "go.opentelemetry.io/proto/slim/otlp/collector/logs/v1"
+	colmetrics "go.opentelemetry.io/proto/slim/otlp/collector/metrics/v1"
+	logsv1 "go.opentelemetry.io/proto/slim/otlp/logs/v1"
+	metricsv1 "go.opentelemetry.io/proto/slim/otlp/metrics/v1"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
@@ -287,15 +289,19 @@ func TestMetricsCaptures(t *testing.T) {
 // the wire (OTLP: `repeated ResourceLogs resource_logs = 1;`, and the
 // same for metrics), so a request body decodes into them unchanged.
 func TestDataIsTheRequestsTwin(t *testing.T) {
-	for want, m := range map[string]interface{ ProtoReflect() protoreflect.Message }{
-		"resource_logs resourceLogs opentelemetry.proto.logs.v1.ResourceLogs":             &logsv1.LogsData{},
-		"resource_metrics resourceMetrics opentelemetry.proto.metrics.v1.ResourceMetrics": &metricsv1.MetricsData{},
-	} {
-		fields := m.ProtoReflect().Descriptor().Fields()
-		f := fields.ByNumber(1)
-		if fields.Len() != 1 || f == nil || !f.IsList() ||
-			fmt.Sprintf("%s %s %s", f.Name(), f.JSONName(), f.Message().FullName()) != want {
-			t.Errorf("%s is not `repeated %s = 1` alone", m.ProtoReflect().Descriptor().FullName(), want)
+	type msg = interface{ ProtoReflect() protoreflect.Message }
+	for _, pair := range [][2]msg{{&logsv1.LogsData{}, &collogs.ExportLogsServiceRequest{}},
+		{&metricsv1.MetricsData{}, &colmetrics.ExportMetricsServiceRequest{}}} {
+		data, req := pair[0].ProtoReflect().Descriptor(), pair[1].ProtoReflect().Descriptor()
+		shape := func(d protoreflect.MessageDescriptor) string {
+			f := d.Fields().ByNumber(1)
+			if d.Fields().Len() != 1 || f == nil || !f.IsList() {
+				return "not one repeated field 1"
+			}
+			return fmt.Sprintf("%s %s %s", f.Name(), f.JSONName(), f.Message().FullName())
+		}
+		if shape(data) != shape(req) {
+			t.Errorf("%s is %q, %s %q", data.FullName(), shape(data), req.FullName(), shape(req))
 		}
 	}
 }

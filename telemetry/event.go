@@ -4,7 +4,7 @@ import (
 	"strings"
 	"time"
 
-	logsv1 "go.opentelemetry.io/proto/otlp/logs/v1"
+	logsv1 "go.opentelemetry.io/proto/slim/otlp/logs/v1"
 )
 
 // Event is one log record of an app's telemetry, flattened: what a

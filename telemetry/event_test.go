@@ -5,9 +5,9 @@ import (
 	"time"
 
 	"github.com/spinehq/spine/telemetry"
-	commonv1 "go.opentelemetry.io/proto/otlp/common/v1"
-	logsv1 "go.opentelemetry.io/proto/otlp/logs/v1"
-	resourcev1 "go.opentelemetry.io/proto/otlp/resource/v1"
+	commonv1 "go.opentelemetry.io/proto/slim/otlp/common/v1"
+	logsv1 "go.opentelemetry.io/proto/slim/otlp/logs/v1"
+	resourcev1 "go.opentelemetry.io/proto/slim/otlp/resource/v1"
 )
 
 func str(k, v string) *commonv1.KeyValue {

@@ -4,8 +4,8 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 
-	logsv1 "go.opentelemetry.io/proto/otlp/logs/v1"
-	metricsv1 "go.opentelemetry.io/proto/otlp/metrics/v1"
+	logsv1 "go.opentelemetry.io/proto/slim/otlp/logs/v1"
+	metricsv1 "go.opentelemetry.io/proto/slim/otlp/metrics/v1"
 )
 
 // OTLP/JSON writes trace and span ids in hex (Codex does:

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/spinehq/spine/telemetry"
-	logsv1 "go.opentelemetry.io/proto/otlp/logs/v1"
+	logsv1 "go.opentelemetry.io/proto/slim/otlp/logs/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 )
