@@ -130,7 +130,7 @@ func New(opts Options) (*Collector, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: no machine name: %v", ErrBadOption, err)
 		}
-		opts.Machine = machineName(host)
+		opts.Machine = streams.MachineID(host)
 	}
 	if !streams.ValidID(opts.Machine) {
 		return nil, fmt.Errorf("%w: machine %q is not a valid worker id", ErrBadOption, opts.Machine)
@@ -776,15 +776,4 @@ func (c *Collector) forget(path string) {
 		delete(c.st.Files, path)
 		c.forgot = true
 	}
-}
-
-// machineName is a host name as a worker id.
-func machineName(host string) string {
-	b := []byte(host)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			b[i] = '-'
-		}
-	}
-	return string(b[:min(len(b), streams.MaxIDLen)])
 }

@@ -331,6 +331,19 @@ func checkID(field, v string) error {
 	return nil
 }
 
+// MachineID is a host name as a worker id: each character an id may not
+// hold becomes '-', cut at MaxIDLen. spine collect names its machine so,
+// and the telemetry doors a host.name, so one machine is one worker.
+func MachineID(host string) string {
+	b := []byte(host)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			b[i] = '-'
+		}
+	}
+	return string(b[:min(len(b), MaxIDLen)])
+}
+
 // ValidOwnerID reports whether s can name an org or member: what ValidID
 // allows plus '.' and '@' (owners are not part of subjects).
 func ValidOwnerID(s string) bool {
