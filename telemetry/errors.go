@@ -36,3 +36,20 @@ func (e *MalformedError) Is(target error) bool { return target == ErrMalformed }
 
 // Unwrap is the decoder's error; its text may quote the body.
 func (e *MalformedError) Unwrap() error { return e.err }
+
+// What keeps an event from being recorded, each counted in the partial
+// success of the request that carried it.
+var (
+	// ErrUnknownApp: the event's resource names no app spine records
+	// (service.name is not claude-code or codex_*).
+	ErrUnknownApp = errors.New("telemetry: service.name is no app spine records (claude-code, codex_*)")
+	// ErrNoSession: the event names no session (session.id,
+	// conversation.id, a hook's session_id).
+	ErrNoSession = errors.New("telemetry: the event names no session")
+)
+
+// Why a hook's body is malformed, wrapped in a *MalformedError.
+var (
+	errInvalidUTF8 = errors.New("not valid UTF-8")
+	errTrailing    = errors.New("data after the JSON object")
+)

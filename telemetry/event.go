@@ -29,6 +29,10 @@ type Event struct {
 	// Scope is the instrumentation scope's name
 	// ("com.anthropic.claude_code.events", "codex_otel.log_only").
 	Scope string
+	// Observed is the record's observedTimeUnixNano, 0 when unset. A
+	// re-sent export repeats it, so it tells a record from its neighbours
+	// where the app numbers none (Codex sends no event.sequence).
+	Observed uint64
 }
 
 // Events flattens every log record of d, in order.
@@ -49,7 +53,7 @@ func Events(d *logsv1.LogsData) []Event {
 func event(lr *logsv1.LogRecord, res Attrs, scope string) Event {
 	a := attrs(lr.GetAttributes())
 	return Event{Name: eventName(lr, a), SessionID: sessionID(a, res), Time: eventTime(lr, a),
-		Attrs: a, Resource: res, Scope: scope}
+		Attrs: a, Resource: res, Scope: scope, Observed: lr.GetObservedTimeUnixNano()}
 }
 
 // eventName is the record's event.name attribute, qualified by its body

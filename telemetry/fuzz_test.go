@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spinehq/spine/streams"
 	"github.com/spinehq/spine/telemetry"
 	"google.golang.org/protobuf/proto"
 )
@@ -73,17 +74,44 @@ func decodeMetricsMessage(b []byte, f telemetry.Format) (proto.Message, error) {
 	return telemetry.DecodeMetrics(b, f)
 }
 
-// FuzzDecodeLogs: no body makes DecodeLogs or Events panic or fail with
-// anything but ErrMalformed, and what decodes survives a protobuf round
-// trip unchanged.
+// FuzzDecodeLogs: no body makes DecodeLogs, Events or Translate panic or
+// fail with anything but ErrMalformed, what decodes survives a protobuf
+// round trip unchanged, and what an event translates to is an envelope
+// spine takes once it has an owner, unless a field is over its bound.
 func FuzzDecodeLogs(f *testing.F) {
 	fuzzDecoder(f, func(b []byte, fm telemetry.Format) (proto.Message, error) {
 		d, err := telemetry.DecodeLogs(b, fm)
 		if err == nil {
-			telemetry.Events(d)
+			for _, e := range telemetry.Events(d) {
+				if err := checkTranslates(e); err != nil {
+					return nil, err
+				}
+			}
 		}
 		return d, err
 	}, decodeLogsMessage)
+}
+
+// errTranslate is a translation FuzzDecodeLogs does not allow.
+var errTranslate = errors.New("translate")
+
+// checkTranslates: e translates without panicking to nothing, a refusal,
+// or an envelope that validates but for a field over its bound.
+func checkTranslates(e telemetry.Event) error {
+	env, err := telemetry.Translate(e, received)
+	switch {
+	case err != nil && err != telemetry.ErrUnknownApp && err != telemetry.ErrNoSession:
+		return fmt.Errorf("%w: %v", errTranslate, err)
+	case env == nil:
+		return nil
+	}
+	env.Owner = &streams.Owner{Org: "acme", Member: "ada"}
+	if err := env.Validate(); err != nil {
+		if rej, ok := streams.AsRejection(err); !ok || rej.Reason != streams.ReasonFieldTooLong {
+			return fmt.Errorf("%w: %s does not validate: %v", errTranslate, e.Name, err)
+		}
+	}
+	return nil
 }
 
 // FuzzDecodeMetrics is FuzzDecodeLogs for DecodeMetrics.
@@ -99,7 +127,7 @@ func fuzzDecoder(f *testing.F, decode, again decoder) {
 		}
 		m, err := decode(body, fm)
 		if err != nil {
-			if !errors.Is(err, telemetry.ErrMalformed) {
+			if errors.Is(err, errTranslate) || !errors.Is(err, telemetry.ErrMalformed) {
 				t.Fatalf("error wraps no ErrMalformed: %v", err)
 			}
 			return
