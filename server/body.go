@@ -55,12 +55,21 @@ func (s *Server) bodyOrg(r *http.Request) string {
 		return ""
 	}
 	now := time.Now()
-	for _, aud := range []string{auth.AudienceMember, desktop.AudienceRunner} {
+	for _, aud := range []string{auth.AudienceMember, desktop.AudienceRunner, auth.AudienceIngest} {
 		if c, err := s.cfg.Signer.Verify(tok, aud, now); err == nil {
 			return c.Org
 		}
 	}
 	return ""
+}
+
+// holdDecoded grows what r's body holds of the in-flight budget to cover
+// n bytes: an OTLP body gunzipped is heavier than the bytes that came over
+// the wire, which are all the limiter counted. false means the budget is
+// spent (answer 429 busy).
+func holdDecoded(r *http.Request, n int64) bool {
+	b, ok := r.Body.(*limitedBody)
+	return !ok || b.reserve(n, 0)
 }
 
 // guardWriter lets the body limiter answer a request itself when it cuts

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/spinehq/spine/telemetry"
 )
 
 // Limits bound what requests may cost the process. The zero value of every
@@ -58,6 +60,11 @@ const (
 	ingestCost  = 5
 	desktopCost = 3
 	uploadCost  = 4 << 20
+	// An OTLP export is held as its bytes, its decoded messages, their
+	// events' attributes and the envelopes made of them; a hook as its
+	// bytes, its decoded fields and one envelope.
+	otlpCost = 8
+	hookCost = 4
 )
 
 // bodyCost is how a route's body weighs: per byte up to limit, or a fixed
@@ -68,6 +75,10 @@ func bodyCost(path string) (per, limit, fixed int64) {
 		return ingestCost, MaxIngestBytes + 1, 0
 	case path == "/v1/library/uploads":
 		return 0, 0, uploadCost
+	case path == "/otlp/v1/logs", path == "/otlp/v1/metrics":
+		return otlpCost, telemetry.DefaultMaxBytes + 1, 0
+	case path == "/v1/hooks/claude-code":
+		return hookCost, telemetry.MaxHookBytes + 1, 0
 	}
 	return desktopCost, maxDesktopBody + 1, 0
 }

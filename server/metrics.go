@@ -8,6 +8,9 @@ type metrics struct {
 	ingested *prometheus.CounterVec
 	refused  *prometheus.CounterVec
 	inflight prometheus.Gauge
+	// telemetry counts the telemetry doors' events by door and result;
+	// points the OTLP metrics' data points by app (counted, never projected).
+	telemetry, points *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -23,9 +26,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Requests cut or refused by a limit, by code (body_too_slow, busy, quota_exceeded, too_many_streams)."}, []string{"code"}),
 		inflight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "spine_http_inflight_bytes",
 			Help: "Weighted request bytes in flight, held against the in-flight budget."}),
+		telemetry: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "spine_telemetry_events_total",
+			Help: "The apps' telemetry events by door (otlp, hook) and result (recorded, ignored, unmapped, no_member, " +
+				"no_session, unknown_app, session_taken, invalid, unavailable)."}, []string{"door", "result"}),
+		points: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "spine_telemetry_metric_points_total",
+			Help: "Data points of the apps' OTLP metrics, by app (claude-code, codex, other): taken, not projected."},
+			[]string{"app"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.duration, m.ingested, m.refused, m.inflight)
+		reg.MustRegister(m.requests, m.duration, m.ingested, m.refused, m.inflight, m.telemetry, m.points)
 	}
 	return m
 }

@@ -95,6 +95,7 @@ func (s *Server) routes() {
 	s.desktopRoutes()
 	s.deadLetterRoutes()
 	s.memberRoutes()
+	s.telemetryRoutes()
 	s.uiRoutes()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, CodeNotFound, "no route for "+r.Method+" "+r.URL.Path)

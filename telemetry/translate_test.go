@@ -215,3 +215,20 @@ func TestIdentities(t *testing.T) {
 		t.Fatalf("Codex with an API key says %v of its user, want nothing", ids)
 	}
 }
+
+// Every data point of the metrics captures is counted, under its app.
+func TestPoints(t *testing.T) {
+	for prefix, app := range map[string]string{"claude-code-json-metrics": "claude-code", "codex-protobuf-metrics": "codex"} {
+		n := 0
+		for _, d := range metrics(t, prefix) {
+			p := telemetry.Points(d)
+			if len(p) != 1 || p[app] == 0 {
+				t.Fatalf("%s: points %v, want some of %s only", prefix, p, app)
+			}
+			n += p[app]
+		}
+		if n < 5 {
+			t.Fatalf("%s: %d points", prefix, n)
+		}
+	}
+}

@@ -1,0 +1,109 @@
+package server
+
+import (
+	"cmp"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/spinehq/spine/telemetry"
+)
+
+// The telemetry doors' routes (docs/telemetry.md): OTLP/HTTP logs and
+// metrics, so an exporter's OTEL_EXPORTER_OTLP_ENDPOINT is spine's URL +
+// /otlp, and Claude Code's http hooks.
+func (s *Server) telemetryRoutes() {
+	s.mux.Handle("POST /otlp/v1/logs", s.authedTelemetry(s.withQuota(s.otlpLogs)))
+	s.mux.Handle("POST /otlp/v1/metrics", s.authedTelemetry(s.withQuota(s.otlpMetrics)))
+	s.mux.Handle("POST /v1/hooks/claude-code", s.authedTelemetry(s.withQuota(s.claudeCodeHook)))
+}
+
+// otlpLogs records each log record of an export that spine records
+// (Translate), as the caller, and answers OTLP's ExportLogsServiceResponse:
+// empty when nothing was refused, else a partial success naming how many
+// records were and why. An event spine records nothing of is accepted.
+func (s *Server) otlpLogs(w http.ResponseWriter, r *http.Request) {
+	f, body, ok := s.otlpBody(w, r)
+	if !ok {
+		return
+	}
+	d, err := telemetry.DecodeLogs(body, f)
+	if err != nil {
+		writeStatus(w, f, http.StatusBadRequest, err.Error())
+		return
+	}
+	res := &telemetryResult{door: "otlp"}
+	var evs []*telemetryEvent
+	now := time.Now()
+	for _, e := range telemetry.Events(d) {
+		env, err := telemetry.Translate(e, now)
+		switch {
+		case errors.Is(err, telemetry.ErrUnknownApp):
+			res.refuse(refusedUnknownApp)
+		case errors.Is(err, telemetry.ErrNoSession):
+			res.refuse(refusedNoSession)
+		case env == nil:
+			res.ignored++
+		default:
+			evs = append(evs, &telemetryEvent{env: env, ids: e.Identities()})
+		}
+	}
+	if err := s.record(r.Context(), caller(r), evs, res); err != nil {
+		s.m.telemetry.WithLabelValues(res.door, telemetryFailedLog).Add(float64(len(evs)))
+		writeUnavailable(w, f)
+		return
+	}
+	s.count(res)
+	writeOTLP(w, f, logsAnswer(res))
+}
+
+// otlpMetrics takes an export of metrics and counts its data points: the
+// logs carry the same numbers per request, so metrics project nothing.
+// Taking them keeps the exporter from retrying.
+func (s *Server) otlpMetrics(w http.ResponseWriter, r *http.Request) {
+	f, body, ok := s.otlpBody(w, r)
+	if !ok {
+		return
+	}
+	d, err := telemetry.DecodeMetrics(body, f)
+	if err != nil {
+		writeStatus(w, f, http.StatusBadRequest, err.Error())
+		return
+	}
+	for app, n := range telemetry.Points(d) {
+		s.m.points.WithLabelValues(cmp.Or(app, "other")).Add(float64(n))
+	}
+	writeOTLP(w, f, metricsAnswer())
+}
+
+// otlpBody reads an OTLP/HTTP body in the format its Content-Type names,
+// gunzipped when it says gzip, with or without a Content-Length (Claude
+// Code's are chunked), and holds its decompressed weight in the in-flight
+// budget. It answers the request itself when it cannot.
+func (s *Server) otlpBody(w http.ResponseWriter, r *http.Request) (telemetry.Format, []byte, bool) {
+	f, err := telemetry.FormatOf(r.Header.Get("Content-Type"))
+	if err != nil {
+		writeStatus(w, telemetry.JSON, http.StatusUnsupportedMediaType, err.Error())
+		return 0, nil, false
+	}
+	body, err := telemetry.ReadBody(r.Body, r.Header.Get("Content-Encoding"), 0)
+	switch {
+	case errors.Is(err, ErrBusy), errors.Is(err, ErrBodyTooSlow):
+		return 0, nil, false // the body limiter answered
+	case errors.Is(err, telemetry.ErrEncoding):
+		writeStatus(w, f, http.StatusUnsupportedMediaType, err.Error())
+		return 0, nil, false
+	case errors.Is(err, telemetry.ErrTooLarge):
+		writeStatus(w, f, http.StatusRequestEntityTooLarge, err.Error())
+		return 0, nil, false
+	case err != nil:
+		writeStatus(w, f, http.StatusBadRequest, "body unreadable: "+err.Error())
+		return 0, nil, false
+	}
+	if !holdDecoded(r, int64(len(body))) {
+		s.m.refused.WithLabelValues(CodeBusy).Inc()
+		refuse429(w, CodeBusy, "spine is handling as many request bytes as it may hold; retry after the Retry-After seconds", time.Second)
+		return 0, nil, false
+	}
+	return f, body, true
+}
