@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -38,5 +41,39 @@ func TestMembersMapAndUnmap(t *testing.T) {
 	}
 	if _, err := capture(t, "members", "map", "email", "x"); exitCode(err) != 2 {
 		t.Fatalf("map without a member: %v, want a usage error", err)
+	}
+}
+
+// An ingest token's events of an identity no admin mapped are listed by
+// spine members unmapped, with their count, until it is mapped.
+func TestMembersUnmappedListsAnIngestTokensUsers(t *testing.T) {
+	n, _ := testNode(t)
+	admin, _ := n.Signer.Mint(auth.Claims{Org: "dev", Member: "root", Role: auth.RoleAdmin}, time.Hour)
+	ingest, _ := n.Signer.Mint(auth.Claims{Org: "dev", Member: "root", Role: auth.RoleAdmin, Audience: auth.AudienceIngest}, time.Hour)
+	body, err := os.ReadFile("../../testdata/otlp/claude-code-json-logs-1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("POST", "http://"+n.HTTPAddr()+"/otlp/v1/logs", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+ingest)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("export: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	const user = "75f119addc7d0accdd55dd925a4a9137567275f8684c61c1f39d743ecff99756" // the capture's user.id
+	out, err := capture(t, "members", "unmapped", "--token", admin)
+	if err != nil || !strings.Contains(out, "user  "+user+"  ") || !strings.Contains(out, "were not recorded") {
+		t.Fatalf("unmapped: %v\n%s", err, out)
+	}
+	if out, err := capture(t, "members", "unmapped", "--json", "--token", admin); err != nil || !strings.Contains(out, `"value":"`+user+`"`) {
+		t.Fatalf("unmapped --json: %v\n%s", err, out)
+	}
+	if _, err := capture(t, "members", "map", "user", user, "ada", "--token", admin); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := capture(t, "members", "unmapped", "--token", admin); !strings.Contains(out, "no unmapped identities") {
+		t.Fatalf("unmapped after mapping:\n%s", out)
 	}
 }
