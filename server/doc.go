@@ -4,6 +4,9 @@
 //	GET  /healthz /readyz /metrics                   liveness, readiness (names a stuck projector), Prometheus
 //
 //	POST /v1/ingest                                  a batch of envelopes → 207, one result each
+//	POST /otlp/v1/logs                               an OTLP/HTTP logs export (protobuf, JSON; gzip) → OTLP's success or partial success
+//	POST /otlp/v1/metrics                            an OTLP/HTTP metrics export → counted, not projected
+//	POST /v1/hooks/claude-code                       one Claude Code http hook → 200 {} within HookDeadline
 //	GET  /v1/sessions                                ?after=&limit=&member= the caller's sessions by id (an admin: a member's): lastSeq, ended
 //	GET  /v1/sessions/{id}                           the session row (an admin: any of the org's)
 //	GET  /v1/sessions/{id}/transcript                ?since=&limit= a bounded page of prose (an admin: as the row)
@@ -14,6 +17,10 @@
 //	GET  /ui/sessions                                ?app=&machine=&member=&status=&billing=&day=&plan=&before= the sessions page, live
 //	GET  /ui/sessions/events                         the page's change notifications
 //	GET  /v1/deadletters                             ?after=&limit= the caller's dead letters (an admin's: the org's)
+//	POST   /v1/members/identities                    map an app's identity (email, account, user) to a member (admins)
+//	GET    /v1/members/identities                    ?after=&limit= the org's mappings (admins)
+//	DELETE /v1/members/identities                    ?kind=&value= unmap one (admins)
+//	GET    /v1/members/unmapped                      ?after=&limit= identities an ingest token brought that no mapping names (admins)
 //	GET  /v1/deadletters/{stream}/{seq}              one, with the message as stored
 //	GET  /ui/sessions/{id}                           ?after=&steps= a recorded session's page (an admin: the org's)
 //	GET  /ui/sessions/{id}/transcript|steps|artifacts ?after= the page's next page of each, or its live tail
@@ -59,14 +66,17 @@
 // service (Config.Desktop), as a node always does. docs/ingest.md,
 // docs/accounting.md and docs/desktop.md describe each answer.
 //
-// Every /v1 route but the runner's needs a member bearer token and is
-// scoped to its org and member: another member's session answers exactly
+// Every /v1 route but the runner's and the hooks' needs a member bearer
+// token and is scoped to its org and member: another member's session answers exactly
 // as a missing one does. An org admin's token reads the org's where its
 // pages show the org: a recorded session, its transcript and its
 // recording run's steps, the dead letters, the cost summary and a plan's
 // spend (docs/security.md#roles-member-and-admin); another org's are
-// always the missing one's 404. Runner routes take a runner token instead; a /ui
-// page also takes the cookie it sets once from ?token=; its markup comes
+// always the missing one's 404. Runner routes take a runner token instead;
+// the telemetry doors (/otlp/v1/…, /v1/hooks/…) a member's token or an
+// org's ingest token, which records each event as the member an admin
+// mapped its identity to (docs/telemetry.md), and answer as OTLP/HTTP
+// does. A /ui page also takes the cookie it sets once from ?token=; its markup comes
 // from server/pages, like every HTML spine serves.
 // Errors are {"error":{"code","message"}} with a 4xx or 5xx status.
 //
