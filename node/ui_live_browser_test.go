@@ -27,7 +27,8 @@ func TestSessionPageFetchesWhatMovedInChromium(t *testing.T) {
 	alice := f.token("acme", "alice")
 	f.record(alice, spinetest.Start("s1"), spinetest.Text("s1", 1, "one\n"))
 	tab := b.Open(t, f.base+"/ui/sessions/s1?token="+alice)
-	tab.Await(t, `document.documentElement.dataset.live === 'on'`)
+	// The look on ready: the facts, artifacts and both tails, each fetched once.
+	tab.Await(t, `document.documentElement.dataset.live === 'on' && +document.documentElement.dataset.updates >= 4`)
 	tab.Eval(t, recordFetches)
 	f.record(alice, spinetest.Text("s1", 2, "two\n"))
 	tab.Await(t, `document.querySelector('#transcript li[data-seq="2"]')`)
@@ -107,4 +108,22 @@ func TestSessionPageCatchesUpOnReadyInChromium(t *testing.T) {
 	f.record(alice, spinetest.Text("s1", 2, "two\n"))
 	g.open()
 	tab.Await(t, `document.documentElement.dataset.live === 'on' && document.querySelector('#transcript li[data-seq="2"]')`)
+}
+
+// The MCP node's record of a call the session reported first shows on the
+// open page without a reload, in the step already shown (replaced by its
+// id, not appended again).
+func TestSessionPageShowsALateResultInChromium(t *testing.T) {
+	b := chromium.Start(t)
+	f := newFixture(t)
+	alice := f.token("acme", "alice")
+	f.record(alice, spinetest.Start("s1"), mcpEvent("s1", 1, "c1"))
+	tab := b.Open(t, f.base+"/ui/sessions/s1?token="+alice)
+	tab.Await(t, `document.documentElement.dataset.live === 'on' && document.querySelector('#step-1')`)
+	tab.Eval(t, `window.notReloaded = true`)
+	f.record(alice, spinetest.MCP("s1", "c1", "query"))
+	tab.Await(t, `document.querySelector('#step-1').textContent.includes('as the MCP node saw it')`)
+	if got := tab.Eval(t, `window.notReloaded === true && document.querySelectorAll('#steps li.step').length`); got != "1" {
+		t.Fatalf("after the late result, without a reload: %s steps, want the one", got)
+	}
 }

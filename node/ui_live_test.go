@@ -3,6 +3,8 @@ package node_test
 import (
 	"bufio"
 	"context"
+	"html"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -79,4 +81,36 @@ func nextChange(t *testing.T, events *bufio.Scanner) string {
 	t.Helper()
 	nextEvent(t, events, "change")
 	return nextLine(t, events)
+}
+
+// mcpEvent is the session's own report of an MCP call, which the MCP
+// node's record of the same call (spinetest.MCP) may follow.
+func mcpEvent(session string, seq int64, callID string) *streams.Envelope {
+	return spinetest.Event(session, seq, &streams.Event{Action: "mcp_call", Server: "memql", Tool: "query", CallID: callID})
+}
+
+// A result that lands on a step the page already shows (the MCP node's
+// record of a call the session reported first) comes in the steps' tail:
+// the tail follows the run's observations, and the step comes again, once,
+// with both results; a new step comes too. Before, the tail followed step
+// indexes and the late result never showed live.
+func TestSessionPageStepsTailHasLateResults(t *testing.T) {
+	f := newFixture(t)
+	alice := f.token("acme", "alice")
+	f.record(alice, spinetest.Start("s1"), mcpEvent("s1", 1, "c1"))
+	_, _, page := f.pageGet("/ui/sessions/s1", alice)
+	m := regexp.MustCompile(`<ol class="steps" data-tail="([^"]+)" data-after="(\d+)"`).FindStringSubmatch(page)
+	if m == nil || !strings.Contains(page, `id="step-1"`) {
+		t.Fatalf("the running session's steps are not tailed:\n%s", page)
+	}
+	f.record(alice, spinetest.MCP("s1", "c1", "query"), spinetest.Command("s1", 2, "go test ./..."))
+	code, h, items := f.pageGet(html.UnescapeString(m[1])+"&fragment=1&after="+m[2], alice)
+	if code != 200 || strings.Count(items, `id="step-1"`) != 1 || !strings.Contains(items, "as the MCP node saw it") ||
+		!strings.Contains(items, `id="step-2"`) || strings.Contains(items, "<ol") {
+		t.Fatalf("the tail after observation %s = %d:\n%s", m[2], code, items)
+	}
+	after := h.Get("Spine-After")
+	if _, _, again := f.pageGet(html.UnescapeString(m[1])+"&fragment=1&after="+after, alice); strings.TrimSpace(again) != "" {
+		t.Fatalf("the tail after observation %s (its Spine-After) is not empty:\n%s", after, again)
+	}
 }

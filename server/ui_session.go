@@ -132,18 +132,46 @@ func (s *Server) readLines(r *http.Request, v *pages.SessionView, after int64) e
 }
 
 // readSteps reads the steps' page after step after (at most stepsPart's
-// max), tailed as readLines'.
+// max). The last page of a running session is tailed by the run's
+// observations, read first: one that lands while the page is read comes
+// again in the tail, which replaces its step.
 func (s *Server) readSteps(r *http.Request, v *pages.SessionView, after int64) error {
+	seen := 0
+	if !v.Ended() {
+		var err error
+		if seen, err = spine.LastObservation(r.Context(), s.cfg.Pool, v.SessionRunID); err != nil {
+			return err
+		}
+	}
 	page, err := spine.Steps(r.Context(), s.cfg.Pool, v.SessionRunID, int(after), sessionPageSteps)
+	if err != nil {
+		return err
+	}
+	st := &v.Steps
+	st.Steps = pages.StepLines(page.Steps)
+	if page.More {
+		st.Next = partURL(v.Path+"/steps", "after", strconv.Itoa(page.Next))
+	} else if !v.Ended() {
+		st.Tail = v.Path + "/steps?" + url.Values{"tail": {"1"}, "from": {strconv.FormatInt(after, 10)}}.Encode()
+		st.After = seen
+	}
+	return nil
+}
+
+// tailSteps reads the steps after step from (the tailed page's start) that
+// have an observation after the run's observation after: the new ones and
+// those a late result changed. Spine-After is the last observation looked
+// at; Spine-More says more wait.
+func (s *Server) tailSteps(r *http.Request, v *pages.SessionView, from, after int64) error {
+	page, err := spine.StepsObserved(r.Context(), s.cfg.Pool, v.SessionRunID, int(from), int(after), sessionPageSteps)
 	if err != nil {
 		return err
 	}
 	st := &v.Steps
 	st.Steps, st.After = pages.StepLines(page.Steps), page.Next
 	if page.More {
-		st.Next = partURL(v.Path+"/steps", "after", strconv.Itoa(page.Next))
-	} else if !v.Ended() {
-		st.Tail = partURL(v.Path+"/steps", "tail", "1")
+		st.Next = v.Path + "/steps?" + url.Values{"tail": {"1"}, "from": {strconv.FormatInt(from, 10)},
+			"after": {strconv.Itoa(page.Next)}}.Encode()
 	}
 	return nil
 }
@@ -175,8 +203,11 @@ type sessionPart struct {
 	what, key, anchor string
 	max               int64
 	read              func(s *Server, r *http.Request, v *pages.SessionView, after int64) error
+	// tail, when set, reads the live tail (tail=1) instead of read: the
+	// items after ?after= of the page that starts after ?from=.
+	tail func(s *Server, r *http.Request, v *pages.SessionView, from, after int64) error
 	// cursors are the page after the one read ("" = none) and the last
-	// seq or step it covers.
+	// seq, step or (a steps tail's) observation it covers.
 	cursors     func(v *pages.SessionView) (next, last string)
 	items, list string
 }
@@ -189,9 +220,10 @@ var (
 			return v.Transcript.Next, strconv.FormatInt(v.Transcript.After, 10)
 		},
 		items: "session-line-items.part", list: "session-lines.part"}
-	// stepsPart's cursor is a step's idx (?steps= on the page), an int4.
+	// stepsPart's cursor is a step's idx (?steps= on the page), an int4;
+	// its tail's is an observation's idx, an int4 too.
 	stepsPart = sessionPart{what: "steps", key: "steps", anchor: "#steps-h", max: math.MaxInt32,
-		read:    (*Server).readSteps,
+		read: (*Server).readSteps, tail: (*Server).tailSteps,
 		cursors: func(v *pages.SessionView) (string, string) { return v.Steps.Next, strconv.Itoa(v.Steps.After) },
 		items:   "session-step-items.part", list: "session-steps.part"}
 )
@@ -214,7 +246,15 @@ func (s *Server) sessionPart(p sessionPart) http.HandlerFunc {
 			http.Redirect(w, r, partURL(v.Path, p.key, strconv.FormatInt(after, 10))+p.anchor, http.StatusSeeOther)
 			return
 		}
-		if err := p.read(s, r, v, after); err != nil {
+		read := func() error { return p.read(s, r, v, after) }
+		if p.tail != nil && r.URL.Query().Get("tail") == "1" {
+			from, ok := s.pageCursor(w, r, "from", p.max)
+			if !ok {
+				return
+			}
+			read = func() error { return p.tail(s, r, v, from, after) }
+		}
+		if err := read(); err != nil {
 			s.pageFailed(w, "session "+p.what, err)
 			return
 		}

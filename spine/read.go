@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -59,11 +60,7 @@ func Steps(ctx context.Context, q streams.Querier, runID string, since, limit in
 	if err != nil {
 		return nil, fmt.Errorf("read steps of %s: %w", runID, err)
 	}
-	steps, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Step, error) {
-		var s Step
-		err := r.Scan(&s.RunID, &s.Idx, &s.ID, &s.Action, &s.Source, &s.SessionSeq, &s.CallID, &s.Detail, &s.At)
-		return s, err
-	})
+	steps, err := pgx.CollectRows(rows, scanStep)
 	if err != nil {
 		return nil, fmt.Errorf("read steps of %s: %w", runID, err)
 	}
@@ -75,6 +72,69 @@ func Steps(ctx context.Context, q streams.Querier, runID string, since, limit in
 		page.Next = page.Steps[n-1].Idx
 	}
 	return page, attachObservations(ctx, q, page, since == 0)
+}
+
+// LastObservation is the idx of the run's last observation (0: none): a
+// cursor for StepsObserved, read before the steps it is to follow.
+func LastObservation(ctx context.Context, q streams.Querier, runID string) (int, error) {
+	var idx int
+	err := q.QueryRow(ctx, `SELECT coalesce(max(idx), 0) FROM observations WHERE run_id = $1`, runID).Scan(&idx)
+	if err != nil {
+		return 0, fmt.Errorf("last observation of %s: %w", runID, err)
+	}
+	return idx, nil
+}
+
+// StepsObserved reads the steps after step from that have an observation
+// after the run's observation since, in step order, each with all its
+// observations: a live page's tail of steps, which a new step joins (its
+// result is an observation) and a step it shows comes again to when an
+// observation lands on it later (an MCP node's record of a call the
+// session reported first). It looks at most limit observations past since;
+// Next is the last of those (pass it as since), More that more wait.
+func StepsObserved(ctx context.Context, q streams.Querier, runID string, from, since, limit int) (*StepsPage, error) {
+	rows, err := q.Query(ctx, `SELECT idx, step_id FROM observations WHERE run_id = $1 AND idx > $2 ORDER BY idx LIMIT $3`,
+		runID, since, limit+1)
+	if err != nil {
+		return nil, fmt.Errorf("read observations of %s: %w", runID, err)
+	}
+	obs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Observation, error) {
+		var o Observation
+		err := r.Scan(&o.Idx, &o.StepID)
+		return o, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read observations of %s: %w", runID, err)
+	}
+	page := &StepsPage{RunID: runID, Next: since, Notes: []Observation{}}
+	if len(obs) > limit {
+		obs, page.More = obs[:limit], true
+	}
+	var ids []string
+	for _, o := range obs {
+		if o.StepID != "" && !slices.Contains(ids, o.StepID) {
+			ids = append(ids, o.StepID)
+		}
+		page.Next = o.Idx
+	}
+	if len(ids) == 0 {
+		return page, nil
+	}
+	rows, err = q.Query(ctx, `SELECT run_id, idx, id, action, source, session_seq, call_id, detail, at
+		FROM steps WHERE run_id = $1 AND idx > $2 AND id = ANY($3) ORDER BY idx`, runID, from, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read steps of %s: %w", runID, err)
+	}
+	if page.Steps, err = pgx.CollectRows(rows, scanStep); err != nil {
+		return nil, fmt.Errorf("read steps of %s: %w", runID, err)
+	}
+	return page, attachObservations(ctx, q, page, false)
+}
+
+func scanStep(r pgx.CollectableRow) (Step, error) {
+	var s Step
+	err := r.Scan(&s.RunID, &s.Idx, &s.ID, &s.Action, &s.Source, &s.SessionSeq, &s.CallID, &s.Detail, &s.At)
+	return s, err
 }
 
 func attachObservations(ctx context.Context, q streams.Querier, page *StepsPage, firstPage bool) error {

@@ -47,7 +47,11 @@ type TranscriptPart struct {
 type StepsPart struct {
 	Steps []StepLine
 	Next  string // the URL of the page after this one ("" = none)
-	Tail  string // as TranscriptPart's, after the step After
+	// Tail is the URL this page is followed at while the session runs, as
+	// TranscriptPart's, but by the run's observations: after the
+	// observation After, a new step comes, and a step shown comes again
+	// when a result lands on it later (its item replaces the one shown).
+	Tail  string
 	After int
 }
 

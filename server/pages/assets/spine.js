@@ -9,7 +9,8 @@
 //   <x data-refresh="URL">        on a change, replace x's content with URL's
 //                                 (when it differs from what it last got)
 //   <x data-tail="URL" data-after="N">
-//                                 on a change, append URL?after=N's items to x;
+//                                 on a change, append URL?after=N's items to x
+//                                 (an item whose id x holds replaces it);
 //                                 the answer's Spine-After header is the next N;
 //                                 its Spine-More says more is waiting: again
 //   <a data-more="#x" href="URL"> on a click, append URL's items to #x; the
@@ -46,6 +47,18 @@
     return first;
   }
 
+  // Append html's items to into; an item whose id is already in into
+  // replaces that element instead (a step a late result changed).
+  function put(into, html) {
+    var t = document.createElement('template');
+    t.innerHTML = html;
+    Array.prototype.slice.call(t.content.children).forEach(function (item) {
+      var old = item.id && into.querySelector('#' + CSS.escape(item.id));
+      if (old) old.replaceWith(item);
+    });
+    into.appendChild(t.content);
+  }
+
   function counted() { root.dataset.updates = String((+root.dataset.updates || 0) + 1); }
 
   // One update at a time per element; a change during one runs once more after it.
@@ -70,7 +83,7 @@
   function tail(el) {
     serial(el, function () {
       return get(fragmentURL(el.dataset.tail, {after: el.dataset.after || '0'})).then(function (r) {
-        if (r.html.trim() !== '') append(el, r.html);
+        if (r.html.trim() !== '') put(el, r.html);
         var next = r.headers.get('Spine-After');
         if (next) el.dataset.after = next;
         if (r.headers.get('Spine-More')) el._again = true; // a page's worth came: fetch the rest
