@@ -33,5 +33,5 @@ func TestRemoteSessionPageInChromium(t *testing.T) {
 		t.Fatalf("state after the event = %q", got)
 	}
 	page.Screenshot(t, "ui-remote-session")
-	page.Audit(t, "#live")
+	page.Audit(t, "#state")
 }

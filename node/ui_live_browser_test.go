@@ -127,3 +127,30 @@ func TestSessionPageShowsALateResultInChromium(t *testing.T) {
 		t.Fatalf("after the late result, without a reload: %s steps, want the one", got)
 	}
 }
+
+// A refresh that reads the same replaces nothing (the facts after the
+// look on ready: before, the first refresh replaced them whatever it
+// said), and one that moves the status keeps the status's live region
+// (its node, its content updated), so a screen reader reads out the new
+// status alone.
+func TestSessionPageReplacesOnlyWhatMovedInChromium(t *testing.T) {
+	b := chromium.Start(t)
+	f := newFixture(t)
+	alice := f.token("acme", "alice")
+	f.record(alice, spinetest.Start("s1"), spinetest.Text("s1", 1, "one\n"))
+	g := f.gate()
+	tab := b.Open(t, g.URL+"/ui/sessions/s1?token="+alice)
+	g.wait(t)
+	tab.Await(t, `document.querySelector('#session-facts h1')`)
+	tab.Eval(t, `document.querySelector('#session-facts h1').kept = document.querySelector('#f-status').kept = true`)
+	g.open()
+	tab.Await(t, `document.documentElement.dataset.live === 'on' && +document.documentElement.dataset.updates >= 4`)
+	if got := tab.Eval(t, `document.querySelector('#session-facts h1').kept === true`); got != "true" {
+		t.Fatal("the facts were replaced by a refresh that read the same")
+	}
+	f.record(alice, spinetest.End("s1", "done", "", ""))
+	tab.Await(t, `document.querySelector('#f-status').textContent === 'done'`)
+	if got := tab.Eval(t, `document.querySelector('#f-status').kept === true`); got != "true" {
+		t.Fatal("the status's live region was replaced, not updated")
+	}
+}

@@ -58,7 +58,7 @@ func TestSessionPageInChromium(t *testing.T) {
 		t.Fatalf("status reads %q", got)
 	}
 	tab.Eval(t, `window.notReloaded = true`) // a reload would lose it
-	chromium.Report(t, "screen reader, running", tab.AXCheck(t, "#session-facts", "#transcript ol", "#steps ol"))
+	chromium.Report(t, "screen reader, running", tab.AXCheck(t, "#f-status", "#transcript ol", "#steps ol"))
 
 	publishFile(t, spinetest.Text("live-1", 4, "fixing the parser\n"), spinetest.Write("live-1", 5, "parse.go", "package parse\n"),
 		spinetest.Text("live-1", 6, "ok  \tparse\t0.01s\n"))
@@ -72,7 +72,7 @@ func TestSessionPageInChromium(t *testing.T) {
 		t.Fatalf("the stderr line is labelled %q", got)
 	}
 	tab.Screenshot(t, "ui-session")
-	tab.Audit(t, "#session-facts")
+	tab.Audit(t, "#f-status")
 	tab.TabTo(t, "#steps details summary")
 	tab.Press(t, "Enter")
 	tab.Await(t, `document.querySelector('#steps details').open`)

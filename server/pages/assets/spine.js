@@ -7,7 +7,9 @@
 //                                 on a change whose data's "parts" names NAME
 //                                 (or that names none)
 //   <x data-refresh="URL">        on a change, replace x's content with URL's
-//                                 (when it differs from what it last got)
+//                                 (when it reads otherwise than x does now;
+//                                 an aria-live element inside with an id
+//                                 keeps its node, its content updated)
 //   <x data-tail="URL" data-after="N">
 //                                 on a change, append URL?after=N's items to x
 //                                 (an item whose id x holds replaces it);
@@ -71,10 +73,27 @@
     });
   }
 
+  // Replace el's content with html's, unless it reads the same (then
+  // nothing is touched, so nothing is read out again). A live region
+  // inside el keeps its element, its content updated only when it moved,
+  // so a screen reader reads out that change alone.
+  function replace(el, html) {
+    var t = document.createElement('template');
+    t.innerHTML = html;
+    if (t.innerHTML === el.innerHTML) return;
+    el.querySelectorAll('[aria-live][id]').forEach(function (live) {
+      var fresh = t.content.getElementById(live.id);
+      if (!fresh) return;
+      if (fresh.innerHTML !== live.innerHTML) live.innerHTML = fresh.innerHTML;
+      fresh.replaceWith(live);
+    });
+    el.replaceChildren(t.content);
+  }
+
   function refresh(el) {
     serial(el, function () {
       return get(fragmentURL(el.dataset.refresh)).then(function (r) {
-        if (r.html !== el._html) { el._html = r.html; el.innerHTML = r.html; } // unchanged: nothing to announce again
+        replace(el, r.html);
         counted();
       });
     });
