@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -69,6 +70,7 @@ func TestNoSecretReachesStorage(t *testing.T) {
 	refusedShapes(t, f, tok)
 	remote := desktopDoors(t, f, tok)
 	cancelDoor(t, f, tok)
+	telemetryDoors(t, f, tok)
 	f.waitCaughtUp()
 
 	needles := []string{splitKey}
@@ -326,6 +328,10 @@ func readBodies(t *testing.T, f *fixture, tok string, remote remoteDoors) map[st
 			}
 		}
 	}
+	for _, id := range []string{"s-hook", "s-otlp"} { // telemetryDoors'
+		get("session "+id, "/v1/sessions/"+id)
+		get("steps "+id, "/v1/runs/"+recorder.RunID(id)+"/steps")
+	}
 	get("cost", "/v1/cost/summary")
 	dls := decode[struct{ DeadLetters []streams.DeadLetter }](t, []byte(get("dead letters", "/v1/deadletters")))
 	if len(dls.DeadLetters) == 0 {
@@ -460,5 +466,47 @@ func TestRawProducerSecretsAreRedacted(t *testing.T) {
 		if strings.Contains(dump, needle) {
 			t.Errorf("pg_dump holds %q", needle)
 		}
+	}
+}
+
+// telemetryDoors sends every shape through the telemetry doors: a hook's
+// Bash command and output and a prompt (kept as a digest only), and an
+// OTLP export's free-text attributes, one shape each (they are short
+// names), in a request the recorder and accounting project.
+func telemetryDoors(t *testing.T, f *fixture, tok string) {
+	t.Helper()
+	hook := func(v map[string]any) {
+		v["session_id"] = "s-hook"
+		f.mustDo(200, "POST", "/v1/hooks/claude-code", tok, v)
+	}
+	hook(map[string]any{"hook_event_name": "UserPromptSubmit", "prompt": secretText("prompt")})
+	hook(map[string]any{"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": "toolu_1",
+		"tool_input": map[string]string{"command": secretText("command")}, "tool_response": map[string]string{"stdout": secretText("stdout")}})
+	var records []string
+	for k, sh := range secretstest.Shapes {
+		attr := func(key, v string) string {
+			b, _ := json.Marshal(map[string]any{"key": key, "value": map[string]string{"stringValue": v}})
+			return string(b)
+		}
+		common := attr("session.id", "s-otlp") + "," + attr("event.timestamp", "2026-12-01T18:26:08.660Z")
+		records = append(records,
+			`{"body":{"stringValue":"claude_code.api_request"},"attributes":[`+common+`,`+attr("event.name", "api_request")+`,`+attr("request_id", fmt.Sprint("req_", k))+`,`+
+				attr("model", sh.Text)+`,`+attr("effort", sh.Text)+`,`+attr("query_source", sh.Text)+`]}`,
+			`{"body":{"stringValue":"claude_code.tool_result"},"attributes":[`+common+`,`+attr("event.name", "tool_result")+`,`+attr("tool_use_id", fmt.Sprint("toolu_otlp_", k))+`,`+
+				attr("tool_name", sh.Text)+`,`+attr("error_type", sh.Text)+`]}`)
+	}
+	body := `{"resourceLogs":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"claude-code"}}]},` +
+		`"scopeLogs":[{"logRecords":[` + strings.Join(records, ",") + `]}]}]}`
+	req, _ := http.NewRequest("POST", f.base+"/otlp/v1/logs", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(answer) != "{}" || f.onLog("s-otlp") != 2*len(secretstest.Shapes) {
+		t.Fatalf("OTLP export of the shapes: %d %s, %d on the log", resp.StatusCode, answer, f.onLog("s-otlp"))
 	}
 }
