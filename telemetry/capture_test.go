@@ -5,13 +5,9 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/spinehq/spine/internal/apprig"
@@ -28,63 +24,20 @@ var (
 	hooksDir = filepath.Join("..", "testdata", "hooks")
 )
 
-// posted is one request the capture server took.
+// posted is one request the capture server took, with the file it was
+// written to.
 type posted struct {
-	File            string `json:"file"`
-	Method          string `json:"method"`
-	Path            string `json:"path"`
-	ContentType     string `json:"contentType"`
-	ContentEncoding string `json:"contentEncoding,omitempty"`
-	// ContentLength is -1 for a chunked body (Transfer-Encoding).
-	ContentLength    int64    `json:"contentLength"`
-	TransferEncoding []string `json:"transferEncoding,omitempty"`
-	UserAgent        string   `json:"userAgent"`
-	Authorization    string   `json:"authorization"`
-	body             []byte
+	File string `json:"file"`
+	apprig.Posted
 }
 
-// recorder is the capture server: it keeps every request and answers
-// with OTLP's empty success (an empty message in the request's format).
-type recorder struct {
-	url string
-	mu  sync.Mutex
-	got []posted
-}
-
-func startRecorder(tb testing.TB) *recorder {
-	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
+// requests is what sink took, not yet named.
+func requests(sink *apprig.Sink) []posted {
+	var out []posted
+	for _, p := range sink.Requests() {
+		out = append(out, posted{Posted: p})
 	}
-	r := &recorder{url: "http://" + l.Addr().String()}
-	srv := &http.Server{Handler: r}
-	go srv.Serve(l) //nolint:errcheck // ends with Close
-	tb.Cleanup(func() { srv.Close() })
-	return r
-}
-
-func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	body, _ := io.ReadAll(req.Body)
-	h := req.Header
-	r.mu.Lock()
-	r.got = append(r.got, posted{Method: req.Method, Path: req.URL.Path, ContentType: h.Get("Content-Type"),
-		ContentEncoding: h.Get("Content-Encoding"), ContentLength: req.ContentLength, TransferEncoding: req.TransferEncoding,
-		UserAgent: h.Get("User-Agent"), Authorization: h.Get("Authorization"), body: body})
-	r.mu.Unlock()
-	if strings.Contains(h.Get("Content-Type"), "protobuf") {
-		w.Header().Set("Content-Type", "application/x-protobuf")
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	io.WriteString(w, "{}") //nolint:errcheck // the app may be gone
-}
-
-// requests is every request taken so far, in arrival order.
-func (r *recorder) requests() []posted {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]posted(nil), r.got...)
+	return out
 }
 
 // TestCapture rewrites the captures (see ../testdata/otlp/README.md). It
@@ -132,44 +85,24 @@ var claudeCases = []claudeCase{
 		settings: true, signals: []string{"logs", "metrics"}},
 }
 
-// otelEnv is what switches Claude Code's telemetry on, to url.
-func (c claudeCase) otelEnv(url string) []string {
-	return append([]string{
-		"CLAUDE_CODE_ENABLE_TELEMETRY=1",
-		"OTEL_LOGS_EXPORTER=otlp",
-		"OTEL_METRICS_EXPORTER=otlp",
-		"OTEL_EXPORTER_OTLP_PROTOCOL=" + c.protocol,
-		"OTEL_EXPORTER_OTLP_ENDPOINT=" + url + "/otlp",
-		"OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer x",
-		"OTEL_LOGS_EXPORT_INTERVAL=500",
-		"OTEL_METRIC_EXPORT_INTERVAL=1000",
-	}, c.more...)
-}
-
 // captureClaude runs Claude Code once (claudeTurns) and returns what it
 // posted.
 func captureClaude(t *testing.T, c claudeCase) []posted {
-	rec := startRecorder(t)
+	sink := apprig.StartSink(t)
 	srv := fakemodel.Start(t)
-	env := []string{"SPINE_HOOK_TOKEN=hooktoken"}
-	settingsEnv := map[string]string{}
+	var env []string
 	if c.settings {
 		env = append(env, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=")
-		for _, kv := range c.otelEnv(rec.url) {
-			k, v, _ := strings.Cut(kv, "=")
-			settingsEnv[k] = v
-		}
-	} else {
-		env = append(env, c.otelEnv(rec.url)...)
 	}
-	app := apprig.NewClaude(t, srv, &apprig.ClaudeOptions{Env: env})
-	writeClaudeSettings(t, app.Home, rec.url, settingsEnv)
+	app := apprig.NewClaude(t, srv, &apprig.ClaudeOptions{Env: env,
+		Telemetry: &apprig.ClaudeTelemetry{URL: sink.URL(), Protocol: c.protocol, Token: "x", InSettings: c.settings, Env: c.more},
+		Hooks:     &apprig.ClaudeHooks{URL: sink.URL(), Token: "hooktoken", Events: hookEvents}})
 	claudeTurns(srv, app.Dir)
 	run := app.Run("write, then cat a note", nil)
 	if run.ExitCode != 0 {
 		t.Fatalf("claude exit %d\nstderr: %s", run.ExitCode, run.Stderr)
 	}
-	return rec.requests()
+	return requests(sink)
 }
 
 // claudeTurns script a run that writes a file, runs a command that
@@ -200,62 +133,33 @@ func conversation(body []byte) bool {
 	return fakemodel.MainThread(body) && !bytes.Contains(body, []byte(`"tools":[]`))
 }
 
-// The hook events configured, each an http hook posting to
-// /v1/hooks/claude-code. SessionStart is there to show it is never posted.
-var hookEvents = []string{"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure",
-	"Stop", "SubagentStop", "SessionEnd"}
-
-// writeClaudeSettings writes $HOME/.claude/settings.json: the http hooks,
-// their bearer from $SPINE_HOOK_TOKEN, and env (none when empty).
-func writeClaudeSettings(t *testing.T, home, url string, env map[string]string) {
-	hook := []map[string]any{{"matcher": "*", "hooks": []map[string]any{{
-		"type": "http", "url": url + "/v1/hooks/claude-code",
-		"headers":        map[string]string{"Authorization": "Bearer $SPINE_HOOK_TOKEN"},
-		"allowedEnvVars": []string{"SPINE_HOOK_TOKEN"},
-	}}}}
-	hooks := map[string]any{}
-	for _, e := range hookEvents {
-		hooks[e] = hook
-	}
-	settings := map[string]any{"hooks": hooks}
-	if len(env) > 0 {
-		settings["env"] = env
-	}
-	b, err := json.MarshalIndent(settings, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Join(home, ".claude"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(home, ".claude", "settings.json"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
+// The hook events configured: the doors' (apprig.HookEvents) and
+// SessionStart, to show it is never posted.
+var hookEvents = append([]string{"SessionStart"}, apprig.HookEvents...)
 
 // codexCase is one [otel] configuration of Codex.
 type codexCase struct {
 	name     string // the captures' prefix
 	protocol string // otlp-http's protocol: "json" or "binary"
 	chatgpt  bool   // signed in with ChatGPT instead of an API key
-	// auth is the Authorization header as config.toml writes it;
-	// ${SPINE_OTLP_TOKEN} shows whether Codex expands variables there.
-	auth    string
+	// token is the bearer as config.toml writes it; ${SPINE_OTLP_TOKEN}
+	// shows whether Codex expands variables there.
+	token   string
 	traces  bool // a trace_exporter too (its spans' ids then show in the logs); traces are not kept
 	signals []string
 }
 
 var codexCases = []codexCase{
-	{name: "codex-json", protocol: "json", auth: "Bearer x", signals: []string{"logs", "metrics"}},
-	{name: "codex-protobuf", protocol: "binary", auth: "Bearer x", signals: []string{"logs", "metrics"}},
-	{name: "codex-json-chatgpt", protocol: "json", chatgpt: true, auth: "Bearer ${SPINE_OTLP_TOKEN}", traces: true,
+	{name: "codex-json", protocol: "json", token: "x", signals: []string{"logs", "metrics"}},
+	{name: "codex-protobuf", protocol: "binary", token: "x", signals: []string{"logs", "metrics"}},
+	{name: "codex-json-chatgpt", protocol: "json", chatgpt: true, token: "${SPINE_OTLP_TOKEN}", traces: true,
 		signals: []string{"logs"}},
 }
 
 // captureCodex runs codex exec once, a command that outlasts a log
 // export, one that fails, and a closing text, and returns what it posted.
 func captureCodex(t *testing.T, c codexCase) []posted {
-	rec := startRecorder(t)
+	sink := apprig.StartSink(t)
 	srv := fakemodel.Start(t)
 	srv.OpenAI(
 		fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Thinking("look first"), fakemodel.Text("listing"),
@@ -266,38 +170,13 @@ func captureCodex(t *testing.T, c codexCase) []posted {
 		fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("done")},
 			Usage: fakemodel.Usage{Input: 50, CacheRead: 4000, Output: 5}},
 	)
-	app := apprig.NewCodex(t, srv, &apprig.CodexOptions{ChatGPT: c.chatgpt, Env: []string{"SPINE_OTLP_TOKEN=fromenv"}})
-	appendFile(t, filepath.Join(app.Home, "config.toml"), c.otel(rec.url))
+	app := apprig.NewCodex(t, srv, &apprig.CodexOptions{ChatGPT: c.chatgpt, Env: []string{"SPINE_OTLP_TOKEN=fromenv"},
+		Telemetry: &apprig.CodexTelemetry{URL: sink.URL(), Protocol: c.protocol, Token: c.token, Traces: c.traces}})
 	run := app.Exec(t, "say hi")
 	if run.ExitCode != 0 {
 		t.Fatalf("codex exit %d\nstderr: %s", run.ExitCode, run.Stderr)
 	}
-	return rec.requests()
-}
-
-// otel is the case's [otel] table, logs and metrics to url.
-func (c codexCase) otel(url string) string {
-	exporter := func(signal string) string {
-		return fmt.Sprintf(`{ otlp-http = { endpoint = %q, protocol = %q, headers = { "Authorization" = %q } } }`,
-			url+"/otlp/v1/"+signal, c.protocol, c.auth)
-	}
-	otel := fmt.Sprintf("\n[otel]\nenvironment = \"test\"\nexporter = %s\nmetrics_exporter = %s\n",
-		exporter("logs"), exporter("metrics"))
-	if c.traces {
-		otel += "trace_exporter = " + exporter("traces") + "\n"
-	}
-	return otel
-}
-
-func appendFile(t *testing.T, path, text string) {
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.WriteString(text); err != nil {
-		t.Fatal(err)
-	}
+	return requests(sink)
 }
 
 // writeOTLP writes a case's OTLP bodies of the kept signals as
@@ -339,7 +218,7 @@ func writeHooks(t *testing.T, got []posted) []posted {
 		var h struct {
 			Event string `json:"hook_event_name"`
 		}
-		if p.Path != "/v1/hooks/claude-code" || json.Unmarshal(p.body, &h) != nil || seen[h.Event] {
+		if p.Path != "/v1/hooks/claude-code" || json.Unmarshal(p.Body, &h) != nil || seen[h.Event] {
 			continue
 		}
 		seen[h.Event] = true
@@ -374,7 +253,7 @@ func writeBody(t *testing.T, dir string, p posted) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, p.File), p.body, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, p.File), p.Body, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -2,6 +2,11 @@
 // against a fakemodel server, in a temporary home, and hands back what
 // they wrote. The binaries are installed pinned by `make real-apps`; a
 // test that needs one skips, naming that target, where it is not.
+//
+// The apps' own telemetry is switched on as docs/telemetry.md says:
+// ClaudeOptions.Telemetry (the OTLP exporters) and ClaudeOptions.Hooks
+// (http hooks), CodexOptions.Telemetry ([otel]); a Sink stands in for
+// the endpoint where a test looks at what the apps post.
 package apprig
 
 import (

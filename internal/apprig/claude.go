@@ -51,6 +51,11 @@ type ClaudeOptions struct {
 	// Env is added to (and overrides) the rig's environment, e.g.
 	// "ANTHROPIC_API_KEY=" to run without a key; nil adds nothing.
 	Env []string
+	// Telemetry switches the app's OTLP exporters on; nil leaves them off.
+	Telemetry *ClaudeTelemetry
+	// Hooks configures http hooks in $HOME/.claude/settings.json; nil
+	// configures none.
+	Hooks *ClaudeHooks
 }
 
 // NewClaude makes a Claude home talking to srv. It skips the test, naming
@@ -70,7 +75,8 @@ func NewClaude(tb testing.TB, srv *fakemodel.Server, opts *ClaudeOptions) *Claud
 		c.mcpConfig = filepath.Join(root, "mcp.json")
 		writeMCPConfig(tb, c.mcpConfig, MCPServer(tb))
 	}
-	c.env = o.Env
+	writeSettings(tb, c.Home, o)
+	c.env = append(telemetryEnv(o), o.Env...)
 	return c
 }
 

@@ -60,6 +60,8 @@ type CodexOptions struct {
 	// (requires_openai_auth). Codex then also asks GET /v1/models and
 	// tries the account's remote MCP apps (which fail here).
 	ChatGPT bool
+	// Telemetry writes an [otel] table; nil writes none.
+	Telemetry *CodexTelemetry
 }
 
 // The ChatGPT account a ChatGPT-signed-in home names.
@@ -102,6 +104,9 @@ func NewCodex(tb testing.TB, srv *fakemodel.Server, opts *CodexOptions) *Codex {
 	cfg.WriteString("[analytics]\nenabled = false\n")
 	if opts.MCP {
 		fmt.Fprintf(&cfg, "\n[mcp_servers.spine]\ncommand = %q\nargs = []\n", MCPServer(tb))
+	}
+	if opts.Telemetry != nil {
+		cfg.WriteString(opts.Telemetry.toml())
 	}
 	if err := os.WriteFile(filepath.Join(c.Home, "config.toml"), []byte(cfg.String()), 0o600); err != nil {
 		tb.Fatal(err)
