@@ -159,10 +159,10 @@ func runnerMismatch(m streams.Message, workerID string) bool {
 	return r != "" && r != workerID
 }
 
-// start makes the session, or claims a running telemetry session of the
-// same owner for the start's door (telemetry.go). Any other start of a
-// session accounting knows is a duplicate, or another owner's: the recorder
-// dead-letters it.
+// start makes the session, or claims a telemetry session of the same
+// owner for the start's door, reopening one that had ended (reopen.go).
+// Any other start of a session accounting knows is a duplicate, or another
+// owner's: the recorder dead-letters it.
 func (b *batch) start(m streams.Message, e *streams.Envelope) {
 	if callerMismatch(m, e.Owner.Org, e.Owner.Member) {
 		return
@@ -171,7 +171,7 @@ func (b *batch) start(m streams.Message, e *streams.Envelope) {
 	case s == nil:
 		b.sessions[e.SessionID] = &session{ID: e.SessionID, Org: e.Owner.Org, Member: e.Owner.Member, App: e.App,
 			PlanID: e.PlanID, WorkerID: e.WorkerID, StartedAt: e.At, isNew: true}
-	case s.telemetry() && !s.ended() && s.Org == e.Owner.Org && s.Member == e.Owner.Member:
+	case s.telemetry() && s.Org == e.Owner.Org && s.Member == e.Owner.Member:
 		s.adopt(e)
 	}
 }
@@ -185,7 +185,7 @@ func (b *batch) end(m streams.Message, e *streams.Envelope) {
 		b.endTelemetry(s, e.Status, e.At)
 		return
 	}
-	b.calls = append(b.calls, callFromEnd(s, e, sweptEnd(m, e)))
+	b.addCall(s, callFromEnd(s, e, sweptEnd(m, e)))
 }
 
 // usage keeps a running session's usage so far (session.usage), for an
@@ -224,7 +224,7 @@ func (b *batch) disconnect(ctx context.Context, m streams.Message, e *streams.En
 		case s.telemetry():
 			b.endTelemetry(s, "disconnected", e.At)
 		default:
-			b.calls = append(b.calls, callFromDisconnect(s, e.At))
+			b.addCall(s, callFromDisconnect(s, e.At))
 		}
 	}
 	return nil

@@ -17,7 +17,9 @@
 //   - a session only the apps' telemetry reported (session.telemetry, no
 //     start) has the sum of its requests as its Call, written at its end
 //     and again, with cost_days, when a request comes after it; a session
-//     another door started keeps that door's end (telemetry.go);
+//     another door started keeps that door's end (telemetry.go), one whose
+//     telemetry had ended it too: that end writes its row again, still one
+//     call (reopen.go);
 //   - Billing is metered, subscription or unknown, unknown whenever the app
 //     reported no usage or the machine's signal was empty;
 //   - a cost is what the app reported, NULL when it reported none, never

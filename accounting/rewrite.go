@@ -9,11 +9,12 @@ import (
 )
 
 // A router-call row is written once, at its session's end, and written
-// again only for a telemetry session whose requests keep coming after it:
-// exporters batch, so Claude Code's last export arrives after its
-// SessionEnd (docs/accounting.md#telemetry-sessions). The row takes the
-// new sums, and cost_days follows it in the same transaction, so the
-// rollup stays what aggregating router_calls gives.
+// again only for a telemetry session: its requests keep coming after it
+// (exporters batch, so Claude Code's last export arrives after its
+// SessionEnd), or a door's start reopened it and that door's end is its
+// row now (reopen.go; docs/accounting.md#telemetry-sessions). The row
+// takes the new sums or the end's, and cost_days follows it in the same
+// transaction, so the rollup stays what aggregating router_calls gives.
 
 // rewrite is a row of an earlier batch and what it becomes.
 type rewrite struct{ old, new *Call }
@@ -63,8 +64,9 @@ func decimalScale(s string) int {
 	return len(frac)
 }
 
-// updateCalls writes the rewritten rows: what a later request can change
-// (usage, tokens, cost, served model and effort, billing).
+// updateCalls writes the rewritten rows, every column but the session and
+// its owner: a door's end that replaces its telemetry's row has its own
+// status, times, door, plan and machine.
 func updateCalls(ctx context.Context, tx pgx.Tx, rws []rewrite) error {
 	if len(rws) == 0 {
 		return nil
@@ -74,15 +76,20 @@ func updateCalls(ctx context.Context, tx pgx.Tx, rws []rewrite) error {
 		calls[i] = r.new
 	}
 	a := callArrays(calls)
-	_, err := tx.Exec(ctx, `UPDATE router_calls r SET billing = u.billing, billing_signal = u.signal,
+	_, err := tx.Exec(ctx, `UPDATE router_calls r SET app = u.app, plan_id = u.plan, execution_surface = u.surface,
+			door = u.door, status = u.status, billing = u.billing, billing_signal = u.signal,
 			served_model = u.model, served_effort = u.effort, usage = u.usage, input_tokens = u.input,
 			output_tokens = u.output, cache_read_tokens = u.cache_read, cache_write_tokens = u.cache_write,
-			reasoning_tokens = u.reasoning, total_cost = u.cost
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::jsonb[], $7::bigint[],
-			$8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::numeric[])
-			u(id, billing, signal, model, effort, usage, input, output, cache_read, cache_write, reasoning, cost)
+			reasoning_tokens = u.reasoning, total_cost = u.cost, started_at = u.started_at, at = u.at,
+			worker_id = u.worker
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+			$8::text[], $9::text[], $10::text[], $11::jsonb[], $12::bigint[], $13::bigint[], $14::bigint[],
+			$15::bigint[], $16::bigint[], $17::numeric[], $18::timestamptz[], $19::timestamptz[], $20::text[])
+			u(id, app, plan, surface, door, status, billing, signal, model, effort, usage, input, output, cache_read,
+				cache_write, reasoning, cost, started_at, at, worker)
 		WHERE r.session_id = u.id AND r.session_id = ANY($1::text[])`,
-		execMode, a.id, a.billing, a.signal, a.model, a.effort, a.usage, a.in, a.out, a.cr, a.cw, a.rs, a.cost)
+		execMode, a.id, a.app, a.plan, a.surface, a.door, a.status, a.billing, a.signal, a.model, a.effort, a.usage,
+		a.in, a.out, a.cr, a.cw, a.rs, a.cost, a.startedAt, a.at, a.worker)
 	if err != nil {
 		return fmt.Errorf("rewrite router calls: %w", err)
 	}

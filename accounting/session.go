@@ -35,18 +35,34 @@ type session struct {
 	// Origin is originTelemetry or originDoor; BillingSignal the last
 	// non-empty billing its telemetry named ("" = silent).
 	Origin, BillingSignal string
-	changed               bool // by this batch: written back
-	isNew                 bool // started in this batch: insert
-	// endStatus is a telemetry session's end status when it ended in this
-	// batch; touched, that its telemetry reported something in this batch
-	// its row shows (a request, a billing, its end).
-	endStatus string
-	touched   bool
+	// Reopened: a start made it its door's after its telemetry had ended
+	// it and written its row (reopen.go); its next end writes that row again.
+	Reopened bool
+	changed  bool // by this batch: written back
+	isNew    bool // started in this batch: insert
+	// row is the row of a telemetry session that ended in this batch, its
+	// requests' part filled at flush; touched, that its telemetry reported
+	// something in this batch its row shows (a request, a billing, its end).
+	row     *Call
+	touched bool
+	// reopenedNow: a start reopened it in this batch; doorRow, the row its
+	// door's end (or the sweeper's, a disconnect) writes over its
+	// telemetry's.
+	reopenedNow bool
+	doorRow     *Call
 }
 
 func (s *session) ended() bool { return s.EndedAt != nil }
 
 func (s *session) telemetry() bool { return s.Origin == originTelemetry }
+
+// followsLedger reports whether flush makes the session's row from its
+// ledger: a telemetry session that ended (in this batch or before) and
+// reported something in this batch; or one a start reopened in this batch
+// whose telemetry did so before that start, unless its door's end came too.
+func (s *session) followsLedger() bool {
+	return s.touched && s.doorRow == nil && (s.telemetry() && s.ended() || s.reopenedNow)
+}
 
 // call starts the router-call row of the session, ending it.
 func (s *session) call(status string, at time.Time) *Call {
@@ -56,14 +72,14 @@ func (s *session) call(status string, at time.Time) *Call {
 }
 
 const sessionColumns = `session_id, org, member, app, plan_id, worker_id, started_at, ended_at, usage, total_cost::float8,
-	origin, billing_signal`
+	origin, billing_signal, reopened`
 
 func scanSessions(rows pgx.Rows) ([]*session, error) {
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (*session, error) {
 		var s session
 		var usage []byte
 		err := row.Scan(&s.ID, &s.Org, &s.Member, &s.App, &s.PlanID, &s.WorkerID, &s.StartedAt, &s.EndedAt, &usage,
-			&s.TotalCost, &s.Origin, &s.BillingSignal)
+			&s.TotalCost, &s.Origin, &s.BillingSignal, &s.Reopened)
 		if err == nil && usage != nil {
 			s.Usage = &streams.Usage{}
 			err = json.Unmarshal(usage, s.Usage)

@@ -24,12 +24,17 @@ const execMode = pgx.QueryExecModeExec
 // flush writes the batch's requests, sessions, router calls, their days'
 // rollup and budgets: one statement per kind, each over arrays of the
 // batch's rows. The requests go first: telemetry sessions' rows are their
-// sums.
+// sums (but not of the requests after a start reopened their session,
+// which go in after).
 func (b *batch) flush(ctx context.Context) error {
-	if err := insertRequests(ctx, b.tx, b.requests); err != nil {
+	counted, after := b.requestsByReopen()
+	if err := insertRequests(ctx, b.tx, counted); err != nil {
 		return err
 	}
 	if err := b.telemetryRows(ctx); err != nil {
+		return err
+	}
+	if err := insertRequests(ctx, b.tx, after); err != nil {
 		return err
 	}
 	var started, changed []*session
@@ -59,22 +64,21 @@ func (b *batch) flush(ctx context.Context) error {
 	return upsertBudgets(ctx, b.tx, b.budgets)
 }
 
-// sessionArrays are sessions column by column, in sessionColumns' order
-// (session_id through billing_signal), as the set-based statements take
-// them.
+// sessionArrays are sessions column by column, in sessionColumns' order,
+// as the set-based statements take them.
 func sessionArrays(ss []*session) []any {
 	n := len(ss)
 	text := func() []string { return make([]string, n) }
 	id, org, member, app, plan, worker, origin, signal := text(), text(), text(), text(), text(), text(), text(), text()
 	startedAt, endedAt := make([]time.Time, n), make([]*time.Time, n)
-	usage, cost := make([]*string, n), make([]*float64, n)
+	usage, cost, reopened := make([]*string, n), make([]*float64, n), make([]bool, n)
 	for i, s := range ss {
 		id[i], org[i], member[i], app[i], plan[i], worker[i] = s.ID, s.Org, s.Member, s.App, s.PlanID, s.WorkerID
 		startedAt[i], endedAt[i] = s.StartedAt, s.EndedAt
 		usage[i], cost[i] = usageText(s.Usage), s.TotalCost
-		origin[i], signal[i] = s.Origin, s.BillingSignal
+		origin[i], signal[i], reopened[i] = s.Origin, s.BillingSignal, s.Reopened
 	}
-	return []any{id, org, member, app, plan, worker, startedAt, endedAt, usage, cost, origin, signal}
+	return []any{id, org, member, app, plan, worker, startedAt, endedAt, usage, cost, origin, signal, reopened}
 }
 
 // insertSessions writes the sessions that started in the batch (ended_at
@@ -84,9 +88,9 @@ func insertSessions(ctx context.Context, tx pgx.Tx, ss []*session) error {
 		return nil
 	}
 	_, err := tx.Exec(ctx, `INSERT INTO accounting_sessions (session_id, org, member, app, plan_id, worker_id,
-			started_at, ended_at, usage, total_cost, origin, billing_signal)
+			started_at, ended_at, usage, total_cost, origin, billing_signal, reopened)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-			$7::timestamptz[], $8::timestamptz[], $9::jsonb[], $10::numeric[], $11::text[], $12::text[])`,
+			$7::timestamptz[], $8::timestamptz[], $9::jsonb[], $10::numeric[], $11::text[], $12::text[], $13::bool[])`,
 		append([]any{execMode}, sessionArrays(ss)...)...)
 	if err != nil {
 		return fmt.Errorf("insert accounting sessions: %w", err)
@@ -95,8 +99,8 @@ func insertSessions(ctx context.Context, tx pgx.Tx, ss []*session) error {
 }
 
 // updateSessions writes back the sessions of earlier batches that this one
-// changed: ended, reported usage running, claimed by a start, or named a
-// billing in their telemetry. Owner and id never change.
+// changed: ended, reported usage running, claimed or reopened by a start,
+// or named a billing in their telemetry. Owner and id never change.
 func updateSessions(ctx context.Context, tx pgx.Tx, ss []*session) error {
 	if len(ss) == 0 {
 		return nil
@@ -106,10 +110,11 @@ func updateSessions(ctx context.Context, tx pgx.Tx, ss []*session) error {
 	// scans the whole table.
 	_, err := tx.Exec(ctx, `UPDATE accounting_sessions a SET app = u.app, plan_id = u.plan_id,
 			worker_id = u.worker_id, started_at = u.started_at, ended_at = u.ended_at, usage = u.usage,
-			total_cost = u.total_cost, origin = u.origin, billing_signal = u.billing_signal
+			total_cost = u.total_cost, origin = u.origin, billing_signal = u.billing_signal, reopened = u.reopened
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-			$7::timestamptz[], $8::timestamptz[], $9::jsonb[], $10::numeric[], $11::text[], $12::text[])
-			u(id, org, member, app, plan_id, worker_id, started_at, ended_at, usage, total_cost, origin, billing_signal)
+			$7::timestamptz[], $8::timestamptz[], $9::jsonb[], $10::numeric[], $11::text[], $12::text[], $13::bool[])
+			u(id, org, member, app, plan_id, worker_id, started_at, ended_at, usage, total_cost, origin, billing_signal,
+				reopened)
 		WHERE a.session_id = u.id AND a.session_id = ANY($1::text[])`, append([]any{execMode}, sessionArrays(ss)...)...)
 	if err != nil {
 		return fmt.Errorf("update accounting sessions: %w", err)

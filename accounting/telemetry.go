@@ -14,9 +14,9 @@ import (
 // each request id kept. The session's one router-call row is written at
 // its end — the telemetry's end, the sweeper's, its worker's disconnect —
 // from the ledger, and written again when a request comes after it. A
-// session.start from another door while it runs claims it: from then on
-// its row is that door's end, and its telemetry is kept in the ledger but
-// not counted.
+// session.start from another door claims it: from then on its row is that
+// door's end, and its telemetry is kept in the ledger but not counted. One
+// that had ended runs again for the door (reopen.go).
 
 // telemetry applies one session.telemetry. One for another owner's session
 // is ignored: the recorder dead-letters it (session_exists).
@@ -62,67 +62,77 @@ func (b *batch) request(s *session, e *streams.Envelope) {
 	}
 	b.seen[k] = true
 	b.requests = append(b.requests, &request{SessionID: s.ID, RequestID: t.RequestID, Org: s.Org, Member: s.Member,
-		Model: t.Model, Effort: t.Effort, Tokens: Normalise(t.Usage), Cost: streams.CostText(t.TotalCost), At: e.At})
-	s.touched = true
+		Model: t.Model, Effort: t.Effort, Tokens: Normalise(t.Usage), Cost: streams.CostText(t.TotalCost), At: e.At,
+		afterReopen: s.reopenedNow})
+	s.touched = s.touched || s.telemetry()
 }
 
-// endTelemetry ends a telemetry session; flush writes its row from the
+// endTelemetry ends a telemetry session; flush fills its row from the
 // ledger (telemetryRows).
 func (b *batch) endTelemetry(s *session, status string, at time.Time) {
-	s.EndedAt, s.endStatus, s.changed, s.touched = &at, status, true, true
+	s.row, s.touched = s.call(status, at), true
 }
 
-// adopt makes a telemetry session the door's whose start this is: the
-// start's app, plan, machine (when it names one) and time, origin door.
-func (s *session) adopt(e *streams.Envelope) {
-	s.Origin, s.App, s.PlanID, s.StartedAt, s.changed = originDoor, e.App, e.PlanID, e.At, true
-	if e.WorkerID != "" {
-		s.WorkerID = e.WorkerID
-	}
-}
-
-// telemetryRows makes the rows of the batch's telemetry sessions from
-// their ledger, once this batch's requests are in it: a row for each that
-// ended in this batch, and a rewrite of each that ended before and whose
-// telemetry reported more since.
+// telemetryRows makes the rows of the batch's sessions that follow their
+// ledger, once the requests they count are in it: a row for each telemetry
+// session that ended in this batch, and a rewrite of each that ended before
+// and whose telemetry reported more since; for a session a start reopened,
+// its telemetry's row as of that start, or its door's end's (reopen.go).
 func (b *batch) telemetryRows(ctx context.Context) error {
-	var ids, earlier []string
-	for _, s := range b.sorted() {
-		if s.telemetry() && s.ended() && s.touched {
-			ids = append(ids, s.ID)
-			if s.endStatus == "" {
-				earlier = append(earlier, s.ID)
-			}
+	sessions := b.sorted()
+	var summed []string
+	for _, s := range sessions {
+		if s.followsLedger() {
+			summed = append(summed, s.ID)
 		}
 	}
-	if len(ids) == 0 {
-		return nil
-	}
-	sums, err := ledgerSums(ctx, b.tx, ids)
-	if err != nil {
-		return err
-	}
-	for _, id := range ids {
-		if s := b.sessions[id]; s.endStatus != "" {
-			c := s.call(s.endStatus, *s.EndedAt)
-			sums[id].fill(c, s.BillingSignal)
-			b.calls = append(b.calls, c)
+	sums := map[string]*ledgerSum{}
+	if len(summed) > 0 {
+		var err error
+		if sums, err = ledgerSums(ctx, b.tx, summed); err != nil {
+			return err
 		}
 	}
+	var earlier []*session // rows of earlier batches to write again
+	for _, s := range sessions {
+		switch {
+		case s.row != nil && s.doorRow != nil:
+			b.calls = append(b.calls, s.doorRow) // its telemetry's row was never written
+		case s.row != nil && s.followsLedger():
+			sums[s.ID].fill(s.row, s.BillingSignal)
+			b.calls = append(b.calls, s.row)
+		case s.doorRow != nil || s.followsLedger():
+			earlier = append(earlier, s)
+		}
+	}
+	return b.rewriteEarlier(ctx, earlier, sums)
+}
+
+// rewriteEarlier writes again the rows earlier batches wrote for the
+// sessions: their ledger's new sums, or a reopened session's door's row.
+func (b *batch) rewriteEarlier(ctx context.Context, earlier []*session, sums map[string]*ledgerSum) error {
 	if len(earlier) == 0 {
 		return nil
 	}
-	old, err := callsByID(ctx, b.tx, earlier)
+	ids := make([]string, len(earlier))
+	for i, s := range earlier {
+		ids[i] = s.ID
+	}
+	old, err := callsByID(ctx, b.tx, ids)
 	if err != nil {
 		return err
 	}
-	for _, id := range earlier {
-		o := old[id]
+	for _, s := range earlier {
+		o := old[s.ID]
 		if o == nil {
 			continue // no row to rewrite: cannot happen, an ended session has one
 		}
+		if s.doorRow != nil {
+			b.rewrites = append(b.rewrites, rewrite{old: o, new: s.doorRow})
+			continue
+		}
 		n := *o
-		sums[id].fill(&n, b.sessions[id].BillingSignal)
+		sums[s.ID].fill(&n, s.BillingSignal)
 		if rw := (rewrite{old: o, new: &n}); rw.changed() {
 			b.rewrites = append(b.rewrites, rw)
 		}

@@ -72,14 +72,21 @@ func TestRebuildVerifies(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A telemetry session (ted's): a request sent twice, its end, a request after its end.
+	// And one of his that ended, then a door started (its end is the row).
 	cost := 0.125
 	r1 := spinetest.Request("rbt", 1000, "req_1", "claude-opus-4-8", &streams.Usage{InputTokens: 5, OutputTokens: 2}, &cost)
 	r1again := *r1
 	r1again.ID += "-again"
-	for _, e := range []*streams.Envelope{r1, &r1again, spinetest.Telemetry("rbt", 2000, "end",
-		&streams.Telemetry{Kind: streams.TelemetryEnd, Source: streams.TelemetryHook}),
-		spinetest.Request("rbt", 3000, "req_2", "claude-haiku-4-5", &streams.Usage{InputTokens: 1, OutputTokens: 1}, nil)} {
-		e.Owner = &streams.Owner{Org: "acme", Member: "ted"}
+	telemetryEnd := func(id string) *streams.Envelope {
+		return spinetest.Telemetry(id, 2000, "end", &streams.Telemetry{Kind: streams.TelemetryEnd, Source: streams.TelemetryHook})
+	}
+	for _, e := range []*streams.Envelope{r1, &r1again, telemetryEnd("rbt"),
+		spinetest.Request("rbt", 3000, "req_2", "claude-haiku-4-5", &streams.Usage{InputTokens: 1, OutputTokens: 1}, nil),
+		spinetest.Request("rbr", 1000, "req_1", "claude-opus-4-8", &streams.Usage{InputTokens: 5, OutputTokens: 2}, &cost),
+		telemetryEnd("rbr"), spinetest.Start("rbr"), spinetest.Text("rbr", 1, "again\n"), spinetest.End("rbr", "failed", "m", "")} {
+		if e.Owner != nil {
+			e.Owner = &streams.Owner{Org: "acme", Member: "ted"}
+		}
 		if _, err := n.Publisher.Publish(context.Background(), e, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -98,6 +105,11 @@ func TestRebuildVerifies(t *testing.T) {
 	var owned int
 	if err := n.Pool.QueryRow(context.Background(), `SELECT count(*) FROM dead_letters WHERE org = 'acme' AND member = 'alice'`).Scan(&owned); err != nil || owned != 2 {
 		t.Fatalf("%d dead letters attributed to their owner (%v), want 2", owned, err)
+	}
+	var reopened string
+	if err := n.Pool.QueryRow(context.Background(), `SELECT status FROM router_calls WHERE session_id = 'rbr'`).Scan(&reopened); err != nil ||
+		reopened != "failed" {
+		t.Fatalf("rbr's row is %q (%v), want its door's end", reopened, err)
 	}
 	rcfg := cfg
 	rcfg.NATSURL = n.NATSURL()

@@ -1,0 +1,181 @@
+package accounting_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/spinehq/spine/accounting"
+	"github.com/spinehq/spine/internal/checksum"
+	"github.com/spinehq/spine/internal/pgtest"
+	"github.com/spinehq/spine/internal/spinetest"
+	"github.com/spinehq/spine/recorder"
+	"github.com/spinehq/spine/streams"
+)
+
+// A telemetry session that had ended (by the telemetry idle time, by its
+// telemetry's end) and then gets a start from another door (spine collect)
+// is one session, as the recorder has it: it runs again for the door, and
+// its one router-call row is the door's end — column for column the row of
+// a session only that door told, disconnects included — with cost_days
+// the aggregate of router_calls and the call counted once. Telemetry after
+// the start no longer changes the row. The same log projected in batches
+// of any size gives the same projections, a reopened session the door
+// never ended included (its row stays its telemetry's as of the start).
+func TestStartReopensAnEndedTelemetrySession(t *testing.T) {
+	f := newFixture(t)
+	f.StartRecorder(nil)
+	telemetry := []string{"idle", "ended", "gone", "open"}
+	for _, s := range telemetry {
+		f.publish(spinetest.Request(s, 1000, "req_1", "claude-haiku-4-5", usage(10, 20, 0, 0), ptr(0.25)),
+			spinetest.Request(s, 2000, "req_2", "claude-haiku-4-5", usage(1, 2, 0, 0), ptr(0.5)))
+		if s != "idle" {
+			f.publish(telemetryEnd(s, 3000))
+		}
+	}
+	f.sweepQuietTelemetry()
+	if n := f.count(`SELECT count(*) FROM router_calls`); n != 4 {
+		t.Fatalf("%d telemetry rows before the doors' starts, want 4", n)
+	}
+
+	collect := func(s, worker string) *streams.Envelope {
+		e := spinetest.Start(s)
+		e.ID, e.At, e.Kind, e.AppSessionRef, e.WorkerID, e.PlanID = s+"-collect", spinetest.T0.Add(time.Hour), "attach",
+			"ref-"+s, worker, "plan-1"
+		return e
+	}
+	end := func(s string) *streams.Envelope {
+		e := spinetest.End(s, "failed", "claude-opus-4-8", "high")
+		e.At, e.Usage, e.TotalCost, e.Billing = spinetest.T0.Add(2*time.Hour), usage(100, 200, 30, 0), ptr(1.5), "metered"
+		return e
+	}
+	for _, s := range []string{"idle", "ended", "door", "gone", "door-gone", "open"} {
+		worker := "laptop"
+		if s == "gone" || s == "door-gone" {
+			worker = "laptop-2"
+		}
+		f.publish(collect(s, worker))
+		f.Publish(spinetest.Text(s, 1, "working\n"), spinetest.Command(s, 2, "make"))
+		// Telemetry after the start: ledgered, not counted.
+		f.publish(spinetest.Request(s, 4000, "req_3", "claude-sonnet-5", usage(5, 5, 0, 0), ptr(4.0)))
+	}
+	disconnect := spinetest.Disconnect("laptop-2", "gone")
+	disconnect.At = spinetest.T0.Add(2 * time.Hour)
+	f.publish(end("idle"), end("ended"), end("door"), disconnect)
+	f.caughtUp()
+	f.publish(spinetest.Request("ended", 5000, "req_4", "claude-sonnet-5", usage(7, 7, 0, 0), ptr(8.0)))
+	f.caughtUp()
+
+	for s, like := range map[string]string{"idle": "door", "ended": "door", "gone": "door-gone"} {
+		if have, want := f.rowExceptSession(s), f.rowExceptSession(like); have != want {
+			t.Errorf("%s's row is not its door's end's:\nhave %s\nwant %s", s, have, want)
+		}
+	}
+	if r := f.telemetryRow("open"); r.Status != "done" || *r.Input != 11 || *r.Cost != "0.75" || r.Model != "claude-haiku-4-5" {
+		t.Errorf("open (reopened, not ended): %+v, want its telemetry's row as of the start", r)
+	}
+	// The recorder's session and accounting's agree: the door's, once.
+	if n := f.count(`SELECT count(*) FROM sessions s JOIN accounting_sessions a ON a.session_id = s.id
+		WHERE s.origin = '' AND a.origin = '' AND s.started_at = a.started_at AND s.ended_at IS NOT DISTINCT FROM a.ended_at
+			AND a.reopened = (s.id IN ('idle', 'ended', 'gone', 'open'))`); n != 6 {
+		t.Errorf("%d of 6 sessions agree", n)
+	}
+	if n := f.count(`SELECT count(*) FROM sessions s JOIN router_calls r ON r.session_id = s.id
+		WHERE s.status = r.status AND s.started_at = r.started_at AND s.ended_at = r.at`); n != 5 {
+		t.Errorf("%d of 5 ended sessions' rows agree with the recorder's", n)
+	}
+	f.rollupIsFresh()
+	if got := f.metric("spine_accounting_calls_total", nil); got != 6 {
+		t.Errorf("%v calls counted, want 6", got)
+	}
+
+	live, err := checksum.Projections(ctx, f.Pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, size := range []int{1, 3, 500} {
+		for _, tbl := range checksum.Diff(live, f.projectInto(size)) {
+			t.Errorf("batches of %d: %s differs from the live projection", size, tbl)
+		}
+	}
+}
+
+// sweepQuietTelemetry waits for both projectors, then ends every running
+// telemetry session as the sweeper does once its telemetry idle time has
+// passed (the sweeper's clock an hour on), and waits for that end.
+func (f *fixture) sweepQuietTelemetry() {
+	f.T.Helper()
+	f.caughtUp()
+	w, err := recorder.NewSweeper(recorder.SweeperConfig{Pool: f.Pool, Publisher: f.Pub,
+		Now: func() time.Time { return time.Now().Add(time.Hour) }})
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	if n, err := w.Sweep(ctx); err != nil || n != 1 {
+		f.T.Fatalf("swept %d sessions (%v), want 1", n, err)
+	}
+	f.saw(f.LastSeq())
+	f.caughtUp()
+}
+
+// caughtUp waits until the recorder and accounting have committed
+// everything published.
+func (f *fixture) caughtUp() {
+	f.T.Helper()
+	f.WaitCaughtUp()
+	f.wait()
+}
+
+// rowExceptSession is a session's router-call row as JSON, without its id.
+func (f *fixture) rowExceptSession(session string) string {
+	f.T.Helper()
+	var row string
+	if err := f.Pool.QueryRow(ctx, `SELECT (to_jsonb(r) - 'session_id')::text FROM router_calls r WHERE session_id = $1`,
+		session).Scan(&row); err != nil {
+		f.T.Fatalf("router call of %s: %v", session, err)
+	}
+	return row
+}
+
+// projectInto projects the whole log again into a new database, the
+// recorder and accounting in batches of size, and returns its checksums.
+// The live projectors are stopped first: the new ones take their durable
+// consumers.
+func (f *fixture) projectInto(size int) map[string]string {
+	f.T.Helper()
+	f.Projector.Stop()
+	f.p.Stop()
+	pool, _ := pgtest.New(f.T)
+	rec := f.StartRecorder(&spinetest.RecorderOpts{Pool: pool, BatchSize: size})
+	defer rec.Stop()
+	commits := make(chan struct{}, 1)
+	p, err := streams.NewProjector(streams.ProjectorConfig{Name: accounting.ProjectorName, Stream: streams.StreamSessions,
+		Filter: accounting.Subjects(), Handler: accounting.New(accounting.Config{}), Pool: pool, JS: f.JS,
+		BatchSize: size, MaxWait: 20 * time.Millisecond, Logger: spinetest.Logger(f.T),
+		OnCommit: func(uint64, []streams.Message) {
+			select {
+			case commits <- struct{}{}:
+			default:
+			}
+		}})
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	if err := p.Start(ctx); err != nil {
+		f.T.Fatal(err)
+	}
+	defer p.Stop()
+	f.WaitCaughtUp()
+	deadline := time.After(spinetest.WaitTimeout)
+	for p.Checkpoint() < f.p.Checkpoint() {
+		select {
+		case <-commits:
+		case <-deadline:
+			f.T.Fatalf("accounting at %d, want %d", p.Checkpoint(), f.p.Checkpoint())
+		}
+	}
+	sums, err := checksum.Projections(ctx, pool)
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	return sums
+}
