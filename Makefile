@@ -4,7 +4,7 @@ BIN       := bin/spine
 CORE      := ./streams/ ./recorder/ ./library/ ./spine/ ./desktop/ ./server/ ./accounting/ ./node/ ./apps/ ./importer/ ./gateway/
 TEST_FLAGS ?= -count=1 -timeout 9m
 
-.PHONY: help run build test vet fmt fmt-check lint bench fuzz clean dashboards-check ui-check ccusage-parity mcp-inspector bench-dispatch bench-lag bench-ui real-apps
+.PHONY: help run build test vet fmt fmt-check lint bench fuzz clean dashboards-check ui-check ccusage-parity mcp-inspector bench-dispatch bench-lag bench-ui bench-otlp real-apps
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-20s %s\n", $$1, $$2}'
@@ -68,6 +68,9 @@ bench-ui: build ## spine bench ui: first render of a 10,000-chunk, 1,000-step se
 
 bench-lag: build ## spine bench lag: app line written → readable through spine, p50/p99, for spine collect and spine run, beside raw ingest (JSON on stdout)
 	./$(BIN) bench lag
+
+bench-otlp: build ## spine bench otlp: Claude Code OTLP log events/s through /otlp/v1/logs, protobuf and JSON, until projected, beside raw ingest (JSON on stdout)
+	./$(BIN) bench otlp
 
 CCUSAGE_VERSION := 20.0.24
 CCUSAGE_BIN     := bin/ccusage-$(CCUSAGE_VERSION)/node_modules/.bin/ccusage

@@ -24,6 +24,7 @@ const benchUsage = `usage: spine bench ingest [flags]
        spine bench flood --url U --token T [flags] (see spine bench flood -h)
        spine bench lag [flags] (see spine bench lag -h)
        spine bench ui [flags] (see spine bench ui -h)
+       spine bench otlp [flags] (see spine bench otlp -h)
 
 ingest sends the same sessions through spine (publisher → JetStream →
 recorder → PostgreSQL) and through a raw baseline (plain JetStream publish,
@@ -52,7 +53,7 @@ func runBench(ctx context.Context, args []string) error {
 		fs.SetOutput(os.Stderr)
 		fs.Usage()
 		if len(args) == 0 {
-			return usageError{"bench needs a benchmark: ingest, library, dispatch, import, fairness, flood, lag or ui"}
+			return usageError{"bench needs a benchmark: ingest, library, dispatch, import, fairness, flood, lag, ui or otlp"}
 		}
 		return flag.ErrHelp
 	}
@@ -77,8 +78,11 @@ func runBench(ctx context.Context, args []string) error {
 	if args[0] == "ui" {
 		return runBenchUI(ctx, args[1:])
 	}
+	if args[0] == "otlp" {
+		return runBenchOTLP(ctx, args[1:])
+	}
 	if args[0] != "ingest" {
-		return usageError{fmt.Sprintf("bench: unknown benchmark %q (want ingest, library, dispatch, import, fairness, flood, lag or ui)", args[0])}
+		return usageError{fmt.Sprintf("bench: unknown benchmark %q (want ingest, library, dispatch, import, fairness, flood, lag, ui or otlp)", args[0])}
 	}
 	return runBenchIngest(ctx, args[1:])
 }

@@ -59,7 +59,7 @@ func commands() []command {
 		{"cost", "cost reports: calls, tokens and reported dollars by billing; plan spend", runCost},
 		{"deadletters", "your envelopes refused after they were accepted, with the reason", runDeadLetters},
 		{"members", "map the apps' telemetry identities to members, for an org ingest token; list the unmapped (admins)", runMembers},
-		{"bench", "benchmarks, each beside a raw baseline: ingest, library, dispatch, import, fairness, flood, lag, ui", runBench},
+		{"bench", "benchmarks, each beside a raw baseline: ingest, library, dispatch, import, fairness, flood, lag, ui, otlp", runBench},
 	}
 }
 

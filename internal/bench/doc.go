@@ -37,6 +37,12 @@
 // text read back through the HTTP transcript read. The raw baseline in
 // the same run is the ingest latency phase at the same rate.
 //
+// RunOTLP measures the apps' telemetry door: Claude Code api_request and
+// tool_result records copied from the real captures (testdata/otlp),
+// posted to POST /otlp/v1/logs as protobuf and as JSON until the recorder
+// committed the last envelope, beside the raw path (the same records'
+// envelopes through a plain stream and COPY) of the same run.
+//
 //	res, err := bench.Run(ctx, bench.Config{Sessions: 20, Chunks: 500})
 //	if err != nil { ... }
 //	fmt.Println(res.Spine.ChunksPerSecond, res.Raw.ChunksPerSecond, res.Ratio)

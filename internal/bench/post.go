@@ -31,11 +31,16 @@ func newPoster(base, token string) *poster {
 		statuses: statusCounts{m: map[int]int{}}}
 }
 
-// post sends body to path until it is not answered 429, and returns the
-// final status.
+// post sends a JSON body to path until it is not answered 429, and
+// returns the final status.
 func (p *poster) post(ctx context.Context, path string, body []byte) (int, error) {
+	return p.postAs(ctx, path, "application/json", body)
+}
+
+// postAs is post with another Content-Type.
+func (p *poster) postAs(ctx context.Context, path, contentType string, body []byte) (int, error) {
 	for {
-		status, wait, err := p.once(ctx, path, body)
+		status, wait, err := p.once(ctx, path, contentType, body)
 		if err != nil || status != http.StatusTooManyRequests {
 			return status, err
 		}
@@ -48,13 +53,13 @@ func (p *poster) post(ctx context.Context, path string, body []byte) (int, error
 	}
 }
 
-func (p *poster) once(ctx context.Context, path string, body []byte) (int, time.Duration, error) {
+func (p *poster) once(ctx context.Context, path, contentType string, body []byte) (int, time.Duration, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.base+path, bytes.NewReader(body))
 	if err != nil {
 		return 0, 0, err
 	}
 	req.Header.Set("Authorization", "Bearer "+p.token)
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("Expect", "100-continue")
 	resp, err := p.http.Do(req)
 	if err != nil {

@@ -38,16 +38,33 @@ const rawTableDDL = `CREATE TABLE ` + rawTable + ` (
 
 var rawColumns = []string{"session_id", "seq", "stream", "text", "at"}
 
+// rawShape is what the raw path writes: its table, made by ddl, and the
+// row of an envelope's bytes (ok false for an envelope it keeps none of).
+type rawShape struct {
+	table   string
+	ddl     string
+	columns []string
+	row     func(data []byte) (row []any, ok bool, err error)
+}
+
+// rawChunks is the ingest baseline's shape: the chunk columns.
+var rawChunks = rawShape{table: rawTable, ddl: rawTableDDL, columns: rawColumns, row: chunkRow}
+
 // runRaw is the baseline: the burst's bytes published to a plain stream with
 // Nats-Msg-Id, fetched in batches by a plain pull consumer, and each
 // batch's chunks written with one COPY, then acked. It is timed from the
 // first publish until the last COPY committed.
 func runRaw(ctx context.Context, tb *testbed, b *burst, batch int) (Throughput, error) {
-	cons, err := setupRaw(ctx, tb, batch)
+	return runRawShaped(ctx, tb, b, batch, rawChunks)
+}
+
+// runRawShaped is runRaw writing shape's rows.
+func runRawShaped(ctx context.Context, tb *testbed, b *burst, batch int, shape rawShape) (Throughput, error) {
+	cons, err := setupRaw(ctx, tb, batch, shape)
 	if err != nil {
 		return Throughput{}, err
 	}
-	sink := &rawSink{pool: tb.node.Pool, cons: cons, batch: batch, commits: newCommits()}
+	sink := &rawSink{pool: tb.node.Pool, cons: cons, batch: batch, shape: shape, commits: newCommits()}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -79,15 +96,15 @@ func timeRaw(ctx context.Context, js jetstream.JetStream, sink *rawSink, b *burs
 
 // setupRaw creates the stream, the table and a consumer configured as the
 // projector configures its own.
-func setupRaw(ctx context.Context, tb *testbed, batch int) (jetstream.Consumer, error) {
+func setupRaw(ctx context.Context, tb *testbed, batch int, shape rawShape) (jetstream.Consumer, error) {
 	_, err := tb.node.JS.CreateStream(ctx, jetstream.StreamConfig{Name: rawStream,
 		Subjects: []string{rawSubjects + ">"}, Storage: jetstream.FileStorage, Replicas: tb.replicas,
 		Duplicates: streams.DuplicateWindow, MaxMsgSize: streams.MaxEnvelopeBytes})
 	if err != nil {
 		return nil, fmt.Errorf("create stream %s: %w", rawStream, err)
 	}
-	if _, err := tb.node.Pool.Exec(ctx, rawTableDDL); err != nil {
-		return nil, fmt.Errorf("create table %s: %w", rawTable, err)
+	if _, err := tb.node.Pool.Exec(ctx, shape.ddl); err != nil {
+		return nil, fmt.Errorf("create table %s: %w", shape.table, err)
 	}
 	cons, err := tb.node.JS.CreateOrUpdateConsumer(ctx, rawStream, jetstream.ConsumerConfig{Durable: rawConsumer,
 		AckPolicy: jetstream.AckAllPolicy, AckWait: 2 * time.Minute, MaxAckPending: batch * 4,
@@ -98,12 +115,13 @@ func setupRaw(ctx context.Context, tb *testbed, batch int) (jetstream.Consumer, 
 	return cons, nil
 }
 
-// rawSink is the baseline's consumer: fetch, decode the chunk columns, COPY,
-// ack. Nothing else.
+// rawSink is the baseline's consumer: fetch, decode the shape's columns,
+// COPY, ack. Nothing else.
 type rawSink struct {
 	pool    *pgxpool.Pool
 	cons    jetstream.Consumer
 	batch   int
+	shape   rawShape
 	commits *commits
 }
 
@@ -137,6 +155,15 @@ type rawChunk struct {
 	At        time.Time `json:"at"`
 }
 
+// chunkRow is a chunk's columns.
+func chunkRow(data []byte) ([]any, bool, error) {
+	var c rawChunk
+	if err := json.Unmarshal(data, &c); err != nil {
+		return nil, false, err
+	}
+	return []any{c.SessionID, c.Seq, c.Stream, c.Text, c.At}, c.Type == streams.TypeSessionChunk, nil
+}
+
 func (s *rawSink) write(ctx context.Context, msgs []jetstream.Msg) error {
 	last := msgs[len(msgs)-1]
 	md, err := last.Metadata()
@@ -145,15 +172,15 @@ func (s *rawSink) write(ctx context.Context, msgs []jetstream.Msg) error {
 	}
 	rows := make([][]any, 0, len(msgs))
 	for _, m := range msgs {
-		var c rawChunk
-		if err := json.Unmarshal(m.Data(), &c); err != nil {
+		row, ok, err := s.shape.row(m.Data())
+		if err != nil {
 			return fmt.Errorf("raw decode: %w", err)
 		}
-		if c.Type == streams.TypeSessionChunk {
-			rows = append(rows, []any{c.SessionID, c.Seq, c.Stream, c.Text, c.At})
+		if ok {
+			rows = append(rows, row)
 		}
 	}
-	if _, err := s.pool.CopyFrom(ctx, pgx.Identifier{rawTable}, rawColumns, pgx.CopyFromRows(rows)); err != nil {
+	if _, err := s.pool.CopyFrom(ctx, pgx.Identifier{s.shape.table}, s.shape.columns, pgx.CopyFromRows(rows)); err != nil {
 		return fmt.Errorf("raw copy %d rows: %w", len(rows), err)
 	}
 	s.commits.onCommit(md.Sequence.Stream, nil) // committed: COPY outside a transaction commits itself
