@@ -274,3 +274,34 @@ func TestTelemetryBillingIsTheEnvelopes(t *testing.T) {
 		}
 	}
 }
+
+// Two requests at the same time: the latest is the one whose request id
+// sorts last bytewise (COLLATE "C"), in the recorder's session as on
+// accounting's row, whatever the database's collation. The ledgers' ids
+// are given an ICU collation where the machine has one: under it "req_B"
+// sorts after "req_a", bytewise before.
+func TestLatestRequestTieIsTheSameInRecorderAndAccounting(t *testing.T) {
+	f := newFixture(t)
+	var icu bool
+	if err := f.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_collation WHERE collname = 'en-US-x-icu')`).Scan(&icu); err != nil {
+		t.Fatal(err)
+	}
+	if icu {
+		for _, tbl := range []string{"session_requests", "router_call_requests"} {
+			if _, err := f.Pool.Exec(ctx, `ALTER TABLE `+tbl+` ALTER COLUMN request_id TYPE text COLLATE "en-US-x-icu"`); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	f.StartRecorder(nil)
+	f.publish(spinetest.Request("tie", 1000, "req_a", "claude-opus-4-8", usage(1, 1, 0, 0), nil),
+		spinetest.Request("tie", 1000, "req_B", "claude-haiku-4-5", usage(1, 1, 0, 0), nil), telemetryEnd("tie", 2000))
+	f.caughtUp()
+	var model string
+	if err := f.Pool.QueryRow(ctx, `SELECT model FROM sessions WHERE id = 'tie'`).Scan(&model); err != nil {
+		t.Fatal(err)
+	}
+	if r := f.telemetryRow("tie"); model != "claude-opus-4-8" || r.Model != model {
+		t.Fatalf("the recorder's model %q, accounting's %q: want req_a's, claude-opus-4-8 (icu collation: %v)", model, r.Model, icu)
+	}
+}

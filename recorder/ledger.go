@@ -85,6 +85,9 @@ func columns(rows [][]any, n int) []any {
 
 // sumLedgers sets the row of each session to sum again from its ledger.
 // One primary-key range per session (the LATERAL probes, as loadSessions's).
+// Of two requests at the same time the latest is the one whose id sorts
+// last bytewise, as accounting's row has it, whatever the database's
+// collation.
 func (b *batch) sumLedgers(ctx context.Context) error {
 	if len(b.ledger.sum) == 0 {
 		return nil
@@ -103,7 +106,7 @@ func (b *batch) sumLedgers(ctx context.Context) error {
 			coalesce(sum(cache_write_tokens), 0)::bigint AS cache_write, coalesce(sum(reasoning_tokens), 0)::bigint AS reasoning,
 			sum(cost) AS cost FROM session_requests WHERE session_id = u.id) r
 		LEFT JOIN LATERAL (SELECT model, effort FROM session_requests WHERE session_id = u.id
-			ORDER BY at DESC, request_id DESC LIMIT 1) l ON true`, ids)
+			ORDER BY at DESC, request_id COLLATE "C" DESC LIMIT 1) l ON true`, ids)
 	if err != nil {
 		return fmt.Errorf("sum the ledgers of %d sessions: %w", len(ids), err)
 	}
