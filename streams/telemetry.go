@@ -27,8 +27,9 @@ var (
 
 // Telemetry is what one session.telemetry says: one event of the app's own
 // telemetry, normalised by the door that received it. Which fields are set
-// depends on Kind; the prompt's text is never carried (PromptDigest names
-// it in the Library when the app sent it).
+// depends on Kind; the prompt's text is never carried, nor stored
+// anywhere: PromptDigest is its digest (library.Digest of the redacted
+// text) when the app sent it, naming no Library file.
 type Telemetry struct {
 	Kind   string `json:"kind"`
 	Source string `json:"source"`
