@@ -32,8 +32,11 @@ func claudeRequest(e Event) (*streams.Telemetry, string) {
 // codexRequest is the response.completed sse_event that carries the
 // counts (Codex sends two per response, the counts on one). Codex's
 // input_token_count includes the cached part, which spine counts apart;
-// its output includes reasoning, which is kept beside it. Codex names no
-// request: the event's time and place key it.
+// its output includes reasoning, which is kept beside it. Its
+// cache_write_token_count stays in raw, uncounted: the rollout door has no
+// cache writes (docs/counting.md#4-codex-rollouts), and the two Codex doors
+// count a response alike. Codex names no request: the event's time and
+// place key it.
 func codexRequest(e Event) (*streams.Telemetry, string) {
 	a := e.Attrs
 	if _, ok := a.Int("input_token_count"); !ok {
@@ -45,8 +48,7 @@ func codexRequest(e Event) (*streams.Telemetry, string) {
 	}
 	input, cached := tokens(a, "input_token_count"), tokens(a, "cached_token_count")
 	cached = min(cached, input)
-	u := &streams.Usage{InputTokens: input - cached, CacheReadTokens: cached,
-		CacheWriteTokens: tokens(a, "cache_write_token_count"), OutputTokens: tokens(a, "output_token_count"),
+	u := &streams.Usage{InputTokens: input - cached, CacheReadTokens: cached, OutputTokens: tokens(a, "output_token_count"),
 		ReasoningTokens: tokens(a, "reasoning_token_count"), Raw: raw(a, codexCounts)}
 	t := &streams.Telemetry{Kind: streams.TelemetryRequest, Source: streams.TelemetryOTLP, RequestID: id,
 		Model: str(a, "model"), Effort: str(a, "model_reasoning_effort"), Usage: u, DurationMs: count(a, "duration_ms")}
