@@ -39,6 +39,11 @@ type batch struct {
 	claims   map[string]streams.Owner // who holds the ids of starts and telemetry with no row yet
 	ledger   ledger                   // telemetry requests (ledger.go)
 	reopened []string                 // ended telemetry sessions a start reopened (merge.go)
+	// superseded are the sessions whose telemetry steps a start superseded
+	// (merge_steps.go); supersedable the calls keys of telemetry steps a
+	// start would supersede, this batch's and those preloadCalls read.
+	superseded   []*Session
+	supersedable map[string]bool
 }
 
 // pendingStep is a step and its result observation whose details may still
@@ -51,7 +56,7 @@ type pendingStep struct {
 
 func newBatch(r *Recorder, tx pgx.Tx) *batch {
 	return &batch{r: r, tx: tx, sessions: map[string]*Session{}, blobs: map[string]library.Blob{},
-		calls: map[string]string{}, ledger: ledger{seen: map[string]bool{}, sum: map[string]bool{}}}
+		calls: map[string]string{}, supersedable: map[string]bool{}, ledger: ledger{seen: map[string]bool{}, sum: map[string]bool{}}}
 }
 
 // preload reads every session the batch names in one query.
@@ -265,9 +270,10 @@ func (b *batch) addStep(s *Session, action, source string, seq *int64, callID st
 	s.RecordedSteps++
 	s.observations++
 	s.dirty = true
-	id := spine.StepID(s.SessionRunID, s.RecordedSteps)
+	idx := s.RecordedSteps + s.superseded // after every step the run ever had (merge_steps.go)
+	id := spine.StepID(s.SessionRunID, idx)
 	b.steps = append(b.steps, &pendingStep{
-		step: spine.Step{RunID: s.SessionRunID, Idx: s.RecordedSteps, ID: id, Action: action,
+		step: spine.Step{RunID: s.SessionRunID, Idx: idx, ID: id, Action: action,
 			Source: source, SessionSeq: seq, CallID: callID, At: at},
 		obs:    spine.Observation{RunID: s.SessionRunID, Idx: s.observations, StepID: id, Kind: spine.ObsResult, At: at},
 		detail: detail, result: result})

@@ -13,7 +13,8 @@ import (
 // and the session both told, a tool use a hook and an OTLP export both
 // told. preloadCalls reads, with one query, the steps of earlier batches
 // whose call ids the batch's envelopes name, so each is seen as recorded
-// whichever batch recorded it.
+// whichever batch recorded it, and which of them a start would supersede
+// (merge_steps.go).
 func (b *batch) preloadCalls(ctx context.Context, envs []*streams.Envelope) error {
 	var runs, calls []string
 	for _, e := range envs {
@@ -24,14 +25,19 @@ func (b *batch) preloadCalls(ctx context.Context, envs []*streams.Envelope) erro
 	if len(runs) == 0 {
 		return nil
 	}
-	rows, err := b.tx.Query(ctx, `SELECT s.run_id, s.call_id, s.id FROM unnest($1::text[], $2::text[]) AS u(run_id, call_id),
-		LATERAL (SELECT run_id, call_id, id FROM steps WHERE run_id = u.run_id AND call_id = u.call_id LIMIT 1) s`, runs, calls)
+	rows, err := b.tx.Query(ctx, `SELECT s.run_id, s.call_id, s.id, s.source, s.action
+		FROM unnest($1::text[], $2::text[]) AS u(run_id, call_id),
+		LATERAL (SELECT run_id, call_id, id, source, action FROM steps WHERE run_id = u.run_id AND call_id = u.call_id LIMIT 1) s`,
+		runs, calls)
 	if err != nil {
 		return fmt.Errorf("find %d calls: %w", len(runs), err)
 	}
-	var run, call, id string
-	_, err = pgx.ForEachRow(rows, []any{&run, &call, &id}, func() error {
+	var run, call, id, source, action string
+	_, err = pgx.ForEachRow(rows, []any{&run, &call, &id, &source, &action}, func() error {
 		b.calls[run+"\x00"+call] = id
+		if supersedable(source, action) {
+			b.supersedable[run+"\x00"+call] = true
+		}
 		return nil
 	})
 	if err != nil {

@@ -66,8 +66,10 @@ func telemetryWorkload(part int) []*streams.Envelope {
 			tool, resent(tool, "otlp"))
 	}
 	out = append(out, telemetryEnd(t, 50), spinetest.Request(t, 60, "req_late", "claude-sonnet-5", usage(1, 1, 1, 1), cost(0.05)),
-		spinetest.Request(m, 1, "req_1", "claude-opus-4-8", usage(1, 1, 0, 0), nil), spinetest.Start(m),
-		spinetest.Text(m, 1, "merged\n"), spinetest.End(m, "done", "claude-opus-4-8", ""))
+		spinetest.Request(m, 1, "req_1", "claude-opus-4-8", usage(1, 1, 0, 0), nil), hookCommand(m, 2, "toolu_b", "ls"),
+		telemetryMCP(m, 3, "toolu_mcp"), spinetest.Start(m), spinetest.Text(m, 1, "merged\n"), spinetest.Command(m, 2, "ls"),
+		spinetest.Event(m, 3, &streams.Event{Action: "mcp_call", Server: "github", Tool: "search", CallID: "toolu_mcp"}),
+		spinetest.End(m, "done", "claude-opus-4-8", ""))
 	// Started after its telemetry, and never ended by its door.
 	r := fmt.Sprintf("p%d-r", part)
 	return append(out, spinetest.Request(r, 1, "req_1", "claude-opus-4-8", usage(2, 2, 0, 0), cost(0.2)),

@@ -25,6 +25,9 @@ func (b *batch) flush(ctx context.Context) error {
 	if err := b.writeReopened(ctx); err != nil {
 		return err
 	}
+	if err := b.writeSuperseded(ctx); err != nil {
+		return err
+	}
 	// Before anything reads a telemetry session's model (producedBy) or
 	// writes its row.
 	if err := b.writeLedger(ctx); err != nil {

@@ -15,8 +15,9 @@ import (
 // When the start comes after the telemetry, it applies over the telemetry
 // session of the same owner instead of being a duplicate: the start fills
 // in what it knows, and the session is that door's from then on (origin
-// ""), its usage, cost, model and end the door's (until the door reports
-// them, none). A telemetry session that had
+// ""), its usage, cost, model, steps and end the door's (until the door
+// reports them, none; an MCP call's step stays, merge_steps.go). A
+// telemetry session that had
 // ended (a hook's SessionEnd, the telemetry idle time) runs again, so the
 // door's chunks and end are recorded: its transcript artifact goes, to be
 // written again at the door's end, and the producedBy of what it pushed
@@ -39,6 +40,7 @@ func (b *batch) merge(s *Session, m streams.Message, e *streams.Envelope) {
 	// What the telemetry summed is not the door's: it reports its own.
 	s.Usage, s.TotalCost, s.Model, s.Effort = nil, nil, "", ""
 	s.Origin, s.described, s.dirty = "", true, true
+	b.supersede(s) // the door records its tools again (merge_steps.go)
 	if e.ParentRunID != "" {
 		b.work.LinkRun(s.SessionRunID, e.ParentRunID, e.StepID)
 	}

@@ -78,6 +78,7 @@ type Session struct {
 	Partition int    `json:"-"`
 
 	observations int  // observation_count: the run's next observation idx - 1
+	superseded   int  // superseded_steps: telemetry steps a door's start superseded (merge_steps.go)
 	isNew        bool // inserted by this batch
 	dirty        bool
 	needsFinal   bool       // ended in this batch: write its transcript at flush
@@ -98,7 +99,7 @@ const sessionColumns = "id, org, member, app, kind, level, app_session_ref, work
 	"step_id, parent_run_id, worker_id, prompt_digest, status, session_run_id, transcript_file_id, " +
 	"recorded_steps, observation_count, dropped_actions, last_seq, exit_code, error, model, effort, " +
 	"usage, total_cost, billing, door, started_at, ended_at, updated_at, partition, " +
-	"received_at, cancel_requested_at, origin"
+	"received_at, cancel_requested_at, origin, superseded_steps"
 
 // sessionColumnNames are sessionColumns one by one, for COPY.
 var sessionColumnNames = strings.Split(sessionColumns, ", ")
@@ -108,7 +109,8 @@ func (s *Session) scanTargets() []any {
 		&s.PlanID, &s.TaskID, &s.StepID, &s.ParentRunID, &s.WorkerID, &s.PromptDigest, &s.Status,
 		&s.SessionRunID, &s.TranscriptFileID, &s.RecordedSteps, &s.observations, &s.DroppedActions,
 		&s.LastSeq, &s.ExitCode, &s.Error, &s.Model, &s.Effort, &s.Usage, &s.TotalCost, &s.Billing,
-		&s.Door, &s.StartedAt, &s.EndedAt, &s.UpdatedAt, &s.Partition, &s.received, &s.cancelRequested, &s.Origin}
+		&s.Door, &s.StartedAt, &s.EndedAt, &s.UpdatedAt, &s.Partition, &s.received, &s.cancelRequested, &s.Origin,
+		&s.superseded}
 }
 
 func (s *Session) values() []any {
@@ -120,7 +122,8 @@ func (s *Session) values() []any {
 		s.PlanID, s.TaskID, s.StepID, s.ParentRunID, s.WorkerID, s.PromptDigest, s.Status,
 		s.SessionRunID, s.TranscriptFileID, s.RecordedSteps, s.observations, s.DroppedActions,
 		s.LastSeq, s.ExitCode, s.Error, s.Model, s.Effort, usage, s.TotalCost, s.Billing,
-		s.Door, s.StartedAt, s.EndedAt, s.UpdatedAt, s.Partition, s.received, s.cancelRequested, s.Origin}
+		s.Door, s.StartedAt, s.EndedAt, s.UpdatedAt, s.Partition, s.received, s.cancelRequested, s.Origin,
+		s.superseded}
 }
 
 func scanSessions(rows pgx.Rows) ([]*Session, error) {
@@ -196,15 +199,17 @@ func writeSessions(ctx context.Context, tx pgx.Tx, sessions []*Session) error {
 			recorded_steps = u.steps, observation_count = u.observations, dropped_actions = u.dropped,
 			last_seq = u.last_seq, exit_code = u.exit_code, error = u.error, model = u.model, effort = u.effort,
 			usage = u.usage::jsonb, total_cost = u.cost::numeric, billing = u.billing, door = u.door, ended_at = u.ended_at,
-			updated_at = u.updated_at, received_at = u.received_at, cancel_requested_at = u.cancel_requested_at
+			updated_at = u.updated_at, received_at = u.received_at, cancel_requested_at = u.cancel_requested_at,
+			superseded_steps = u.superseded
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::int[], $7::bigint[], $8::int[],
 			$9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[],
-			$16::timestamptz[], $17::timestamptz[], $18::timestamptz[], $19::timestamptz[])
+			$16::timestamptz[], $17::timestamptz[], $18::timestamptz[], $19::timestamptz[], $20::int[])
 			AS u(id, status, transcript, steps, observations, dropped, last_seq, exit_code, error, model, effort,
-				usage, cost, billing, door, ended_at, updated_at, received_at, cancel_requested_at)
+				usage, cost, billing, door, ended_at, updated_at, received_at, cancel_requested_at, superseded)
 		WHERE s.id = u.id`, pgx.QueryExecModeExec,
 		u.id, u.status, u.transcript, u.steps, u.observations, u.dropped, u.lastSeq, u.exitCode, u.err, u.model,
-		u.effort, u.usage, u.cost, u.billing, u.door, u.endedAt, u.updatedAt, u.received, u.cancelRequested)
+		u.effort, u.usage, u.cost, u.billing, u.door, u.endedAt, u.updatedAt, u.received, u.cancelRequested,
+		u.superseded)
 	if err != nil {
 		return fmt.Errorf("update %d sessions: %w", len(u.id), err)
 	}
@@ -216,7 +221,7 @@ func writeSessions(ctx context.Context, tx pgx.Tx, sessions []*Session) error {
 // from the shortest decimal that reads back as the reported float.
 type sessionUpdates struct {
 	id, status, transcript, err, model, effort, billing, door []string
-	steps, observations, dropped                              []int
+	steps, observations, dropped, superseded                  []int
 	lastSeq                                                   []int64
 	exitCode                                                  []*int
 	usage, cost                                               []*string
@@ -227,6 +232,7 @@ type sessionUpdates struct {
 func (u *sessionUpdates) add(s *Session) {
 	u.id, u.status, u.transcript = append(u.id, s.ID), append(u.status, s.Status), append(u.transcript, s.TranscriptFileID)
 	u.steps, u.observations = append(u.steps, s.RecordedSteps), append(u.observations, s.observations)
+	u.superseded = append(u.superseded, s.superseded)
 	u.dropped, u.lastSeq, u.exitCode = append(u.dropped, s.DroppedActions), append(u.lastSeq, s.LastSeq), append(u.exitCode, s.ExitCode)
 	u.err, u.model, u.effort = append(u.err, s.Error), append(u.model, s.Model), append(u.effort, s.Effort)
 	var usage *string

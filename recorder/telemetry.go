@@ -117,6 +117,9 @@ func (b *batch) tool(s *Session, e *streams.Envelope) error {
 	}
 	putSet(result, "success", t.Success)
 	id := b.addStep(s, action, spine.SourceTelemetry, nil, t.ToolUseID, detail, result, e.At)
+	if supersedable(spine.SourceTelemetry, action) {
+		b.supersedable[s.SessionRunID+"\x00"+t.ToolUseID] = true
+	}
 	if action == "file_write" {
 		b.pushed(s, id, detail, e.At)
 	}

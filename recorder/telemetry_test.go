@@ -2,6 +2,7 @@ package recorder_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +32,32 @@ func resent(e *streams.Envelope, by string) *streams.Envelope {
 func telemetryEnd(session string, n int64) *streams.Envelope {
 	return spinetest.Telemetry(session, n, "end", &streams.Telemetry{Kind: streams.TelemetryEnd,
 		Source: streams.TelemetryHook, Reason: "other"})
+}
+
+// hookCommand is a hook's PostToolUse of a Bash command: a command step.
+func hookCommand(session string, n int64, toolUseID, command string) *streams.Envelope {
+	e := spinetest.ToolUse(session, n, toolUseID, streams.PhasePost)
+	code := 0
+	e.Telemetry.Event = &streams.Event{Action: "command", Command: command, ExitCode: &code, Output: "ok\n"}
+	return e
+}
+
+// telemetryMCP is a hook's PostToolUse of an MCP tool: an mcp_call step.
+func telemetryMCP(session string, n int64, toolUseID string) *streams.Envelope {
+	e := spinetest.ToolUse(session, n, toolUseID, streams.PhasePost)
+	e.Telemetry.Tool = "mcp__github__search"
+	e.Telemetry.Event = &streams.Event{Action: "mcp_call", Server: "github", Tool: "search", CallID: toolUseID}
+	return e
+}
+
+// stepList is a session's steps as "idx:action:source", in order.
+func stepList(t *testing.T, h *spinetest.Harness, id string) string {
+	t.Helper()
+	var out []string
+	for _, st := range steps(t, h, id).Steps {
+		out = append(out, fmt.Sprintf("%d:%s:%s", st.Idx, st.Action, st.Source))
+	}
+	return strings.Join(out, ",")
 }
 
 // ledger reads a session's requests as "id:cost" in request order.
@@ -201,14 +228,16 @@ func TestTelemetryEndAndALateRequest(t *testing.T) {
 
 // A start of the same owner after the telemetry applies over the telemetry
 // session: one session, the start's kind, workspace and plan step (its run
-// linked), the door's from then on (its chunks, usage and end). A tool
-// both told (an MCP call: the same id by both) is one step. A session whose
-// telemetry had ended runs again for the door and ends once.
+// linked), the door's from then on (its chunks, usage, steps and end). A
+// tool both told (an MCP call: the same id by both) is one step; the
+// telemetry's other steps go with their observations, as the door records
+// those tools again (a Bash command, told by its hook before the start,
+// recorded once), and its steps come after every step the run had. A
+// session whose telemetry had ended runs again for the door and ends once.
 func TestStartMergesIntoTheTelemetrySession(t *testing.T) {
 	h := running(t)
-	tool := spinetest.ToolUse("m1", 5, "toolu_9", streams.PhasePost)
-	tool.Telemetry.Event = &streams.Event{Action: "mcp_call", Server: "github", Tool: "search", CallID: "toolu_9"}
-	h.Publish(spinetest.Request("m1", 1, "req_1", "claude-opus-4-8", usage(1, 1, 0, 0), cost(0.1)), tool,
+	h.Publish(spinetest.Request("m1", 1, "req_1", "claude-opus-4-8", usage(1, 1, 0, 0), cost(0.1)),
+		hookCommand("m1", 3, "toolu_1", "ls"), telemetryMCP("m1", 5, "toolu_9"),
 		spinetest.Request("m2", 1, "req_1", "claude-opus-4-8", nil, nil), telemetryEnd("m2", 2))
 	h.WaitCaughtUp()
 	start := spinetest.Start("m1")
@@ -235,6 +264,17 @@ func TestStartMergesIntoTheTelemetrySession(t *testing.T) {
 	}
 	if n := count(t, h, `SELECT count(*) FROM steps WHERE run_id = $1 AND call_id = 'toolu_9'`, recorder.RunID("m1")); n != 1 {
 		t.Fatalf("%d steps for the one MCP call", n)
+	}
+	if got := stepList(t, h, "m1"); got != "2:mcp_call:telemetry,3:command:session" {
+		t.Fatalf("steps %s, want the MCP call's and the door's ls after it", got)
+	}
+	if n := count(t, h, `SELECT count(*) FROM observations WHERE run_id = $1 AND step_id = $2`, recorder.RunID("m1"),
+		spine.StepID(recorder.RunID("m1"), 2)); n != 1 {
+		t.Fatalf("%d observations of the MCP call, want its telemetry's", n)
+	}
+	if n := count(t, h, `SELECT count(*) FROM observations WHERE run_id = $1 AND step_id <> ALL($2)`, recorder.RunID("m1"),
+		[]string{spine.StepID(recorder.RunID("m1"), 2), spine.StepID(recorder.RunID("m1"), 3)}); n != 0 {
+		t.Fatalf("%d observations of steps no longer there", n)
 	}
 	s2 := session(t, h, "m2")
 	if s2.Status != "failed" || s2.Origin != "" || s2.LastSeq != 1 {
