@@ -141,7 +141,7 @@ func recordable(t *testing.T, caps []otlpCapture) (n int, sessionID string) {
 		if !strings.HasSuffix(c.Path, "logs") {
 			continue
 		}
-		body, _ := telemetry.ReadBody(bytes.NewReader(c.body), c.ContentEncoding, 0)
+		body, _ := telemetry.ReadBody(bytes.NewReader(c.body), c.ContentEncoding, nil)
 		f, _ := telemetry.FormatOf(c.ContentType)
 		d, err := telemetry.DecodeLogs(body, f)
 		if err != nil {

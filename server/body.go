@@ -23,7 +23,7 @@ func (s *Server) limitBody(w http.ResponseWriter, r *http.Request, next http.Han
 	}
 	g := &guardWriter{ResponseWriter: w}
 	per, limit, fixed := bodyCost(r.URL.Path)
-	b := &limitedBody{ReadCloser: r.Body, s: s, w: g, rc: http.NewResponseController(g), per: per, limit: limit,
+	b := &limitedBody{ReadCloser: r.Body, s: s, w: g, req: r, rc: http.NewResponseController(g), per: per, limit: limit,
 		rate: s.limits.BodyMinRate, grace: s.limits.BodyGrace, org: s.bodyOrg(r)}
 	defer b.done()
 	if !b.reserve(max(r.ContentLength, 0), fixed) {
@@ -31,7 +31,7 @@ func (s *Server) limitBody(w http.ResponseWriter, r *http.Request, next http.Han
 		// The body is not read: what is left of it must not be taken
 		// for the next request on the connection.
 		w.Header().Set("Connection", "close")
-		refuse429(w, CodeBusy, "spine is handling as many request bytes as it may hold; retry after the Retry-After seconds", time.Second)
+		refuse429(w, r, CodeBusy, "spine is handling as many request bytes as it may hold; retry after the Retry-After seconds", time.Second)
 		// Nor may the server wait on it before closing: a trickle would
 		// keep the connection for the whole grace period.
 		b.err = ErrBusy
@@ -109,6 +109,7 @@ type limitedBody struct {
 	io.ReadCloser
 	s           *Server
 	w           *guardWriter
+	req         *http.Request // what it answers in the words of, when cut
 	rc          *http.ResponseController
 	per, limit  int64 // budget weight per byte, up to limit bytes
 	rate        int64 // minimum bytes/s; 0: none
@@ -192,9 +193,9 @@ func (b *limitedBody) cut(status int, code string, err error, msg string) error 
 	if !b.w.wrote {
 		b.w.Header().Set("Connection", "close")
 		if status == http.StatusTooManyRequests {
-			refuse429(b.w, code, msg, time.Second)
+			refuse429(b.w, b.req, code, msg, time.Second)
 		} else {
-			writeError(b.w, status, code, msg)
+			refuseIn(b.w, b.req, status, code, msg)
 		}
 		b.w.cut = true
 	}

@@ -14,7 +14,10 @@ const (
 	CodeNotFound     = "not_found"
 	CodeBadRequest   = "bad_request"
 	CodeTooLarge     = "too_large"
-	CodeForbidden    = "forbidden"
+	// CodeUnsupportedMedia (415): a Content-Type or Content-Encoding the
+	// route does not take.
+	CodeUnsupportedMedia = "unsupported_media_type"
+	CodeForbidden        = "forbidden"
 	// CodeAdminRequired: the caller may read the thing but changing it
 	// takes an org admin's token (spine token mint --role admin).
 	CodeAdminRequired = "admin_required"

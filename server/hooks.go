@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/spinehq/spine/telemetry"
@@ -25,7 +26,13 @@ const HookDeadline = time.Second
 func (s *Server) claudeCodeHook(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), HookDeadline)
 	defer cancel()
-	body, err := telemetry.ReadBody(r.Body, r.Header.Get("Content-Encoding"), telemetry.MaxHookBytes)
+	if enc := r.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
+		// Claude Code never compresses a hook: a compressed one would
+		// only grow past what the body limiter counted.
+		writeError(w, http.StatusUnsupportedMediaType, CodeUnsupportedMedia, "a hook's body is sent uncompressed (no Content-Encoding)")
+		return
+	}
+	body, err := telemetry.ReadBody(r.Body, "", &telemetry.ReadOpts{Max: telemetry.MaxHookBytes})
 	switch {
 	case errors.Is(err, ErrBusy), errors.Is(err, ErrBodyTooSlow):
 		return // the body limiter answered

@@ -83,9 +83,10 @@ func bodyCost(path string) (per, limit, fixed int64) {
 	return desktopCost, maxDesktopBody + 1, 0
 }
 
-// refuse429 answers a request spine will not take now, with when to retry.
-func refuse429(w http.ResponseWriter, code, msg string, after time.Duration) {
+// refuse429 answers a request spine will not take now, with when to
+// retry, in its route's words (refuseIn).
+func refuse429(w http.ResponseWriter, r *http.Request, code, msg string, after time.Duration) {
 	secs := max(int64((after+time.Second-1)/time.Second), 1)
 	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
-	writeError(w, http.StatusTooManyRequests, code, msg)
+	refuseIn(w, r, http.StatusTooManyRequests, code, msg)
 }

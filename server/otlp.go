@@ -29,7 +29,7 @@ func (s *Server) otlpLogs(w http.ResponseWriter, r *http.Request) {
 	}
 	d, err := telemetry.DecodeLogs(body, f)
 	if err != nil {
-		writeStatus(w, f, http.StatusBadRequest, err.Error())
+		refuseDecode(w, f, err)
 		return
 	}
 	res := &telemetryResult{door: "otlp"}
@@ -67,7 +67,7 @@ func (s *Server) otlpMetrics(w http.ResponseWriter, r *http.Request) {
 	}
 	d, err := telemetry.DecodeMetrics(body, f)
 	if err != nil {
-		writeStatus(w, f, http.StatusBadRequest, err.Error())
+		refuseDecode(w, f, err)
 		return
 	}
 	for app, n := range telemetry.Points(d) {
@@ -86,10 +86,15 @@ func (s *Server) otlpBody(w http.ResponseWriter, r *http.Request) (telemetry.For
 		writeStatus(w, telemetry.JSON, http.StatusUnsupportedMediaType, err.Error())
 		return 0, nil, false
 	}
-	body, err := telemetry.ReadBody(r.Body, r.Header.Get("Content-Encoding"), 0)
+	body, err := telemetry.ReadBody(r.Body, r.Header.Get("Content-Encoding"), &telemetry.ReadOpts{
+		Reserve: func(n int64) bool { return holdDecoded(r, n) }})
 	switch {
 	case errors.Is(err, ErrBusy), errors.Is(err, ErrBodyTooSlow):
 		return 0, nil, false // the body limiter answered
+	case errors.Is(err, telemetry.ErrNoRoom):
+		s.m.refused.WithLabelValues(CodeBusy).Inc()
+		refuse429(w, r, CodeBusy, "spine is handling as many request bytes as it may hold; retry after the Retry-After seconds", time.Second)
+		return 0, nil, false
 	case errors.Is(err, telemetry.ErrEncoding):
 		writeStatus(w, f, http.StatusUnsupportedMediaType, err.Error())
 		return 0, nil, false
@@ -100,10 +105,16 @@ func (s *Server) otlpBody(w http.ResponseWriter, r *http.Request) (telemetry.For
 		writeStatus(w, f, http.StatusBadRequest, "body unreadable: "+err.Error())
 		return 0, nil, false
 	}
-	if !holdDecoded(r, int64(len(body))) {
-		s.m.refused.WithLabelValues(CodeBusy).Inc()
-		refuse429(w, CodeBusy, "spine is handling as many request bytes as it may hold; retry after the Retry-After seconds", time.Second)
-		return 0, nil, false
-	}
 	return f, body, true
+}
+
+// refuseDecode answers an export that does not decode: 413 when it holds
+// more records or values than an export may (telemetry.MaxRecords), else
+// 400. Neither message quotes the body.
+func refuseDecode(w http.ResponseWriter, f telemetry.Format, err error) {
+	if errors.Is(err, telemetry.ErrTooManyRecords) {
+		writeStatus(w, f, http.StatusRequestEntityTooLarge, err.Error())
+		return
+	}
+	writeStatus(w, f, http.StatusBadRequest, err.Error())
 }

@@ -72,10 +72,29 @@ func writeOTLP(w http.ResponseWriter, f telemetry.Format, m proto.Message) {
 // answers.
 var statusCodes = map[int]uint64{
 	http.StatusBadRequest:            3,  // INVALID_ARGUMENT
+	http.StatusRequestTimeout:        4,  // DEADLINE_EXCEEDED
 	http.StatusUnsupportedMediaType:  3,  // INVALID_ARGUMENT
 	http.StatusRequestEntityTooLarge: 8,  // RESOURCE_EXHAUSTED
+	http.StatusTooManyRequests:       8,  // RESOURCE_EXHAUSTED
 	http.StatusInternalServerError:   13, // INTERNAL
 	http.StatusServiceUnavailable:    14, // UNAVAILABLE
+}
+
+// refuseIn answers status in the words r's route speaks: on an OTLP
+// route a google.rpc.Status, the only refusal an exporter reads, in the
+// request's encoding (JSON when its Content-Type is neither); on any
+// other route spine's {"error"}. The limits in front of every route (the
+// in-flight budget, the quota, the body's rate) answer through it.
+func refuseIn(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
+	if !strings.HasPrefix(r.URL.Path, "/otlp/") {
+		writeError(w, status, code, msg)
+		return
+	}
+	f, err := telemetry.FormatOf(r.Header.Get("Content-Type"))
+	if err != nil {
+		f = telemetry.JSON
+	}
+	writeStatus(w, f, status, msg)
 }
 
 // writeStatus answers status with a google.rpc.Status {code, message}:

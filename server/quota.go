@@ -146,7 +146,7 @@ func (s *Server) withQuota(h http.HandlerFunc) http.HandlerFunc {
 		size := max(r.ContentLength, 0)
 		if wait := s.quotas.admit(org, size); wait > 0 {
 			s.m.refused.WithLabelValues(CodeQuotaExceeded).Inc()
-			refuse429(w, CodeQuotaExceeded, fmt.Sprintf("org %s is over its ingest quota (%s); retry after the Retry-After seconds",
+			refuse429(w, r, CodeQuotaExceeded, fmt.Sprintf("org %s is over its ingest quota (%s); retry after the Retry-After seconds",
 				org, s.quotaText()), wait)
 			return
 		}

@@ -47,7 +47,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, ps pageStream) {
 	release, ok := s.slots.take(owner(r))
 	if !ok {
 		s.m.refused.WithLabelValues(CodeTooManyStreams).Inc()
-		refuse429(w, CodeTooManyStreams, "too many open pages follow their changes; this one reloads instead", streamRetry)
+		refuse429(w, r, CodeTooManyStreams, "too many open pages follow their changes; this one reloads instead", streamRetry)
 		return
 	}
 	defer release()

@@ -60,7 +60,7 @@ func TestReadBodyBound(t *testing.T) {
 		"zstd":              {exact, "zstd", telemetry.ErrEncoding},
 		"gzip not declared": {gzipped(t, []byte("{}")), "", nil},
 	} {
-		b, err := telemetry.ReadBody(bytes.NewReader(tc.body), tc.encoding, max)
+		b, err := telemetry.ReadBody(bytes.NewReader(tc.body), tc.encoding, &telemetry.ReadOpts{Max: max})
 		if !errors.Is(err, tc.err) || err == nil && len(b) == 0 {
 			t.Errorf("%s: %d bytes, %v; want %v", name, len(b), err, tc.err)
 		}
@@ -80,7 +80,33 @@ func TestGzipCaptures(t *testing.T) {
 // TestDefaultBound: no limit given is DefaultMaxBytes.
 func TestDefaultBound(t *testing.T) {
 	over := bytes.NewReader(make([]byte, telemetry.DefaultMaxBytes+1))
-	if _, err := telemetry.ReadBody(over, "", 0); !errors.Is(err, telemetry.ErrTooLarge) {
+	if _, err := telemetry.ReadBody(over, "", nil); !errors.Is(err, telemetry.ErrTooLarge) {
 		t.Fatalf("%v, want ErrTooLarge", err)
+	}
+}
+
+// TestReadBodyReserves: the reader is asked for room before each
+// ReserveStep bytes are decompressed, not once the body is read, so a
+// gzip body that grows is stopped where the room ends (ErrNoRoom); with
+// room enough it reads whole.
+func TestReadBodyReserves(t *testing.T) {
+	const room = 3 * telemetry.ReserveStep
+	body := gzipped(t, make([]byte, 10*telemetry.ReserveStep))
+	var asked []int64
+	reserve := func(n int64) bool {
+		asked = append(asked, n)
+		return n <= room
+	}
+	_, err := telemetry.ReadBody(bytes.NewReader(body), "gzip", &telemetry.ReadOpts{Reserve: reserve})
+	if !errors.Is(err, telemetry.ErrNoRoom) || len(asked) != 4 || asked[3] != room+telemetry.ReserveStep {
+		t.Fatalf("%v after asking %v; want ErrNoRoom once past %d", err, asked, room)
+	}
+	asked = nil
+	b, err := telemetry.ReadBody(bytes.NewReader(body), "gzip", &telemetry.ReadOpts{Reserve: func(n int64) bool {
+		asked = append(asked, n)
+		return true
+	}})
+	if err != nil || len(b) != 10*telemetry.ReserveStep || len(asked) != 11 {
+		t.Fatalf("%d bytes, %v, asked %d times; want the whole body, 11 asks", len(b), err, len(asked))
 	}
 }

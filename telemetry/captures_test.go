@@ -57,7 +57,7 @@ func readCapture(t *testing.T, p posted) captured {
 	if err != nil {
 		t.Fatalf("%s: %v", p.File, err)
 	}
-	body, err := telemetry.ReadBody(bytes.NewReader(raw), p.ContentEncoding, 0)
+	body, err := telemetry.ReadBody(bytes.NewReader(raw), p.ContentEncoding, nil)
 	if err != nil {
 		t.Fatalf("%s: %v", p.File, err)
 	}

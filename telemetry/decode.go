@@ -44,10 +44,15 @@ var (
 	jsonOptions     = protojson.UnmarshalOptions{DiscardUnknown: true}
 )
 
-// decode fills m from b in format f.
+// decode fills m from b in format f, once b is known to be within the
+// bounds (MaxRecords, MaxValues): they are counted before anything is
+// decoded.
 func decode(b []byte, f Format, m proto.Message) error {
 	if len(b) == 0 {
 		return nil
+	}
+	if err := bound(b, f, m.ProtoReflect().Descriptor()); err != nil {
+		return err
 	}
 	switch f {
 	case Protobuf:

@@ -1,6 +1,9 @@
 package telemetry
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // The ways a request body can be refused. Each is a caller's error (an
 // HTTP 4xx at the door), never spine's.
@@ -12,6 +15,13 @@ var (
 	ErrEncoding = errors.New("telemetry: content encoding is not gzip or identity")
 	// ErrTooLarge: the body, decompressed, is over the limit (HTTP 413).
 	ErrTooLarge = errors.New("telemetry: body too large")
+	// ErrTooManyRecords: the export holds more than MaxRecords log records
+	// or data points, or MaxValues values in all (HTTP 413).
+	ErrTooManyRecords = fmt.Errorf("telemetry: an export holds at most %d log records or metric data points, and %d values in all",
+		MaxRecords, MaxValues)
+	// ErrNoRoom: ReadOpts.Reserve refused the next bytes (HTTP 429: the
+	// in-flight budget is spent).
+	ErrNoRoom = errors.New("telemetry: no room to read the body now")
 	// ErrMalformed: the body does not decode as OTLP, or its gzip stream is
 	// broken (HTTP 400). A *MalformedError wraps it.
 	ErrMalformed = errors.New("telemetry: malformed body")
@@ -52,4 +62,7 @@ var (
 var (
 	errInvalidUTF8 = errors.New("not valid UTF-8")
 	errTrailing    = errors.New("data after the JSON object")
+	errTooDeep     = errors.New("values nested too deep")
+	errJSONSyntax  = errors.New("not JSON")
+	errJSONEnd     = errors.New("the JSON ends early")
 )
