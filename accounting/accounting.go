@@ -183,6 +183,7 @@ func (b *batch) end(m streams.Message, e *streams.Envelope) {
 	}
 	if s.telemetry() { // its requests are its row, whatever this end reports
 		b.endTelemetry(s, e.Status, e.At)
+		s.Swept = sweptEnd(m, e) // its telemetry may run it again (reopen.go)
 		return
 	}
 	b.addCall(s, callFromEnd(s, e, sweptEnd(m, e)))

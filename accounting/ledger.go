@@ -20,9 +20,9 @@ type request struct {
 	Tokens                            *Tokens // normalised; nil = no usage reported
 	Cost                              *string // USD as reported; nil = not reported
 	At                                time.Time
-	// afterReopen: reported after a start reopened its session in this
-	// batch, so not in its telemetry's row (reopen.go).
-	afterReopen bool
+	// reopen: how often its session had been reopened in this batch when
+	// it was reported (reopen.go).
+	reopen int
 }
 
 // insertRequests adds the batch's requests to the ledger; a request it

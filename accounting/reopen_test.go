@@ -1,6 +1,8 @@
 package accounting_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,7 +34,7 @@ func TestStartReopensAnEndedTelemetrySession(t *testing.T) {
 			f.publish(telemetryEnd(s, 3000))
 		}
 	}
-	f.sweepQuietTelemetry()
+	f.sweepQuietTelemetry(1)
 	if n := f.count(`SELECT count(*) FROM router_calls`); n != 4 {
 		t.Fatalf("%d telemetry rows before the doors' starts, want 4", n)
 	}
@@ -99,10 +101,133 @@ func TestStartReopensAnEndedTelemetrySession(t *testing.T) {
 	}
 }
 
+// A telemetry session the idle sweeper ended was only quiet (its user
+// away, a long command): its telemetry other than a request runs it again,
+// in the recorder (a tool's post is a step, status running) as in
+// accounting (reopened), and its next end — its telemetry's, the
+// sweeper's again, a disconnect, a door's — writes its one router-call row
+// again, every request counted. A request alone is a late one: the row
+// takes it, the session stays ended. Until the next end the row is as of
+// the reopen, whatever batches the log is cut into.
+func TestTelemetryAfterTheSweepRunsTheSessionAgain(t *testing.T) {
+	f := newFixture(t)
+	f.StartRecorder(nil)
+	req := func(s string, n int64, id string) *streams.Envelope {
+		return spinetest.Request(s, n, id, "claude-haiku-4-5", usage(n, 1, 0, 0), ptr(0.25))
+	}
+	tool := func(s string, n int64) *streams.Envelope {
+		return spinetest.ToolUse(s, n, fmt.Sprintf("toolu_%d", n), streams.PhasePost)
+	}
+	prompt := spinetest.Telemetry("back", 3000, "prompt-1", &streams.Telemetry{Kind: streams.TelemetryPrompt,
+		Source: streams.TelemetryHook, PromptDigest: "blake3:" + strings.Repeat("ab", 32)})
+	gone := []string{"back", "still", "twice", "door", "billed", "gone"}
+	for _, s := range gone {
+		e := req(s, 1, "req_1")
+		if s == "gone" {
+			e.WorkerID = "laptop-9"
+		}
+		if s == "still" {
+			e.Billing = "metered"
+		}
+		f.publish(e)
+	}
+	f.sweepQuietTelemetry(len(gone))
+	f.agree(6)
+	if n := f.count(`SELECT count(*) FROM accounting_sessions a JOIN sessions s ON s.id = a.session_id
+		WHERE a.swept AND s.swept AND s.status = 'done'`); n != 6 {
+		t.Fatalf("%d of 6 swept sessions are swept in both", n)
+	}
+
+	start := spinetest.Start("door")
+	start.Kind, start.AppSessionRef = "attach", "ref-door"
+	disconnect := spinetest.Disconnect("laptop-9", "gone")
+	disconnect.At = spinetest.T0.Add(time.Hour)
+	f.publish(req("back", 2, "req_2"), tool("back", 2000), req("back", 3, "req_3"), prompt, telemetryEnd("back", 4000),
+		req("back", 4, "req_4"),
+		tool("twice", 2000), req("twice", 2, "req_2"),
+		tool("door", 2000), start,
+		tool("gone", 2000), disconnect)
+	f.Publish(spinetest.Text("door", 1, "working\n"), spinetest.Command("door", 2, "make"))
+	f.caughtUp()
+	f.sweepQuietTelemetry(1) // twice: its telemetry stopped again
+	billed := req("billed", 2, "req_2")
+	billed.Billing = "subscription"
+	f.publish(tool("twice", 3000), req("twice", 3, "req_3"), tool("still", 2000), req("still", 2, "req_2"),
+		tool("billed", 2000), billed, spinetest.End("door", "failed", "claude-opus-4-8", ""))
+	f.caughtUp()
+
+	for s, want := range map[string]string{"back": "done", "still": "running", "twice": "running", "door": "failed",
+		"billed": "running", "gone": "disconnected"} {
+		steps := map[bool]int{true: 2, false: 1}[s == "twice"] // the door's make replaced its telemetry's step
+		if got := f.recorded(s); got.Status != want || got.RecordedSteps != steps {
+			t.Errorf("%s: status %s, %d steps; want %s, %d", s, got.Status, got.RecordedSteps, want, steps)
+		}
+	}
+	if s := f.recorded("back"); s.Model != "claude-haiku-4-5" || s.PromptDigest != prompt.Telemetry.PromptDigest ||
+		s.TotalCost == nil || *s.TotalCost != 1 {
+		t.Errorf("back: %+v, want its prompt and its four requests", s)
+	}
+	for s, want := range map[string][4]string{"back": {"done", "10", "1.00", "unknown"},
+		"still": {"done", "1", "0.25", "metered"}, "twice": {"done", "3", "0.50", "unknown"},
+		"billed": {"done", "1", "0.25", "unknown"}, "gone": {"disconnected", "1", "0.25", "unknown"}} {
+		if r := f.telemetryRow(s); r.Status != want[0] || fmt.Sprint(*r.Input) != want[1] || *r.Cost != want[2] ||
+			r.Billing != want[3] {
+			t.Errorf("%s: row %+v, want %s with input %s, cost %s, billing %s", s, r, want[0], want[1], want[2], want[3])
+		}
+	}
+	if s := f.recorded("still"); s.Billing != "metered" {
+		t.Errorf("still: billing %q after the sweeper's end, want its telemetry's, metered", s.Billing)
+	}
+	if r := f.telemetryRow("door"); r.Status != "failed" || r.Input != nil || r.Door != "session" {
+		t.Errorf("door: row %+v, want its door's end's", r)
+	}
+	if n := f.count(`SELECT count(*) FROM router_calls r JOIN sessions s ON s.id = r.session_id
+		WHERE s.ended_at = r.at AND s.status = r.status`); n != 3 {
+		t.Errorf("%d of the 3 ended sessions' rows are their ends'", n)
+	}
+	f.agree(6)
+	f.rollupIsFresh()
+	if got := f.metric("spine_accounting_calls_total", nil); got != 6 {
+		t.Errorf("%v calls counted, want 6", got)
+	}
+	live, err := checksum.Projections(ctx, f.Pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, size := range []int{1, 3, 500} {
+		for _, tbl := range checksum.Diff(live, f.projectInto(size)) {
+			t.Errorf("batches of %d: %s differs from the live projection", size, tbl)
+		}
+	}
+}
+
+// agree fails the test unless the recorder's sessions and accounting's
+// agree, n of them: ended at the same time or running, reopened by the
+// same, swept the same.
+func (f *fixture) agree(n int) {
+	f.T.Helper()
+	if got := f.count(`SELECT count(*) FROM sessions s JOIN accounting_sessions a ON a.session_id = s.id
+		WHERE s.origin = a.origin AND s.ended_at IS NOT DISTINCT FROM a.ended_at AND s.swept = a.swept
+			AND (s.status = 'running') = (a.ended_at IS NULL)`); got != n {
+		f.T.Fatalf("%d of %d sessions agree", got, n)
+	}
+}
+
+// recorded is the recorder's session.
+func (f *fixture) recorded(id string) *recorder.Session {
+	f.T.Helper()
+	s, err := recorder.GetSession(ctx, f.Pool, streams.Owner{Org: "acme", Member: "alice"}, id)
+	if err != nil {
+		f.T.Fatalf("session %s: %v", id, err)
+	}
+	return s
+}
+
 // sweepQuietTelemetry waits for both projectors, then ends every running
 // telemetry session as the sweeper does once its telemetry idle time has
-// passed (the sweeper's clock an hour on), and waits for that end.
-func (f *fixture) sweepQuietTelemetry() {
+// passed (the sweeper's clock an hour on), want of them, and waits for
+// those ends.
+func (f *fixture) sweepQuietTelemetry(want int) {
 	f.T.Helper()
 	f.caughtUp()
 	w, err := recorder.NewSweeper(recorder.SweeperConfig{Pool: f.Pool, Publisher: f.Pub,
@@ -110,8 +235,8 @@ func (f *fixture) sweepQuietTelemetry() {
 	if err != nil {
 		f.T.Fatal(err)
 	}
-	if n, err := w.Sweep(ctx); err != nil || n != 1 {
-		f.T.Fatalf("swept %d sessions (%v), want 1", n, err)
+	if n, err := w.Sweep(ctx); err != nil || n != want {
+		f.T.Fatalf("swept %d sessions (%v), want %d", n, err, want)
 	}
 	f.saw(f.LastSeq())
 	f.caughtUp()

@@ -35,21 +35,29 @@ type session struct {
 	// Origin is originTelemetry or originDoor; BillingSignal the last
 	// non-empty billing its telemetry named ("" = silent).
 	Origin, BillingSignal string
-	// Reopened: a start made it its door's after its telemetry had ended
-	// it and written its row (reopen.go); its next end writes that row again.
+	// Reopened: it ran again after its telemetry's end (or the sweeper's)
+	// had written its row, for a door's start or for its telemetry after
+	// the sweeper (reopen.go); its next end writes that row again.
 	Reopened bool
-	changed  bool // by this batch: written back
-	isNew    bool // started in this batch: insert
+	// Swept: the idle sweeper ended this telemetry session, and its
+	// telemetry other than a request runs it again (reopen.go).
+	Swept   bool
+	changed bool // by this batch: written back
+	isNew   bool // started in this batch: insert
 	// row is the row of a telemetry session that ended in this batch, its
 	// requests' part filled at flush; touched, that its telemetry reported
 	// something in this batch its row shows (a request, a billing, its end).
 	row     *Call
 	touched bool
-	// reopenedNow: a start reopened it in this batch; doorRow, the row its
-	// door's end (or the sweeper's, a disconnect) writes over its
-	// telemetry's.
-	reopenedNow bool
-	doorRow     *Call
+	// reopens: how often a start or its telemetry reopened it in this
+	// batch, reopenSignal its billing signal at the last; doorRow, the row
+	// its door's end (or the sweeper's, a disconnect) writes over its
+	// telemetry's; hadRow, that its row was in router_calls before this
+	// batch.
+	reopens      int
+	reopenSignal string
+	doorRow      *Call
+	hadRow       bool
 }
 
 func (s *session) ended() bool { return s.EndedAt != nil }
@@ -58,10 +66,23 @@ func (s *session) telemetry() bool { return s.Origin == originTelemetry }
 
 // followsLedger reports whether flush makes the session's row from its
 // ledger: a telemetry session that ended (in this batch or before) and
-// reported something in this batch; or one a start reopened in this batch
-// whose telemetry did so before that start, unless its door's end came too.
+// reported something in this batch; or one reopened in this batch whose
+// telemetry did so before the reopen, unless its door's end came too.
 func (s *session) followsLedger() bool {
-	return s.touched && s.doorRow == nil && (s.telemetry() && s.ended() || s.reopenedNow)
+	return s.touched && s.doorRow == nil && (s.telemetry() && s.ended() || s.reopens > 0)
+}
+
+// asOfReopen reports whether the session's row at flush is as of its last
+// reopen in this batch: no end of its telemetry's came after it.
+func (s *session) asOfReopen() bool { return s.reopens > 0 && !(s.telemetry() && s.ended()) }
+
+// rowSignal is the billing signal the session's row takes from its
+// telemetry: the last, or the last before the reopen the row is as of.
+func (s *session) rowSignal() string {
+	if s.asOfReopen() {
+		return s.reopenSignal
+	}
+	return s.BillingSignal
 }
 
 // call starts the router-call row of the session, ending it.
@@ -72,14 +93,15 @@ func (s *session) call(status string, at time.Time) *Call {
 }
 
 const sessionColumns = `session_id, org, member, app, plan_id, worker_id, started_at, ended_at, usage, total_cost::float8,
-	origin, billing_signal, reopened`
+	origin, billing_signal, reopened, swept`
 
 func scanSessions(rows pgx.Rows) ([]*session, error) {
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (*session, error) {
 		var s session
 		var usage []byte
 		err := row.Scan(&s.ID, &s.Org, &s.Member, &s.App, &s.PlanID, &s.WorkerID, &s.StartedAt, &s.EndedAt, &usage,
-			&s.TotalCost, &s.Origin, &s.BillingSignal, &s.Reopened)
+			&s.TotalCost, &s.Origin, &s.BillingSignal, &s.Reopened, &s.Swept)
+		s.hadRow = s.EndedAt != nil || s.Reopened // an ended session has its row; a reopened one keeps it
 		if err == nil && usage != nil {
 			s.Usage = &streams.Usage{}
 			err = json.Unmarshal(usage, s.Usage)

@@ -71,14 +71,14 @@ func sessionArrays(ss []*session) []any {
 	text := func() []string { return make([]string, n) }
 	id, org, member, app, plan, worker, origin, signal := text(), text(), text(), text(), text(), text(), text(), text()
 	startedAt, endedAt := make([]time.Time, n), make([]*time.Time, n)
-	usage, cost, reopened := make([]*string, n), make([]*float64, n), make([]bool, n)
+	usage, cost, reopened, swept := make([]*string, n), make([]*float64, n), make([]bool, n), make([]bool, n)
 	for i, s := range ss {
 		id[i], org[i], member[i], app[i], plan[i], worker[i] = s.ID, s.Org, s.Member, s.App, s.PlanID, s.WorkerID
 		startedAt[i], endedAt[i] = s.StartedAt, s.EndedAt
 		usage[i], cost[i] = usageText(s.Usage), s.TotalCost
-		origin[i], signal[i], reopened[i] = s.Origin, s.BillingSignal, s.Reopened
+		origin[i], signal[i], reopened[i], swept[i] = s.Origin, s.BillingSignal, s.Reopened, s.Swept
 	}
-	return []any{id, org, member, app, plan, worker, startedAt, endedAt, usage, cost, origin, signal, reopened}
+	return []any{id, org, member, app, plan, worker, startedAt, endedAt, usage, cost, origin, signal, reopened, swept}
 }
 
 // insertSessions writes the sessions that started in the batch (ended_at
@@ -88,9 +88,10 @@ func insertSessions(ctx context.Context, tx pgx.Tx, ss []*session) error {
 		return nil
 	}
 	_, err := tx.Exec(ctx, `INSERT INTO accounting_sessions (session_id, org, member, app, plan_id, worker_id,
-			started_at, ended_at, usage, total_cost, origin, billing_signal, reopened)
+			started_at, ended_at, usage, total_cost, origin, billing_signal, reopened, swept)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-			$7::timestamptz[], $8::timestamptz[], $9::jsonb[], $10::numeric[], $11::text[], $12::text[], $13::bool[])`,
+			$7::timestamptz[], $8::timestamptz[], $9::jsonb[], $10::numeric[], $11::text[], $12::text[], $13::bool[],
+			$14::bool[])`,
 		append([]any{execMode}, sessionArrays(ss)...)...)
 	if err != nil {
 		return fmt.Errorf("insert accounting sessions: %w", err)
@@ -110,11 +111,13 @@ func updateSessions(ctx context.Context, tx pgx.Tx, ss []*session) error {
 	// scans the whole table.
 	_, err := tx.Exec(ctx, `UPDATE accounting_sessions a SET app = u.app, plan_id = u.plan_id,
 			worker_id = u.worker_id, started_at = u.started_at, ended_at = u.ended_at, usage = u.usage,
-			total_cost = u.total_cost, origin = u.origin, billing_signal = u.billing_signal, reopened = u.reopened
+			total_cost = u.total_cost, origin = u.origin, billing_signal = u.billing_signal, reopened = u.reopened,
+			swept = u.swept
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-			$7::timestamptz[], $8::timestamptz[], $9::jsonb[], $10::numeric[], $11::text[], $12::text[], $13::bool[])
+			$7::timestamptz[], $8::timestamptz[], $9::jsonb[], $10::numeric[], $11::text[], $12::text[], $13::bool[],
+			$14::bool[])
 			u(id, org, member, app, plan_id, worker_id, started_at, ended_at, usage, total_cost, origin, billing_signal,
-				reopened)
+				reopened, swept)
 		WHERE a.session_id = u.id AND a.session_id = ANY($1::text[])`, append([]any{execMode}, sessionArrays(ss)...)...)
 	if err != nil {
 		return fmt.Errorf("update accounting sessions: %w", err)

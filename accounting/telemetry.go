@@ -40,6 +40,9 @@ func (b *batch) telemetry(m streams.Message, e *streams.Envelope) {
 	if !s.telemetry() {
 		return // another door's session: its end is its row
 	}
+	if s.Swept && t.Kind != streams.TelemetryRequest {
+		s.reopen() // only quiet: the sweeper ended it, its app goes on
+	}
 	if e.Billing != "" && e.Billing != s.BillingSignal {
 		s.BillingSignal, s.changed, s.touched = e.Billing, true, true
 	}
@@ -63,7 +66,7 @@ func (b *batch) request(s *session, e *streams.Envelope) {
 	b.seen[k] = true
 	b.requests = append(b.requests, &request{SessionID: s.ID, RequestID: t.RequestID, Org: s.Org, Member: s.Member,
 		Model: t.Model, Effort: t.Effort, Tokens: Normalise(t.Usage), Cost: streams.CostText(t.TotalCost), At: e.At,
-		afterReopen: s.reopenedNow})
+		reopen: s.reopens})
 	s.touched = s.touched || s.telemetry()
 }
 
@@ -76,8 +79,9 @@ func (b *batch) endTelemetry(s *session, status string, at time.Time) {
 // telemetryRows makes the rows of the batch's sessions that follow their
 // ledger, once the requests they count are in it: a row for each telemetry
 // session that ended in this batch, and a rewrite of each that ended before
-// and whose telemetry reported more since; for a session a start reopened,
-// its telemetry's row as of that start, or its door's end's (reopen.go).
+// and whose telemetry reported more since; for a session reopened, its
+// telemetry's row as of the reopen, or its next end's (reopen.go): an end
+// of a session whose row was there before the batch writes it again.
 func (b *batch) telemetryRows(ctx context.Context) error {
 	sessions := b.sorted()
 	var summed []string
@@ -93,46 +97,56 @@ func (b *batch) telemetryRows(ctx context.Context) error {
 			return err
 		}
 	}
-	var earlier []*session // rows of earlier batches to write again
+	var earlier []ended // rows of earlier batches to write again
 	for _, s := range sessions {
+		row := s.doorRow
+		if row == nil && s.row != nil && s.followsLedger() {
+			sums[s.ID].fill(s.row, s.rowSignal())
+			row = s.row
+		}
 		switch {
-		case s.row != nil && s.doorRow != nil:
-			b.calls = append(b.calls, s.doorRow) // its telemetry's row was never written
-		case s.row != nil && s.followsLedger():
-			sums[s.ID].fill(s.row, s.BillingSignal)
-			b.calls = append(b.calls, s.row)
-		case s.doorRow != nil || s.followsLedger():
-			earlier = append(earlier, s)
+		case row != nil && !s.hadRow:
+			b.calls = append(b.calls, row) // the first row of the session
+		case row != nil || s.followsLedger():
+			earlier = append(earlier, ended{s, row})
 		}
 	}
 	return b.rewriteEarlier(ctx, earlier, sums)
 }
 
+// ended is a session whose row an earlier batch wrote, and the row of its
+// end in this batch (nil: none, the old row takes its ledger's new sums).
+type ended struct {
+	s   *session
+	row *Call
+}
+
 // rewriteEarlier writes again the rows earlier batches wrote for the
-// sessions: their ledger's new sums, or a reopened session's door's row.
-func (b *batch) rewriteEarlier(ctx context.Context, earlier []*session, sums map[string]*ledgerSum) error {
+// sessions: their ledger's new sums, or the row of a reopened session's
+// next end.
+func (b *batch) rewriteEarlier(ctx context.Context, earlier []ended, sums map[string]*ledgerSum) error {
 	if len(earlier) == 0 {
 		return nil
 	}
 	ids := make([]string, len(earlier))
-	for i, s := range earlier {
-		ids[i] = s.ID
+	for i, e := range earlier {
+		ids[i] = e.s.ID
 	}
 	old, err := callsByID(ctx, b.tx, ids)
 	if err != nil {
 		return err
 	}
-	for _, s := range earlier {
-		o := old[s.ID]
+	for _, e := range earlier {
+		o := old[e.s.ID]
 		if o == nil {
 			continue // no row to rewrite: cannot happen, an ended session has one
 		}
-		if s.doorRow != nil {
-			b.rewrites = append(b.rewrites, rewrite{old: o, new: s.doorRow})
+		if e.row != nil {
+			b.rewrites = append(b.rewrites, rewrite{old: o, new: e.row})
 			continue
 		}
 		n := *o
-		sums[s.ID].fill(&n, s.BillingSignal)
+		sums[e.s.ID].fill(&n, e.s.rowSignal())
 		if rw := (rewrite{old: o, new: &n}); rw.changed() {
 			b.rewrites = append(b.rewrites, rw)
 		}

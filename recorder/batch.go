@@ -333,7 +333,12 @@ func (b *batch) end(m streams.Message, e *streams.Envelope) error {
 	}
 	s.Status, s.ExitCode, s.Error = e.Status, e.ExitCode, e.Error
 	s.Model, s.Effort = e.Model, e.Effort // as reported; empty means unknown
-	s.Billing, s.Door = e.Billing, e.Door
+	// A telemetry session the sweeper ends keeps its telemetry's billing
+	// (the sweeper reports none), and its telemetry may run it again.
+	s.swept = swept(m, e) && s.Origin == OriginTelemetry
+	if !s.swept {
+		s.Billing, s.Door = e.Billing, e.Door
+	}
 	if !swept(m, e) || e.Usage != nil {
 		// The end's usage replaces the running one (session.usage), none
 		// included; the sweeper's reports nothing, so the running usage

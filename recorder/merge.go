@@ -50,10 +50,11 @@ func (b *batch) merge(s *Session, m streams.Message, e *streams.Envelope) {
 	s.heard(m)
 }
 
-// reopen makes an ended telemetry session run again.
+// reopen makes an ended telemetry session run again: for a door's start,
+// or for its telemetry after the idle sweeper ended it (telemetry.go).
 func (b *batch) reopen(s *Session) {
 	s.Status, s.ExitCode, s.Error, s.TranscriptFileID = StatusRunning, nil, "", ""
-	s.EndedAt, s.needsFinal = nil, false
+	s.EndedAt, s.needsFinal, s.swept = nil, false, false
 	b.reopened = append(b.reopened, s.ID)
 }
 

@@ -77,13 +77,16 @@ type Session struct {
 	Origin    string `json:"origin,omitempty"`
 	Partition int    `json:"-"`
 
-	observations int  // observation_count: the run's next observation idx - 1
-	superseded   int  // superseded_steps: telemetry steps a door's start superseded (merge_steps.go)
-	isNew        bool // inserted by this batch
-	dirty        bool
-	needsFinal   bool       // ended in this batch: write its transcript at flush
-	described    bool       // a start's columns changed (a start over a telemetry session, a prompt's digest)
-	holes        [][2]int64 // the seqs missing, from and to, noted in this batch
+	observations int // observation_count: the run's next observation idx - 1
+	superseded   int // superseded_steps: telemetry steps a door's start superseded (merge_steps.go)
+	// swept: the idle sweeper ended this telemetry session, and its
+	// telemetry other than a request runs it again (telemetry.go).
+	swept      bool
+	isNew      bool // inserted by this batch
+	dirty      bool
+	needsFinal bool       // ended in this batch: write its transcript at flush
+	described  bool       // a start's columns changed (a start over a telemetry session, a prompt's digest)
+	holes      [][2]int64 // the seqs missing, from and to, noted in this batch
 
 	// received and cancelRequested are when JetStream stored the session's
 	// last envelope and its first cancel; the sweeper decides by them. Set
@@ -99,7 +102,7 @@ const sessionColumns = "id, org, member, app, kind, level, app_session_ref, work
 	"step_id, parent_run_id, worker_id, prompt_digest, status, session_run_id, transcript_file_id, " +
 	"recorded_steps, observation_count, dropped_actions, last_seq, exit_code, error, model, effort, " +
 	"usage, total_cost, billing, door, started_at, ended_at, updated_at, partition, " +
-	"received_at, cancel_requested_at, origin, superseded_steps"
+	"received_at, cancel_requested_at, origin, superseded_steps, swept"
 
 // sessionColumnNames are sessionColumns one by one, for COPY.
 var sessionColumnNames = strings.Split(sessionColumns, ", ")
@@ -110,7 +113,7 @@ func (s *Session) scanTargets() []any {
 		&s.SessionRunID, &s.TranscriptFileID, &s.RecordedSteps, &s.observations, &s.DroppedActions,
 		&s.LastSeq, &s.ExitCode, &s.Error, &s.Model, &s.Effort, &s.Usage, &s.TotalCost, &s.Billing,
 		&s.Door, &s.StartedAt, &s.EndedAt, &s.UpdatedAt, &s.Partition, &s.received, &s.cancelRequested, &s.Origin,
-		&s.superseded}
+		&s.superseded, &s.swept}
 }
 
 func (s *Session) values() []any {
@@ -123,7 +126,7 @@ func (s *Session) values() []any {
 		s.SessionRunID, s.TranscriptFileID, s.RecordedSteps, s.observations, s.DroppedActions,
 		s.LastSeq, s.ExitCode, s.Error, s.Model, s.Effort, usage, s.TotalCost, s.Billing,
 		s.Door, s.StartedAt, s.EndedAt, s.UpdatedAt, s.Partition, s.received, s.cancelRequested, s.Origin,
-		s.superseded}
+		s.superseded, s.swept}
 }
 
 func scanSessions(rows pgx.Rows) ([]*Session, error) {
@@ -200,16 +203,17 @@ func writeSessions(ctx context.Context, tx pgx.Tx, sessions []*Session) error {
 			last_seq = u.last_seq, exit_code = u.exit_code, error = u.error, model = u.model, effort = u.effort,
 			usage = u.usage::jsonb, total_cost = u.cost::numeric, billing = u.billing, door = u.door, ended_at = u.ended_at,
 			updated_at = u.updated_at, received_at = u.received_at, cancel_requested_at = u.cancel_requested_at,
-			superseded_steps = u.superseded
+			superseded_steps = u.superseded, swept = u.swept
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::int[], $7::bigint[], $8::int[],
 			$9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[],
-			$16::timestamptz[], $17::timestamptz[], $18::timestamptz[], $19::timestamptz[], $20::int[])
+			$16::timestamptz[], $17::timestamptz[], $18::timestamptz[], $19::timestamptz[], $20::int[], $21::bool[])
 			AS u(id, status, transcript, steps, observations, dropped, last_seq, exit_code, error, model, effort,
-				usage, cost, billing, door, ended_at, updated_at, received_at, cancel_requested_at, superseded)
+				usage, cost, billing, door, ended_at, updated_at, received_at, cancel_requested_at, superseded,
+				swept)
 		WHERE s.id = u.id`, pgx.QueryExecModeExec,
 		u.id, u.status, u.transcript, u.steps, u.observations, u.dropped, u.lastSeq, u.exitCode, u.err, u.model,
 		u.effort, u.usage, u.cost, u.billing, u.door, u.endedAt, u.updatedAt, u.received, u.cancelRequested,
-		u.superseded)
+		u.superseded, u.swept)
 	if err != nil {
 		return fmt.Errorf("update %d sessions: %w", len(u.id), err)
 	}
@@ -226,13 +230,14 @@ type sessionUpdates struct {
 	exitCode                                                  []*int
 	usage, cost                                               []*string
 	endedAt, received, cancelRequested                        []*time.Time
+	swept                                                     []bool
 	updatedAt                                                 []time.Time
 }
 
 func (u *sessionUpdates) add(s *Session) {
 	u.id, u.status, u.transcript = append(u.id, s.ID), append(u.status, s.Status), append(u.transcript, s.TranscriptFileID)
 	u.steps, u.observations = append(u.steps, s.RecordedSteps), append(u.observations, s.observations)
-	u.superseded = append(u.superseded, s.superseded)
+	u.superseded, u.swept = append(u.superseded, s.superseded), append(u.swept, s.swept)
 	u.dropped, u.lastSeq, u.exitCode = append(u.dropped, s.DroppedActions), append(u.lastSeq, s.LastSeq), append(u.exitCode, s.ExitCode)
 	u.err, u.model, u.effort = append(u.err, s.Error), append(u.model, s.Model), append(u.effort, s.Effort)
 	var usage *string

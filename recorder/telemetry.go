@@ -14,7 +14,9 @@ import (
 // ledger (ledger.go), whatever its origin; the rest shapes only a telemetry
 // session: a tool's post is a step, an end ends it. In another door's
 // session that door records the steps and the end, and the telemetry is
-// only activity.
+// only activity. A telemetry session the idle sweeper ended was only quiet
+// (its user away, a long command): telemetry other than a request runs it
+// again, as a start does, and its next end is its end.
 
 // telemetry applies one session.telemetry.
 func (b *batch) telemetry(m streams.Message, e *streams.Envelope) error {
@@ -58,6 +60,9 @@ func (b *batch) telemetrySession(m streams.Message, e *streams.Envelope) (*Sessi
 	s, err := b.session(m, e)
 	if err != nil {
 		return nil, err
+	}
+	if s.swept && e.Telemetry.Kind != streams.TelemetryRequest {
+		b.reopen(s)
 	}
 	b.active(s, m, e)
 	return s, nil
