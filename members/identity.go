@@ -3,6 +3,7 @@ package members
 import (
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -31,18 +32,32 @@ type Identity struct {
 	Value string `json:"value"`
 }
 
-// Parse checks kind and value and gives the identity as it is stored: an
-// email in lower case (Claude Code and an admin may spell it differently),
-// the others as given.
+// Parse checks kind (one of Kinds) and value and gives the identity as it
+// is stored: an email in lower case (Claude Code and an admin may spell it
+// differently), the others as given. A value is refused (ErrValue) when
+// empty, too long, not UTF-8, or holding a control or bidirectional
+// formatting character: anyone with the ingest token sets the values an
+// admin's terminal shows.
 func Parse(kind, value string) (Identity, error) {
-	if !slices.Contains(Kinds, kind) {
+	return parse(Kinds, kind, value)
+}
+
+func parse(kinds []string, kind, value string) (Identity, error) {
+	if !slices.Contains(kinds, kind) {
 		return Identity{}, ErrKind
 	}
-	if value == "" || len(value) > MaxValueLen || !utf8.ValidString(value) {
+	if value == "" || len(value) > MaxValueLen || !utf8.ValidString(value) || strings.ContainsFunc(value, unshowable) {
 		return Identity{}, ErrValue
 	}
 	if kind == Email {
 		value = strings.ToLower(value)
 	}
 	return Identity{Kind: kind, Value: value}, nil
+}
+
+// unshowable: a character a terminal acts on rather than shows (C0, DEL,
+// C1: escape sequences, carriage returns) or that reorders what follows
+// it (bidirectional overrides and isolates).
+func unshowable(r rune) bool {
+	return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)
 }

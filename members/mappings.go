@@ -59,37 +59,15 @@ func Unmap(ctx context.Context, pool *pgxpool.Pool, org string, id Identity) err
 	return nil
 }
 
-// MaxPage bounds one page of List or ListUnmapped (the API's page limit).
-const MaxPage = 5000
-
 // List is org's mappings in (kind, value) order after the given identity
 // (the zero Identity: from the first), at most limit (1 to MaxPage) of
 // them; more says whether others follow.
 func List(ctx context.Context, q streams.Querier, org string, after Identity, limit int) ([]Mapping, bool, error) {
-	rows, err := q.Query(ctx, `SELECT kind, value, member, mapped_by, mapped_at FROM member_identities
-		WHERE org = $1 AND (kind, value) > ($2, $3) ORDER BY kind, value LIMIT $4`,
-		org, after.Kind, after.Value, pageSize(limit)+1)
-	if err != nil {
-		return nil, false, fmt.Errorf("list identities: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Mapping, error) {
-		var m Mapping
-		err := r.Scan(&m.Kind, &m.Value, &m.Member, &m.MappedBy, &m.MappedAt)
-		return m, err
-	})
-	if err != nil {
-		return nil, false, fmt.Errorf("list identities: %w", err)
-	}
-	out, more := cutPage(out, limit)
-	return out, more, nil
-}
-
-func pageSize(limit int) int { return min(max(limit, 1), MaxPage) }
-
-// cutPage drops the row past the page, which says more follow.
-func cutPage[T any](rows []T, limit int) ([]T, bool) {
-	if n := pageSize(limit); len(rows) > n {
-		return rows[:n], true
-	}
-	return rows, false
+	return listPage(ctx, q, "identities", `SELECT kind, value, member, mapped_by, mapped_at FROM member_identities
+		WHERE org = $1 AND (kind, value) > ($2, $3) ORDER BY kind, value LIMIT $4`, org, after, limit,
+		func(r pgx.CollectableRow) (Mapping, error) {
+			var m Mapping
+			err := r.Scan(&m.Kind, &m.Value, &m.Member, &m.MappedBy, &m.MappedAt)
+			return m, err
+		})
 }

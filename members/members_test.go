@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/spinehq/spine/internal/pgtest"
 	"github.com/spinehq/spine/internal/spinetest"
 	"github.com/spinehq/spine/members"
@@ -144,5 +146,90 @@ func TestUnmappedAreBounded(t *testing.T) {
 	}
 	if n != members.MaxUnmapped || events != members.MaxUnmapped+1 {
 		t.Fatalf("%d identities with %d events, want %d with %d", n, events, members.MaxUnmapped, members.MaxUnmapped+1)
+	}
+}
+
+// A value with a control or bidirectional formatting character is no
+// identity: anyone with the ingest token sets the values an admin's
+// terminal shows.
+func TestParseRefusesControlCharacters(t *testing.T) {
+	for _, v := range []string{"ada\x1b[2J@example.com", "ada\r@example.com", "a\tb", "a\x7fb", "a\u0085b", "evil\u202egpj.exe", "a\u2066b"} {
+		if _, err := members.Parse(members.User, v); !errors.Is(err, members.ErrValue) {
+			t.Errorf("%q: %v, want ErrValue", v, err)
+		}
+	}
+	if _, err := members.Parse(members.Email, "ådå@example.com"); err != nil {
+		t.Fatalf("a non-ASCII address: %v", err)
+	}
+}
+
+// fillUnmapped lists n made-up identities of org, as Count would.
+func fillUnmapped(t *testing.T, pool *pgxpool.Pool, org string, n int) {
+	t.Helper()
+	if _, err := pool.Exec(ctx, `INSERT INTO telemetry_unmapped (org, kind, value, first_seen, last_seen, events)
+		SELECT $1, 'user', 'filler-' || i, $2, $2, 1 FROM generate_series(1, $3) AS i`, org, t0, n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// listed is how many identities org has listed.
+func listed(t *testing.T, pool *pgxpool.Pool, org string) int {
+	t.Helper()
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM telemetry_unmapped WHERE org = $1`, org).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// newIdentities are n identities none listed, prefix telling callers apart.
+func newIdentities(prefix string, n int) map[members.Identity]int64 {
+	out := map[members.Identity]int64{}
+	for i := range n {
+		out[id(members.User, fmt.Sprintf("%s-%d", prefix, i))] = 1
+	}
+	return out
+}
+
+// One count with more new identities than the org has room for lists
+// only as many as the room: the cap is checked per row, not once per
+// statement (which let one call list all of them past it).
+func TestUnmappedCapHoldsForOneCall(t *testing.T) {
+	pool, _ := pgtest.New(t)
+	fillUnmapped(t, pool, "acme", members.MaxUnmapped-5)
+	if err := members.Count(ctx, pool, "acme", newIdentities("new", 10), t0); err != nil {
+		t.Fatal(err)
+	}
+	if n := listed(t, pool, "acme"); n != members.MaxUnmapped {
+		t.Fatalf("%d listed, want the cap, %d", n, members.MaxUnmapped)
+	}
+}
+
+// Counts of one org at once take turns: each sees the room the others
+// left, so together they stay at the cap. A race is a matter of chance:
+// five rounds of 16 make missing one unlikely.
+func TestUnmappedCapHoldsUnderConcurrentCalls(t *testing.T) {
+	pool, _ := pgtest.New(t)
+	fillUnmapped(t, pool, "acme", members.MaxUnmapped-5)
+	for round := range 5 {
+		errs, start := make(chan error, 16), make(chan struct{})
+		for c := range cap(errs) {
+			go func() {
+				<-start
+				errs <- members.Count(ctx, pool, "acme", newIdentities(fmt.Sprint(round, "-", c), 10), t0)
+			}()
+		}
+		close(start)
+		for range cap(errs) {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := listed(t, pool, "acme"); n != members.MaxUnmapped {
+			t.Fatalf("round %d: %d listed, want the cap, %d", round, n, members.MaxUnmapped)
+		}
+		if _, err := pool.Exec(ctx, `DELETE FROM telemetry_unmapped WHERE org = 'acme' AND value NOT LIKE 'filler-%'`); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -1,12 +1,14 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/spinehq/spine/members"
+	"github.com/spinehq/spine/streams"
 )
 
 // Who the telemetry doors record an org's ingest token as: an admin maps
@@ -96,20 +98,10 @@ type IdentityList struct {
 }
 
 func (s *Server) listIdentities(w http.ResponseWriter, r *http.Request) {
-	after, limit, ok := identityPaging(w, r)
-	if !ok {
-		return
+	list, next, more, ok := identityPage(s, w, r, members.List, func(m members.Mapping) members.Identity { return m.Identity })
+	if ok {
+		writeJSON(w, http.StatusOK, IdentityList{Identities: list, Next: next, More: more})
 	}
-	list, more, err := members.List(r.Context(), s.cfg.Pool, caller(r).Org, after, limit)
-	if err != nil {
-		s.internal(w, "list identities", err)
-		return
-	}
-	page := IdentityList{Identities: list, More: more}
-	if n := len(list); n > 0 {
-		page.Next = identityCursor(list[n-1].Identity)
-	}
-	writeJSON(w, http.StatusOK, page)
 }
 
 // UnmappedList is a page of GET /v1/members/unmapped: the identities an
@@ -121,20 +113,31 @@ type UnmappedList struct {
 }
 
 func (s *Server) listUnmapped(w http.ResponseWriter, r *http.Request) {
+	list, next, more, ok := identityPage(s, w, r, members.ListUnmapped, func(u members.Unmapped) members.Identity { return u.Identity })
+	if ok {
+		writeJSON(w, http.StatusOK, UnmappedList{Unmapped: list, Next: next, More: more})
+	}
+}
+
+// identityPage reads one page of the caller's org's rows of a list of
+// identities (list), with the next page's cursor (id names a row). It
+// answers the request itself when it cannot (ok false).
+func identityPage[T any](s *Server, w http.ResponseWriter, r *http.Request,
+	list func(context.Context, streams.Querier, string, members.Identity, int) ([]T, bool, error),
+	id func(T) members.Identity) (page []T, next string, more, ok bool) {
 	after, limit, ok := identityPaging(w, r)
 	if !ok {
-		return
+		return nil, "", false, false
 	}
-	list, more, err := members.ListUnmapped(r.Context(), s.cfg.Pool, caller(r).Org, after, limit)
+	page, more, err := list(r.Context(), s.cfg.Pool, caller(r).Org, after, limit)
 	if err != nil {
-		s.internal(w, "list unmapped identities", err)
-		return
+		s.internal(w, "list identities", err)
+		return nil, "", false, false
 	}
-	page := UnmappedList{Unmapped: list, More: more}
-	if n := len(list); n > 0 {
-		page.Next = identityCursor(list[n-1].Identity)
+	if n := len(page); n > 0 {
+		next = id(page[n-1]).Kind + ":" + id(page[n-1]).Value
 	}
-	writeJSON(w, http.StatusOK, page)
+	return page, next, more, true
 }
 
 // identityPaging reads ?limit= (as every list) and ?after=KIND:VALUE.
@@ -155,5 +158,3 @@ func identityPaging(w http.ResponseWriter, r *http.Request) (members.Identity, i
 	}
 	return after, limit, true
 }
-
-func identityCursor(id members.Identity) string { return id.Kind + ":" + id.Value }

@@ -214,6 +214,12 @@ func TestIdentities(t *testing.T) {
 	if ids := named(events(t, "codex-json-logs"), "codex.user_prompt")[0].Identities(); len(ids) != 0 {
 		t.Fatalf("Codex with an API key says %v of its user, want nothing", ids)
 	}
+	e := named(events(t, "codex-json-chatgpt-logs"), "codex.user_prompt")[0]
+	e.Attrs = copyAttrs(e.Attrs)
+	e.Attrs["user.email"] = "ada\x1b[2J@example.test" // an escape sequence for the admin's terminal
+	if ids := e.Identities(); len(ids) != 1 || ids[0].Kind != members.Account {
+		t.Fatalf("an email with a control character: %v, want it dropped, the account kept", ids)
+	}
 }
 
 // Every data point of the metrics captures is counted, under its app.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -69,7 +70,8 @@ func mapIdentity(ctx context.Context, c *client, kind, value, member string, asJ
 	if printed, err := c.answer(ctx, "POST", "/v1/members/identities", body, asJSON, &m); err != nil || printed {
 		return err
 	}
-	fmt.Fprintf(stdout, "mapped %s %s to member %s: its events record as %s from now on\n", m.Kind, m.Value, m.Member, m.Member)
+	fmt.Fprintf(stdout, "mapped %s %s to member %s: its events record as %s from now on\n", shown(m.Kind), shown(m.Value),
+		shown(m.Member), shown(m.Member))
 	return nil
 }
 
@@ -79,7 +81,7 @@ func unmapIdentity(ctx context.Context, c *client, kind, value string, asJSON bo
 	if printed, err := c.answer(ctx, "DELETE", "/v1/members/identities?"+q.Encode(), nil, asJSON, &id); err != nil || printed {
 		return err
 	}
-	fmt.Fprintf(stdout, "unmapped %s %s: its events are not recorded until it is mapped again\n", id.Kind, id.Value)
+	fmt.Fprintf(stdout, "unmapped %s %s: its events are not recorded until it is mapped again\n", shown(id.Kind), shown(id.Value))
 	return nil
 }
 
@@ -92,12 +94,11 @@ func listMapped(ctx context.Context, c *client, q url.Values, asJSON bool) error
 		fmt.Fprintln(stdout, "no identities mapped")
 		return nil
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "KIND\tVALUE\tMEMBER\tMAPPED BY\tMAPPED AT")
+	rows := [][]string{{"KIND", "VALUE", "MEMBER", "MAPPED BY", "MAPPED AT"}}
 	for _, m := range page.Identities {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.Kind, m.Value, m.Member, m.MappedBy, m.MappedAt.UTC().Format(time.RFC3339))
+		rows = append(rows, []string{m.Kind, m.Value, m.Member, m.MappedBy, m.MappedAt.UTC().Format(time.RFC3339)})
 	}
-	_ = tw.Flush()
+	printIdentities(rows)
 	printMore(page.More, page.Next)
 	return nil
 }
@@ -111,20 +112,33 @@ func listUnmapped(ctx context.Context, c *client, q url.Values, asJSON bool) err
 		fmt.Fprintln(stdout, "no unmapped identities")
 		return nil
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "KIND\tVALUE\tEVENTS\tFIRST SEEN\tLAST SEEN")
+	rows := [][]string{{"KIND", "VALUE", "EVENTS", "FIRST SEEN", "LAST SEEN"}}
 	for _, u := range page.Unmapped {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", u.Kind, u.Value, u.Events, u.FirstSeen.UTC().Format(time.RFC3339),
-			u.LastSeen.UTC().Format(time.RFC3339))
+		rows = append(rows, []string{u.Kind, u.Value, strconv.FormatInt(u.Events, 10), u.FirstSeen.UTC().Format(time.RFC3339),
+			u.LastSeen.UTC().Format(time.RFC3339)})
 	}
-	_ = tw.Flush()
+	printIdentities(rows)
 	fmt.Fprintln(stdout, "these events were not recorded; spine members map KIND VALUE MEMBER records the next ones")
 	printMore(page.More, page.Next)
 	return nil
 }
 
+// printIdentities prints a page of identities as a table, each cell as a
+// terminal may show it (shown: anyone with the ingest token sets the
+// values), in one line.
+func printIdentities(rows [][]string) {
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	for _, row := range rows {
+		for i, cell := range row {
+			row[i] = strings.NewReplacer("\t", " ", "\n", " ").Replace(shown(cell))
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	_ = tw.Flush()
+}
+
 func printMore(more bool, next string) {
 	if more {
-		fmt.Fprintf(stdout, "more follow: --after %s\n", next)
+		fmt.Fprintf(stdout, "more follow: --after %s\n", shown(next))
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"os"
 	"strings"
@@ -75,5 +76,21 @@ func TestMembersUnmappedListsAnIngestTokensUsers(t *testing.T) {
 	}
 	if out, _ := capture(t, "members", "unmapped", "--token", admin); !strings.Contains(out, "no unmapped identities") {
 		t.Fatalf("unmapped after mapping:\n%s", out)
+	}
+}
+
+// What the apps reported is printed as a terminal may show it: a value
+// holding an escape sequence (listed before the door dropped such values)
+// prints without its control characters, in one table row.
+func TestMembersPrintsNoControlCharacters(t *testing.T) {
+	n, _ := testNode(t)
+	admin, _ := n.Signer.Mint(auth.Claims{Org: "dev", Member: "root", Role: auth.RoleAdmin}, time.Hour)
+	if _, err := n.Pool.Exec(context.Background(), `INSERT INTO telemetry_unmapped (org, kind, value, first_seen, last_seen, events)
+		VALUES ('dev', 'user', E'evil\x1b]0;pwned\x07\x1b[2J\u202e\tcol\nrow', now(), now(), 1)`); err != nil {
+		t.Fatal(err)
+	}
+	out, err := capture(t, "members", "unmapped", "--token", admin)
+	if err != nil || strings.ContainsAny(out, "\x1b\x07\u202e") || !strings.Contains(out, "user  evil]0;pwned[2J col row  1") {
+		t.Fatalf("unmapped: %v\n%q", err, out)
 	}
 }
