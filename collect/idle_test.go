@@ -32,6 +32,7 @@ type sessionRow struct {
 	LastSeq       int64              `json:"lastSeq"`
 	EndedAt       *time.Time         `json:"endedAt"`
 	Tokens        *accounting.Tokens `json:"tokens"`
+	Origin        string             `json:"origin"`
 }
 
 // waitSession polls the session until ok says it is as wanted.

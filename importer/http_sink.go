@@ -68,6 +68,15 @@ func (h *HTTPSink) Recorded(ctx context.Context, sessionID string) (apps.Recorde
 // AskRecorded is what spine has of one session (GET /v1/sessions/{id}):
 // apps.Recorded{} for a 404 (a session spine does not have, or another
 // member's), an error when spine did not answer so.
+//
+// A session only the apps' own telemetry made (origin telemetry) is
+// apps.Recorded{} too: no door's start is recorded, so the door asking
+// sends its own, which spine applies over the telemetry's
+// (docs/recording.md#telemetry-sessions), with its chunks and end. The
+// log says the same (it holds no start of it: JetStreamSink.Recorded).
+// Its kind run is not spine run's: taken for it, spine collect would
+// leave the session alone (apps.Options.LeaveRun) and it would keep no
+// transcript.
 func AskRecorded(ctx context.Context, api API, sessionID string) (apps.Recorded, error) {
 	var s struct {
 		Kind      string         `json:"kind"`
@@ -75,19 +84,24 @@ func AskRecorded(ctx context.Context, api API, sessionID string) (apps.Recorded,
 		EndedAt   *time.Time     `json:"endedAt"`
 		Usage     *streams.Usage `json:"usage"`
 		TotalCost *float64       `json:"totalCost"`
+		Origin    string         `json:"origin"`
 	}
 	err := api.Do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(sessionID), nil, &s)
 	var se interface{ HTTPStatus() int }
 	if errors.As(err, &se) && se.HTTPStatus() == http.StatusNotFound {
 		return apps.Recorded{}, nil
 	}
-	if err != nil {
+	if err != nil || s.Origin == originTelemetry {
 		return apps.Recorded{}, err
 	}
 	// The end's usage, or a running session's so far.
 	return apps.Recorded{Started: true, Ended: s.EndedAt != nil, LastSeq: s.LastSeq, Kind: s.Kind,
 		Usage: s.Usage, Cost: s.TotalCost}, nil
 }
+
+// originTelemetry is recorder.OriginTelemetry (the recorder imports this
+// package): a session no door started.
+const originTelemetry = "telemetry"
 
 // AskEach makes every later Recorded ask spine about the session itself,
 // not the list read at the first: a long-running caller (spine collect,
