@@ -11,7 +11,9 @@
 // An identity no mapping names is recorded under no one: the door counts
 // it (Count, table telemetry_unmapped) and the admins see it (ListUnmapped)
 // until they map it, so a user is never silently dropped nor silently
-// assigned.
+// assigned. An event that names no user at all, of a session no member
+// holds, is listed too, under its machine (kind Machine) or its app (kind
+// None): nothing maps those.
 //
 //	ids := []members.Identity{{Kind: members.Email, Value: "ada@example.com"}}
 //	who, err := members.Resolve(ctx, pool, "acme", ids)

@@ -22,6 +22,23 @@ const (
 // Kinds lists the kinds in the order an event's identities are tried.
 var Kinds = []string{Email, Account, User}
 
+// Kinds of an unmapped entry only: an ingest token's events that named no
+// user (every hook, Codex with a provider's API key) and were of a session
+// no member of the org holds. Nothing maps them (only a member's token
+// records such an app); they are listed so that the events are not lost
+// unseen.
+const (
+	// Machine is the machine the events came from (host.name, as the
+	// session's workerId: Codex sends it).
+	Machine = "machine"
+	// None is an app whose events named neither a user nor a machine
+	// (the hooks, Claude Code): its value is the app.
+	None = "none"
+)
+
+// Listed lists every kind an unmapped entry can have.
+var Listed = []string{Email, Account, User, Machine, None}
+
 // MaxValueLen bounds an identity's value in bytes (an email address is at
 // most 254).
 const MaxValueLen = 320
@@ -40,6 +57,12 @@ type Identity struct {
 // admin's terminal shows.
 func Parse(kind, value string) (Identity, error) {
 	return parse(Kinds, kind, value)
+}
+
+// ParseListed is Parse for any kind an unmapped entry has (Listed): a
+// page's cursor of the unmapped list.
+func ParseListed(kind, value string) (Identity, error) {
+	return parse(Listed, kind, value)
 }
 
 func parse(kinds []string, kind, value string) (Identity, error) {

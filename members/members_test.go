@@ -79,6 +79,8 @@ func TestMapRefusesBadInput(t *testing.T) {
 		{id(members.Email, string(make([]byte, members.MaxValueLen+1))), "ada", members.ErrValue},
 		{id(members.Email, "ada@example.com"), "ada lovelace", members.ErrMember},
 		{id(members.Email, "ada@example.com"), "", members.ErrMember},
+		{id(members.Machine, "vm"), "ada", members.ErrKind}, // listed, never mapped
+		{id(members.None, "claude-code"), "ada", members.ErrKind},
 	} {
 		if _, err := members.Map(ctx, pool, "acme", c.id, c.member, "root", t0); !errors.Is(err, c.want) {
 			t.Fatalf("map %+v to %q: %v, want %v", c.id, c.member, err, c.want)

@@ -1,14 +1,20 @@
 package node_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/spinehq/spine/server"
 	"github.com/spinehq/spine/streams"
+	"github.com/spinehq/spine/telemetry"
 )
 
 // An org's ingest token records an event as the member an admin mapped
@@ -120,5 +126,89 @@ func TestTelemetryOfAnotherMembersSession(t *testing.T) {
 	}
 	if f.onLog(session) != 0 || f.holder(session) != "acme/bob" {
 		t.Fatalf("%d telemetry envelopes of bob's session on the log, held by %q", f.onLog(session), f.holder(session))
+	}
+}
+
+// unmappedOf is the admins' unmapped list of org, as KIND:VALUE=EVENTS.
+func (f *fixture) unmappedOf(org string) []string {
+	f.t.Helper()
+	var page server.UnmappedList
+	status, body := f.do("GET", "/v1/members/unmapped", f.adminToken(org, "root"), nil)
+	if err := json.Unmarshal(body, &page); status != http.StatusOK || err != nil {
+		f.t.Fatalf("unmapped: %d %s", status, body)
+	}
+	var out []string
+	for _, u := range page.Unmapped {
+		out = append(out, fmt.Sprintf("%s:%s=%d", u.Kind, u.Value, u.Events))
+	}
+	return out
+}
+
+// An ingest token's events that name no user, of a session no member of
+// the org holds, are not recorded, and not lost unseen either: the
+// admins' unmapped list counts them under their machine (Codex with a
+// provider's key sends host.name) or, naming none, their app (a hook
+// before its session's first export).
+func TestEventsNamingNoUserAreListed(t *testing.T) {
+	f := newFixture(t)
+	ingest := f.ingestToken("acme", "root")
+	if status, _ := f.do("POST", "/v1/hooks/claude-code", ingest, hookBody(t, "UserPromptSubmit")); status != http.StatusOK {
+		t.Fatalf("hook: %d", status)
+	}
+	caps := otlpCaptures(t, "codex-json-logs")
+	n, session := recordable(t, caps)
+	for _, c := range caps {
+		if ps := f.export(c, ingest); ps == nil || !strings.Contains(ps.ErrorMessage, "naming no user") {
+			t.Fatalf("%s: partial success %v, want the records naming no user refused", c.File, ps)
+		}
+	}
+	want := []string{"machine:vm=" + fmt.Sprint(n), "none:claude-code=1"}
+	if got := f.unmappedOf("acme"); !slices.Equal(got, want) || f.onLog(session) != 0 {
+		t.Fatalf("unmapped %v, want %v; %d on the log", got, want, f.onLog(session))
+	}
+	out := f.unmappedOf("acme")
+	var page server.UnmappedList // a page's cursor may be a machine's
+	status, body := f.do("GET", "/v1/members/unmapped?limit=1", f.adminToken("acme", "root"), nil)
+	if err := json.Unmarshal(body, &page); err != nil || status != http.StatusOK || page.Next != "machine:vm" {
+		t.Fatalf("first page: %d %s", status, body)
+	}
+	if status, body := f.do("GET", "/v1/members/unmapped?after="+page.Next, f.adminToken("acme", "root"), nil); status != http.StatusOK ||
+		!strings.Contains(string(body), `"kind":"none"`) {
+		t.Fatalf("after %s: %d %s (all: %v)", page.Next, status, body, out)
+	}
+}
+
+// An export the log cannot take is answered 503 and counts nothing in
+// the unmapped list (its exporter sends it again, which would count its
+// events twice), while the metric still says what became of each record:
+// one export of a mapped user's records (Codex signed in) and an unmapped
+// one's (Claude Code's install id), two protobuf bodies end to end.
+func TestUnavailableExportCountsItsRefusalsOnlyInTheMetric(t *testing.T) {
+	f := newFixture(t)
+	mapTo := `{"kind":"email","value":"apprig@example.test","member":"ada"}`
+	if status, body := f.do("POST", "/v1/members/identities", f.adminToken("acme", "root"), []byte(mapTo)); status != http.StatusOK {
+		t.Fatalf("map: %d %s", status, body)
+	}
+	mapped := otlpCaptures(t, "codex-json-chatgpt-logs-2")[0]
+	d, err := telemetry.DecodeLogs(mapped.body, telemetry.JSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unmapped := otlpCaptures(t, "claude-code-protobuf-logs-1")[0]
+	n, _ := recordable(t, []otlpCapture{unmapped})
+	both, _ := proto.Marshal(d)
+	unmapped.body = append(both, unmapped.body...)
+	if err := f.n.JS.DeleteStream(context.Background(), streams.StreamSessions); err != nil {
+		t.Fatal(err)
+	}
+	resp, body := f.postOTLP(unmapped, f.ingestToken("acme", "root"))
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("the log unavailable: %d %q", resp.StatusCode, body)
+	}
+	if got := f.unmappedOf("acme"); len(got) != 0 {
+		t.Fatalf("unmapped after a 503: %v, want none counted", got)
+	}
+	if got := f.metric("spine_telemetry_events_total", `result="unmapped"`); got != float64(n) {
+		t.Fatalf("unmapped in the metric %v, want %d", got, n)
 	}
 }

@@ -20,7 +20,7 @@
 //	POST   /v1/members/identities                    map an app's identity (email, account, user) to a member (admins)
 //	GET    /v1/members/identities                    ?after=&limit= the org's mappings (admins)
 //	DELETE /v1/members/identities                    ?kind=&value= unmap one (admins)
-//	GET    /v1/members/unmapped                      ?after=&limit= identities an ingest token brought that no mapping names (admins)
+//	GET    /v1/members/unmapped                      ?after=&limit= identities an ingest token brought that no mapping names, and what named no user (admins)
 //	GET  /v1/deadletters/{stream}/{seq}              one, with the message as stored
 //	GET  /ui/sessions/{id}                           ?after=&steps= a recorded session's page (an admin: the org's)
 //	GET  /ui/sessions/{id}/transcript|steps|artifacts ?after= the page's next page of each, or its live tail

@@ -48,14 +48,14 @@ func (s *Server) claudeCodeHook(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
 		return
 	}
-	res := &telemetryResult{door: "hook"}
-	if err := s.recordHook(ctx, r, h, res); err != nil {
-		s.m.telemetry.WithLabelValues(res.door, telemetryFailedLog).Inc()
+	res := &telemetryResult{door: "hook", events: 1}
+	err = s.recordHook(ctx, r, h, res)
+	s.count(res)
+	if err != nil {
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "spine could not record the hook now")
 		return
 	}
-	s.count(res)
 	writeJSON(w, http.StatusOK, struct{}{})
 }
 

@@ -105,7 +105,8 @@ func (s *Server) listIdentities(w http.ResponseWriter, r *http.Request) {
 }
 
 // UnmappedList is a page of GET /v1/members/unmapped: the identities an
-// ingest token's events carried that no mapping names.
+// ingest token's events carried that no mapping names, and the machines
+// and apps of those that named no user (kinds machine and none).
 type UnmappedList struct {
 	Unmapped []members.Unmapped `json:"unmapped"`
 	Next     string             `json:"next,omitempty"`
@@ -149,7 +150,7 @@ func identityPaging(w http.ResponseWriter, r *http.Request) (members.Identity, i
 	var after members.Identity
 	if v := r.URL.Query().Get("after"); v != "" {
 		kind, value, _ := strings.Cut(v, ":")
-		id, err := members.Parse(kind, value)
+		id, err := members.ParseListed(kind, value) // the unmapped list's machine and none too
 		if err != nil {
 			writeError(w, http.StatusBadRequest, CodeBadRequest, "after must be a page's next (KIND:VALUE)")
 			return members.Identity{}, 0, false

@@ -32,10 +32,11 @@ func (s *Server) otlpLogs(w http.ResponseWriter, r *http.Request) {
 		refuseDecode(w, f, err)
 		return
 	}
-	res := &telemetryResult{door: "otlp"}
+	events := telemetry.Events(d)
+	res := &telemetryResult{door: "otlp", events: len(events)}
 	var evs []*telemetryEvent
 	now := time.Now()
-	for _, e := range telemetry.Events(d) {
+	for _, e := range events {
 		env, err := telemetry.Translate(e, now)
 		switch {
 		case errors.Is(err, telemetry.ErrUnknownApp):
@@ -48,12 +49,12 @@ func (s *Server) otlpLogs(w http.ResponseWriter, r *http.Request) {
 			evs = append(evs, &telemetryEvent{env: env, ids: e.Identities()})
 		}
 	}
-	if err := s.record(r.Context(), caller(r), evs, res); err != nil {
-		s.m.telemetry.WithLabelValues(res.door, telemetryFailedLog).Add(float64(len(evs)))
+	err = s.record(r.Context(), caller(r), evs, res)
+	s.count(res)
+	if err != nil {
 		writeUnavailable(w, f)
 		return
 	}
-	s.count(res)
 	writeOTLP(w, f, logsAnswer(res))
 }
 

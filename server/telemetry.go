@@ -74,9 +74,13 @@ type telemetryEvent struct {
 
 // telemetryResult is what became of one request's events.
 type telemetryResult struct {
-	door              string // otlp or hook, the metric's label
-	recorded, ignored int
-	refused           map[string]int // by refusal
+	door                      string         // otlp or hook, the metric's label
+	events, recorded, ignored int            // events: all the request carried
+	refused                   map[string]int // by refusal
+	// unmapped counts what the refused events of an ingest token said of
+	// their user (or, naming none, their machine or app), for the admins
+	// to see once the rest is recorded (members.Count).
+	unmapped map[members.Identity]int64
 }
 
 // rejected is how many events were refused.
@@ -88,12 +92,17 @@ func (res *telemetryResult) rejected() int64 {
 	return int64(n)
 }
 
-// count adds res to spine's metrics.
+// count adds res to spine's metrics, failed or not: the events neither
+// recorded, ignored nor refused when the log or the database failed count
+// as unavailable (an exporter sends them again, and they count again).
 func (s *Server) count(res *telemetryResult) {
 	s.m.telemetry.WithLabelValues(res.door, telemetryRecorded).Add(float64(res.recorded))
 	s.m.telemetry.WithLabelValues(res.door, telemetryIgnored).Add(float64(res.ignored))
 	for why, n := range res.refused {
 		s.m.telemetry.WithLabelValues(res.door, why).Add(float64(n))
+	}
+	if left := int64(res.events-res.recorded-res.ignored) - res.rejected(); left > 0 {
+		s.m.telemetry.WithLabelValues(res.door, telemetryFailedLog).Add(float64(left))
 	}
 }
 
@@ -104,6 +113,14 @@ func (res *telemetryResult) refuse(why string) {
 	res.refused[why]++
 }
 
+// unmappedAs counts one refused event under id, for the admins.
+func (res *telemetryResult) unmappedAs(id members.Identity) {
+	if res.unmapped == nil {
+		res.unmapped = map[members.Identity]int64{}
+	}
+	res.unmapped[id]++
+}
+
 // errTelemetryUnavailable: the database or the log could not take the
 // events; the request is answered 503 and the exporter sends it again
 // (its envelopes' ids make the second copy the first).
@@ -112,7 +129,8 @@ var errTelemetryUnavailable = errors.New("telemetry: the log or the database is 
 // record publishes evs as caller c: each as its owner, in its session if
 // the owner holds it (claimed here for the first), stamped with the
 // token's billing claim. It returns once the log has acknowledged each
-// published one, or ctx ends.
+// published one, or ctx ends; then it counts what the refused ones said
+// of their user, so an export answered 503 and sent again counts once.
 func (s *Server) record(ctx context.Context, c auth.Claims, evs []*telemetryEvent, res *telemetryResult) error {
 	if s.cfg.Publisher == nil {
 		return errTelemetryUnavailable
@@ -124,14 +142,21 @@ func (s *Server) record(ctx context.Context, c auth.Claims, evs []*telemetryEven
 	if err := s.holdSessions(ctx, c, evs, res); err != nil {
 		return err
 	}
-	return s.publishTelemetry(ctx, c, evs, res)
+	if err := s.publishTelemetry(ctx, c, evs, res); err != nil {
+		return err
+	}
+	if err := members.Count(ctx, s.cfg.Pool, c.Org, res.unmapped, time.Now()); err != nil {
+		s.log.Error("count unmapped identities failed", "err", err)
+		return errTelemetryUnavailable
+	}
+	return nil
 }
 
 // owners finds who each event records as: a member token's member, or
 // the member its identity maps to. An ingest token's event that names no
 // user (a hook; Codex with a provider's key) waits for its session's
 // holder (holdSessions); one whose identity is not mapped is refused and
-// its identity counted, for the admins to see.
+// its first identity kept to be counted, for the admins to see.
 func (s *Server) owners(ctx context.Context, c auth.Claims, evs []*telemetryEvent, res *telemetryResult) error {
 	if c.Audience != auth.AudienceIngest {
 		for _, ev := range evs {
@@ -148,18 +173,13 @@ func (s *Server) owners(ctx context.Context, c auth.Claims, evs []*telemetryEven
 		s.log.Error("resolve telemetry identities failed", "err", err)
 		return errTelemetryUnavailable
 	}
-	unmapped := map[members.Identity]int64{}
 	for _, ev := range evs {
 		if member, ok := who.Of(ev.ids); ok {
 			ev.owner = &streams.Owner{Org: c.Org, Member: member}
 		} else if len(ev.ids) > 0 {
-			unmapped[ev.ids[0]]++
+			res.unmappedAs(ev.ids[0])
 			res.refuse(refusedUnmapped)
 		}
-	}
-	if err := members.Count(ctx, s.cfg.Pool, c.Org, unmapped, time.Now()); err != nil {
-		s.log.Error("count unmapped identities failed", "err", err)
-		return errTelemetryUnavailable
 	}
 	return nil
 }
@@ -168,7 +188,8 @@ func (s *Server) owners(ctx context.Context, c auth.Claims, evs []*telemetryEven
 // one holds it (session_owners, as a start's id is claimed at ingest), and
 // refuses an event of a session another owner holds: it is recorded under
 // no one, whatever the caller. An ingest token's event that names no user
-// is its session's holder's when the holder is of the token's org.
+// is its session's holder's when the holder is of the token's org, else
+// refused and counted under its machine or app (noUser).
 func (s *Server) holdSessions(ctx context.Context, c auth.Claims, evs []*telemetryEvent, res *telemetryResult) error {
 	starts, lookups := map[string]streams.Owner{}, []string(nil)
 	for _, ev := range evs {
@@ -189,6 +210,7 @@ func (s *Server) holdSessions(ctx context.Context, c auth.Claims, evs []*telemet
 		switch {
 		case ev.owner == nil && len(ev.ids) > 0: // refused: unmapped
 		case ev.owner == nil && (!ok || h.Org != c.Org):
+			res.unmappedAs(noUser(ev.env))
 			res.refuse(refusedNoMember)
 		case ev.owner == nil:
 			ev.owner = &h
@@ -235,4 +257,14 @@ func (s *Server) publishTelemetry(ctx context.Context, c auth.Claims, evs []*tel
 		}
 	}
 	return nil
+}
+
+// noUser is what an event that named no user is listed as among the
+// unmapped: its machine (Codex's host.name, as the workerId) when it named
+// one, else its app (every hook; Claude Code names no machine).
+func noUser(env *streams.Envelope) members.Identity {
+	if env.WorkerID != "" {
+		return members.Identity{Kind: members.Machine, Value: env.WorkerID}
+	}
+	return members.Identity{Kind: members.None, Value: env.App}
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -113,12 +114,18 @@ func listUnmapped(ctx context.Context, c *client, q url.Values, asJSON bool) err
 		return nil
 	}
 	rows := [][]string{{"KIND", "VALUE", "EVENTS", "FIRST SEEN", "LAST SEEN"}}
+	noUser := false
 	for _, u := range page.Unmapped {
 		rows = append(rows, []string{u.Kind, u.Value, strconv.FormatInt(u.Events, 10), u.FirstSeen.UTC().Format(time.RFC3339),
 			u.LastSeen.UTC().Format(time.RFC3339)})
+		noUser = noUser || !slices.Contains(members.Kinds, u.Kind)
 	}
 	printIdentities(rows)
 	fmt.Fprintln(stdout, "these events were not recorded; spine members map KIND VALUE MEMBER records the next ones")
+	if noUser {
+		fmt.Fprintln(stdout, "machine and none: events that named no user, of a session no member holds; nothing maps them: "+
+			"a member's token records them (docs/telemetry.md#who-the-caller-is)")
+	}
 	printMore(page.More, page.Next)
 	return nil
 }
