@@ -47,7 +47,7 @@ const (
 	refusedNoSession   = "no_session"    // the event names no session
 	refusedUnknownApp  = "unknown_app"   // its service.name is no app's
 	refusedTaken       = "session_taken" // its session is another owner's
-	refusedInvalid     = "invalid"       // its envelope breaks a bound (a 300-character model name)
+	refusedInvalid     = "invalid"       // its envelope breaks a bound (a hook's path past 4,096 bytes)
 	telemetryRecorded  = "recorded"
 	telemetryIgnored   = "ignored" // an event spine records nothing of
 	telemetryFailedLog = "unavailable"

@@ -105,8 +105,9 @@ func eventAt(t, received time.Time) time.Time {
 //
 // Its session is the one spine collect and spine run give the app's
 // session (apps.SessionID), so a session that arrives by telemetry and by
-// another door is one session.
+// another door is one session. Its names are cut to their bounds (fit).
 func envelope(app, appSession, key string, at time.Time, t *streams.Telemetry) *streams.Envelope {
+	fit(t)
 	sid := apps.SessionID(app, appSession)
 	return &streams.Envelope{V: streams.Version, Type: streams.TypeSessionTelemetry,
 		ID: envelopeID(app, sid, t.Kind, t.Source, key), At: at, SessionID: sid, App: app, AppSessionRef: appSession,

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spinehq/spine/apps"
 	"github.com/spinehq/spine/members"
@@ -236,5 +237,32 @@ func TestPoints(t *testing.T) {
 		if n < 5 {
 			t.Fatalf("%s: %d points", prefix, n)
 		}
+	}
+}
+
+// A name past its bound is cut at a character, not the event refused: a
+// request with a 300-character model name keeps its tokens and cost, and
+// its envelope is one the log takes.
+func TestLongNamesAreCut(t *testing.T) {
+	e := named(events(t, "claude-code-json-logs"), "claude_code.api_request")[0]
+	e.Attrs = copyAttrs(e.Attrs)
+	long := strings.Repeat("é", 150) // 300 bytes, two a character
+	e.Attrs["model"], e.Attrs["query_source"] = long, "x"+long
+	env, err := telemetry.Translate(e, received)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tel := env.Telemetry
+	for _, name := range []string{tel.Model, tel.QuerySource} {
+		if len(name) > streams.MaxNameLen || !utf8.ValidString(name) || len(name) < streams.MaxNameLen-1 {
+			t.Fatalf("a 300-byte name became %d bytes (valid UTF-8: %v)", len(name), utf8.ValidString(name))
+		}
+	}
+	if !strings.HasPrefix(long, tel.Model) || tel.Usage == nil || tel.Usage.InputTokens == 0 || tel.TotalCost == nil {
+		t.Fatalf("the request: %+v", tel)
+	}
+	env.Owner = &streams.Owner{Org: "acme", Member: "alice"} // the door's
+	if err := env.Validate(); err != nil {
+		t.Fatalf("the envelope is refused: %v", err)
 	}
 }
