@@ -286,7 +286,12 @@ func TestLatestRequestTieIsTheSameInRecorderAndAccounting(t *testing.T) {
 	if err := f.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_collation WHERE collname = 'en-US-x-icu')`).Scan(&icu); err != nil {
 		t.Fatal(err)
 	}
-	if icu {
+	if !icu {
+		// Without a collation that sorts "req_B" after "req_a" the two
+		// orders agree anyway, and the test could not fail.
+		t.Skip("no en-US-x-icu collation in this PostgreSQL (built without ICU): the tie cannot differ")
+	}
+	{
 		for _, tbl := range []string{"session_requests", "router_call_requests"} {
 			if _, err := f.Pool.Exec(ctx, `ALTER TABLE `+tbl+` ALTER COLUMN request_id TYPE text COLLATE "en-US-x-icu"`); err != nil {
 				t.Fatal(err)

@@ -94,6 +94,7 @@ func (s *Server) otlpBody(w http.ResponseWriter, r *http.Request) (telemetry.For
 		return 0, nil, false // the body limiter answered
 	case errors.Is(err, telemetry.ErrNoRoom):
 		s.m.refused.WithLabelValues(CodeBusy).Inc()
+		w.Header().Set("Connection", "close") // the rest of the body is never read, as body.go's refusals
 		refuse429(w, r, CodeBusy, "spine is handling as many request bytes as it may hold; retry after the Retry-After seconds", time.Second)
 		return 0, nil, false
 	case errors.Is(err, telemetry.ErrEncoding):

@@ -189,6 +189,20 @@ func printBench(res *bench.Result) error {
 	return nil
 }
 
+// printBenchResult prints a bench's result as indented JSON on stdout and
+// returns err: a bench that failed part way still prints what it measured.
+func printBenchResult[T any](res *T, err error) error {
+	if res == nil {
+		return err
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	if perr := enc.Encode(res); perr != nil {
+		return perr
+	}
+	return err
+}
+
 // parseNoArgs parses a command that takes flags only: usage heads its -h,
 // and an argument is a usage error naming the command (fs's name).
 func parseNoArgs(fs *flag.FlagSet, usage string, args []string) error {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 
 	"github.com/spinehq/spine/internal/bench"
@@ -34,13 +33,5 @@ func runBenchDispatch(ctx context.Context, args []string) error {
 	}
 	res, err := bench.RunDispatch(ctx, bench.DispatchConfig{Runners: *runners, Tasks: *tasks, Samples: *samples,
 		DatabaseURL: config.DatabaseURL(), Logger: benchLogger()})
-	if res == nil {
-		return err
-	}
-	enc := json.NewEncoder(stdout)
-	enc.SetIndent("", "  ")
-	if perr := enc.Encode(res); perr != nil {
-		return perr
-	}
-	return err
+	return printBenchResult(res, err)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"time"
@@ -48,13 +47,5 @@ func runBenchFlood(ctx context.Context, args []string) error {
 	res, err := bench.Flood(ctx, bench.FloodConfig{URL: remote.URL,
 		Token: remote.Token, Requests: *requests, Concurrency: *conc,
 		ChunkBytes: *chunk << 10, PID: *pid, Settle: *settle})
-	if res == nil {
-		return err
-	}
-	enc := json.NewEncoder(stdout)
-	enc.SetIndent("", "  ")
-	if perr := enc.Encode(res); perr != nil {
-		return perr
-	}
-	return err
+	return printBenchResult(res, err)
 }

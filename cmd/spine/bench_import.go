@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"strings"
@@ -75,13 +74,5 @@ func runBenchImport(ctx context.Context, args []string) error {
 	}
 	res, err := bench.RunImport(ctx, cfg)
 	stop()
-	if res == nil {
-		return err
-	}
-	enc := json.NewEncoder(stdout)
-	enc.SetIndent("", "  ")
-	if perr := enc.Encode(res); perr != nil {
-		return perr
-	}
-	return err
+	return printBenchResult(res, err)
 }

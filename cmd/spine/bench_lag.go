@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 
@@ -61,13 +60,5 @@ func runBenchLag(ctx context.Context, args []string) error {
 		cfg.RawSeconds = bench.NoLatency
 	}
 	res, err := bench.RunLag(ctx, cfg)
-	if res == nil {
-		return err
-	}
-	enc := json.NewEncoder(stdout)
-	enc.SetIndent("", "  ")
-	if perr := enc.Encode(res); perr != nil {
-		return perr
-	}
-	return err
+	return printBenchResult(res, err)
 }

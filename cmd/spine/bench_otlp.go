@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 
 	"github.com/spinehq/spine/internal/bench"
@@ -41,13 +40,5 @@ func runBenchOTLP(ctx context.Context, args []string) error {
 	}
 	res, err := bench.RunOTLP(ctx, bench.OTLPConfig{Sessions: *sessions, Events: *events, PerRequest: *per,
 		Concurrency: *conc, Captures: *captures, DatabaseURL: config.DatabaseURL(), Logger: benchLogger()})
-	if res == nil {
-		return err
-	}
-	enc := json.NewEncoder(stdout)
-	enc.SetIndent("", "  ")
-	if perr := enc.Encode(res); perr != nil {
-		return perr
-	}
-	return err
+	return printBenchResult(res, err)
 }
