@@ -64,7 +64,7 @@ func (ob *otlpBed) rawPhase(ctx context.Context) (Throughput, error) {
 	if err != nil {
 		return Throughput{}, err
 	}
-	return runRawShaped(ctx, ob.tb, b, streams.DefaultBatchSize, rawTelemetry)
+	return runRawShaped(ctx, ob.tb, b, rawOTLPTuning, rawTelemetry)
 }
 
 // translated is a request's records as the door translates them, owned by

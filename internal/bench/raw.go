@@ -2,13 +2,9 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -51,20 +47,26 @@ type rawShape struct {
 var rawChunks = rawShape{table: rawTable, ddl: rawTableDDL, columns: rawColumns, row: chunkRow}
 
 // runRaw is the baseline: the burst's bytes published to a plain stream with
-// Nats-Msg-Id, fetched in batches by a plain pull consumer, and each
-// batch's chunks written with one COPY, then acked. It is timed from the
-// first publish until the last COPY committed.
-func runRaw(ctx context.Context, tb *testbed, b *burst, batch int) (Throughput, error) {
-	return runRawShaped(ctx, tb, b, batch, rawChunks)
+// Nats-Msg-Id through a window of outstanding acks, fetched in batches by a
+// plain pull consumer, each batch's chunks written with one COPY, then acked,
+// the next fetch overlapping the COPY. It is timed from the first publish
+// until the last COPY committed.
+func runRaw(ctx context.Context, tb *testbed, b *burst) (Throughput, RawTuning, error) {
+	t, err := runRawShaped(ctx, tb, b, rawTuned, rawChunks)
+	return t, rawTuned, err
 }
 
-// runRawShaped is runRaw writing shape's rows.
-func runRawShaped(ctx context.Context, tb *testbed, b *burst, batch int, shape rawShape) (Throughput, error) {
-	cons, err := setupRaw(ctx, tb, batch, shape)
+// runRawShaped is runRaw writing shape's rows, tuned as tuning says.
+func runRawShaped(ctx context.Context, tb *testbed, b *burst, tuning RawTuning, shape rawShape) (Throughput, error) {
+	cons, err := setupRaw(ctx, tb, tuning, shape)
 	if err != nil {
 		return Throughput{}, err
 	}
-	sink := &rawSink{pool: tb.node.Pool, cons: cons, batch: batch, shape: shape, commits: newCommits()}
+	js, err := jetstream.New(tb.node.NC, jetstream.WithPublishAsyncMaxPending(tuning.PublishWindow))
+	if err != nil {
+		return Throughput{}, fmt.Errorf("raw jetstream: %w", err)
+	}
+	sink := &rawSink{pool: tb.node.Pool, cons: cons, tuning: tuning, shape: shape, commits: newCommits()}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -72,7 +74,7 @@ func runRawShaped(ctx context.Context, tb *testbed, b *burst, batch int, shape r
 		cancel(sink.run(runCtx))
 	}()
 	defer func() { cancel(nil); <-done }()
-	return timeRaw(runCtx, tb.node.JS, sink, b)
+	return timeRaw(runCtx, js, sink, b)
 }
 
 func timeRaw(ctx context.Context, js jetstream.JetStream, sink *rawSink, b *burst) (Throughput, error) {
@@ -95,8 +97,8 @@ func timeRaw(ctx context.Context, js jetstream.JetStream, sink *rawSink, b *burs
 }
 
 // setupRaw creates the stream, the table and a consumer configured as the
-// projector configures its own.
-func setupRaw(ctx context.Context, tb *testbed, batch int, shape rawShape) (jetstream.Consumer, error) {
+// projector configures its own, but for its fetch size and ack window.
+func setupRaw(ctx context.Context, tb *testbed, tuning RawTuning, shape rawShape) (jetstream.Consumer, error) {
 	_, err := tb.node.JS.CreateStream(ctx, jetstream.StreamConfig{Name: rawStream,
 		Subjects: []string{rawSubjects + ">"}, Storage: jetstream.FileStorage, Replicas: tb.replicas,
 		Duplicates: streams.DuplicateWindow, MaxMsgSize: streams.MaxEnvelopeBytes})
@@ -107,86 +109,10 @@ func setupRaw(ctx context.Context, tb *testbed, batch int, shape rawShape) (jets
 		return nil, fmt.Errorf("create table %s: %w", shape.table, err)
 	}
 	cons, err := tb.node.JS.CreateOrUpdateConsumer(ctx, rawStream, jetstream.ConsumerConfig{Durable: rawConsumer,
-		AckPolicy: jetstream.AckAllPolicy, AckWait: 2 * time.Minute, MaxAckPending: batch * 4,
+		AckPolicy: jetstream.AckAllPolicy, AckWait: 2 * time.Minute, MaxAckPending: tuning.MaxAckPending,
 		DeliverPolicy: jetstream.DeliverAllPolicy})
 	if err != nil {
 		return nil, fmt.Errorf("create consumer %s: %w", rawConsumer, err)
 	}
 	return cons, nil
-}
-
-// rawSink is the baseline's consumer: fetch, decode the shape's columns,
-// COPY, ack. Nothing else.
-type rawSink struct {
-	pool    *pgxpool.Pool
-	cons    jetstream.Consumer
-	batch   int
-	shape   rawShape
-	commits *commits
-}
-
-func (s *rawSink) run(ctx context.Context) error {
-	for ctx.Err() == nil {
-		fetched, err := s.cons.Fetch(s.batch, jetstream.FetchMaxWait(rawFetchWait))
-		if err != nil {
-			return fmt.Errorf("raw fetch: %w", err)
-		}
-		var msgs []jetstream.Msg
-		for m := range fetched.Messages() {
-			msgs = append(msgs, m)
-		}
-		if len(msgs) == 0 {
-			continue
-		}
-		if err := s.write(ctx, msgs); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// rawChunk is the part of an envelope the baseline reads.
-type rawChunk struct {
-	Type      string    `json:"type"`
-	SessionID string    `json:"sessionId"`
-	Seq       int64     `json:"seq"`
-	Stream    string    `json:"stream"`
-	Text      string    `json:"text"`
-	At        time.Time `json:"at"`
-}
-
-// chunkRow is a chunk's columns.
-func chunkRow(data []byte) ([]any, bool, error) {
-	var c rawChunk
-	if err := json.Unmarshal(data, &c); err != nil {
-		return nil, false, err
-	}
-	return []any{c.SessionID, c.Seq, c.Stream, c.Text, c.At}, c.Type == streams.TypeSessionChunk, nil
-}
-
-func (s *rawSink) write(ctx context.Context, msgs []jetstream.Msg) error {
-	last := msgs[len(msgs)-1]
-	md, err := last.Metadata()
-	if err != nil {
-		return fmt.Errorf("raw metadata: %w", err)
-	}
-	rows := make([][]any, 0, len(msgs))
-	for _, m := range msgs {
-		row, ok, err := s.shape.row(m.Data())
-		if err != nil {
-			return fmt.Errorf("raw decode: %w", err)
-		}
-		if ok {
-			rows = append(rows, row)
-		}
-	}
-	if _, err := s.pool.CopyFrom(ctx, pgx.Identifier{s.shape.table}, s.shape.columns, pgx.CopyFromRows(rows)); err != nil {
-		return fmt.Errorf("raw copy %d rows: %w", len(rows), err)
-	}
-	s.commits.onCommit(md.Sequence.Stream, nil) // committed: COPY outside a transaction commits itself
-	// AckAll: acking the last message acks the batch.
-	if err := last.Ack(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
-		return fmt.Errorf("raw ack: %w", err)
-	}
-	return nil
 }

@@ -15,7 +15,8 @@ type Result struct {
 	Scale       *Scale       `json:"scale"`
 	Spine       Throughput   `json:"spine,omitzero"` // absent in a soak, as are raw, ratio and latency
 	Raw         Throughput   `json:"raw,omitzero"`
-	Ratio       float64      `json:"ratio,omitzero"` // spine chunks/s ÷ raw chunks/s
+	RawTuning   RawTuning    `json:"rawTuning,omitzero"` // how the raw path was tuned
+	Ratio       float64      `json:"ratio,omitzero"`     // spine chunks/s ÷ raw chunks/s
 	Latency     Latency      `json:"latency,omitzero"`
 	Redaction   *Redaction   `json:"redaction,omitempty"` // absent in a soak
 	Soak        *Soak        `json:"soak,omitempty"`      // with Config.Duration

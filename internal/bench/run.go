@@ -59,7 +59,7 @@ func measure(ctx context.Context, tb *testbed, cfg Config, res *Result) (err err
 		return err
 	}
 	log.Info("raw burst", "messages", b.counts.messages, "spine_chunks_per_sec", res.Spine.ChunksPerSecond)
-	if res.Raw, err = runRaw(ctx, tb, b, cfg.Batch); err != nil {
+	if res.Raw, res.RawTuning, err = runRaw(ctx, tb, b); err != nil {
 		return err
 	}
 	res.Ratio = round(res.Spine.ChunksPerSecond / res.Raw.ChunksPerSecond)
