@@ -28,7 +28,7 @@ const benchUsage = `usage: spine bench ingest [flags]
 
 ingest sends the same sessions through spine (publisher → JetStream →
 recorder → PostgreSQL) and through a raw baseline (plain JetStream publish,
-pull fetch, one COPY per batch) in one run, then offers chunks at a fixed
+pull fetch, one COPY per batch, tuned for itself: "rawTuning") in one run, then offers chunks at a fixed
 rate to measure publish → committed latency. It prints one JSON object on
 stdout; "ratio" is spine's chunks/s over raw's; "redaction" repeats spine's
 burst with redaction at the door off and gives both ratios and the cost.
@@ -101,7 +101,7 @@ func ingestFlags() (*flag.FlagSet, func() (bench.Config, ingestOpts)) {
 	payload := fs.Int("payload", bench.DefaultPayload, "bytes of text per chunk")
 	rate := fs.Int("rate", bench.DefaultRate, "chunks/s offered in the latency phase")
 	latency := fs.Float64("latency-seconds", bench.DefaultLatencyDuration.Seconds(), "duration of the latency phase (0 skips it)")
-	batch := fs.Int("batch", bench.DefaultBatch, "projector batch size (and the raw consumer's fetch size)")
+	batch := fs.Int("batch", bench.DefaultBatch, "projector batch size (the raw path has its own tuning: the JSON's rawTuning)")
 	events := fs.Float64("events", bench.DefaultEvents, "fraction of chunks that are command events")
 	fs.Bool("json", true, "print JSON (always; accepted for scripts)")
 	cpu := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")

@@ -40,8 +40,8 @@ type Config struct {
 	// LatencyDuration is how long the latency phase offers chunks; 0 means
 	// 5s and NoLatency (any negative value) skips the phase.
 	LatencyDuration time.Duration
-	// Batch is the projector's batch size and the raw consumer's fetch
-	// size; 0 means 500.
+	// Batch is the projector's batch size; 0 means 500. The raw path's
+	// fetch size is its own (rawTuned).
 	Batch int
 	// Events is the fraction of chunks that are command events; 0 means
 	// 0.1 and NoEvents (any negative value) means none.
