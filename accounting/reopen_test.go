@@ -85,20 +85,7 @@ func TestStartReopensAnEndedTelemetrySession(t *testing.T) {
 		WHERE s.status = r.status AND s.started_at = r.started_at AND s.ended_at = r.at`); n != 5 {
 		t.Errorf("%d of 5 ended sessions' rows agree with the recorder's", n)
 	}
-	f.rollupIsFresh()
-	if got := f.metric("spine_accounting_calls_total", nil); got != 6 {
-		t.Errorf("%v calls counted, want 6", got)
-	}
-
-	live, err := checksum.Projections(ctx, f.Pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, size := range []int{1, 3, 500} {
-		for _, tbl := range checksum.Diff(live, f.projectInto(size)) {
-			t.Errorf("batches of %d: %s differs from the live projection", size, tbl)
-		}
-	}
+	f.countedAndRebuilt(6)
 }
 
 // A telemetry session the idle sweeper ended was only quiet (its user
@@ -186,19 +173,7 @@ func TestTelemetryAfterTheSweepRunsTheSessionAgain(t *testing.T) {
 		t.Errorf("%d of the 3 ended sessions' rows are their ends'", n)
 	}
 	f.agree(6)
-	f.rollupIsFresh()
-	if got := f.metric("spine_accounting_calls_total", nil); got != 6 {
-		t.Errorf("%v calls counted, want 6", got)
-	}
-	live, err := checksum.Projections(ctx, f.Pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, size := range []int{1, 3, 500} {
-		for _, tbl := range checksum.Diff(live, f.projectInto(size)) {
-			t.Errorf("batches of %d: %s differs from the live projection", size, tbl)
-		}
-	}
+	f.countedAndRebuilt(6)
 }
 
 // agree fails the test unless the recorder's sessions and accounting's
@@ -303,4 +278,24 @@ func (f *fixture) projectInto(size int) map[string]string {
 		f.T.Fatal(err)
 	}
 	return sums
+}
+
+// countedAndRebuilt checks what every reopen test ends on: cost_days a
+// fresh aggregate, calls counted once per session, and the log projected
+// again in batches of 1, 3 and 500 equal to the live projections.
+func (f *fixture) countedAndRebuilt(calls float64) {
+	f.T.Helper()
+	f.rollupIsFresh()
+	if got := f.metric("spine_accounting_calls_total", nil); got != calls {
+		f.T.Errorf("%v calls counted, want %v", got, calls)
+	}
+	live, err := checksum.Projections(ctx, f.Pool)
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	for _, size := range []int{1, 3, 500} {
+		for _, tbl := range checksum.Diff(live, f.projectInto(size)) {
+			f.T.Errorf("batches of %d: %s differs from the live projection", size, tbl)
+		}
+	}
 }

@@ -1,12 +1,10 @@
 package node_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -373,14 +371,7 @@ func TestSessionPageHearsTheRecordedSession(t *testing.T) {
 	f.waitCaughtUp()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", f.base+"/ui/remote/"+sess.ID+"/events", nil)
-	req.Header.Set("Authorization", "Bearer "+alice)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("page events: %v %v", resp, err)
-	}
-	defer resp.Body.Close()
-	events := bufio.NewScanner(resp.Body)
+	_, events := f.openEvents(ctx, "/ui/remote/"+sess.ID+"/events", alice)
 	nextEvent(t, events, "ready")
 	f.ingest(r.token, spinetest.Text("live-1", 1, "still working\n"))
 	nextEvent(t, events, "change")

@@ -164,14 +164,7 @@ func TestEventStreamOutlivesTheBodyDeadline(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", f.base+"/v1/desktop-runner/events", nil)
-	req.Header.Set("Authorization", "Bearer "+runner)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("events: %v %v", resp, err)
-	}
-	defer resp.Body.Close()
-	events := bufio.NewScanner(resp.Body)
+	_, events := f.openEvents(ctx, "/v1/desktop-runner/events", runner)
 	nextEvent(t, events, "ready")
 
 	if cut, _ := readCut(t, f.trickle("/v1/ingest", alice, 1000)); cut.StatusCode != http.StatusRequestTimeout {
@@ -181,6 +174,20 @@ func TestEventStreamOutlivesTheBodyDeadline(t *testing.T) {
 		t.Fatalf("create: %d %s", code, body)
 	}
 	nextEvent(t, events, "work_available")
+}
+
+// openEvents opens the event stream at path as tok's caller, failing the
+// test unless it answers 200; the stream closes with the test or ctx.
+func (f *fixture) openEvents(ctx context.Context, path, tok string) (*http.Response, *bufio.Scanner) {
+	f.t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "GET", f.base+path, nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		f.t.Fatalf("events %s: %v %v", path, resp, err)
+	}
+	f.t.Cleanup(func() { resp.Body.Close() })
+	return resp, bufio.NewScanner(resp.Body)
 }
 
 func nextEvent(t *testing.T, sc *bufio.Scanner, name string) {

@@ -1,7 +1,6 @@
 package node_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -390,14 +389,7 @@ func TestSessionPageFollowsTheSession(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), spinetest.WaitTimeout)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", f.base+"/ui/sessions/s1/events", nil)
-	req.Header.Set("Authorization", "Bearer "+alice)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("events: %v %v", resp, err)
-	}
-	defer resp.Body.Close()
-	events := bufio.NewScanner(resp.Body)
+	_, events := f.openEvents(ctx, "/ui/sessions/s1/events", alice)
 	nextEvent(t, events, "ready")
 	f.record(alice, spinetest.Text("s1", 2, "two\n"), spinetest.Stderr("s1", 4, "four\n"))
 	nextEvent(t, events, "change")

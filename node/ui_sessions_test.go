@@ -1,7 +1,6 @@
 package node_test
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"fmt"
@@ -241,14 +240,10 @@ func TestSessionsEventsAnnounceChanges(t *testing.T) {
 	alice := f.token("acme", "alice")
 	ctx, cancel := context.WithTimeout(context.Background(), spinetest.WaitTimeout)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", f.base+"/ui/sessions/events", nil)
-	req.Header.Set("Authorization", "Bearer "+alice)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
-		t.Fatalf("events: %v %v", resp, err)
+	resp, events := f.openEvents(ctx, "/ui/sessions/events", alice)
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("events: Content-Type %q", ct)
 	}
-	defer resp.Body.Close()
-	events := bufio.NewScanner(resp.Body)
 	nextEvent(t, events, "ready")
 
 	f.ingest(alice, spinetest.Start("live-1"))
