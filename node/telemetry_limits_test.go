@@ -20,6 +20,7 @@ func TestTelemetryDoorsUnderPressure(t *testing.T) {
 	alice := f.token("acme", "alice")
 	c := otlpCaptures(t, "codex-json-logs-1")[0]
 	f.trickle("/otlp/v1/logs", alice, 1<<20) // holds acme's share of the budget
+	waitFor(t, "the trickler to hold budget", func() bool { return f.inflight() > 0 })
 	resp, body := f.postOTLP(c, alice)
 	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("over the budget: %d %q, Retry-After %q", resp.StatusCode, body, resp.Header.Get("Retry-After"))
