@@ -140,6 +140,7 @@ type Projector struct {
 
 	leading atomic.Bool
 	fetchN  int // messages the next fetch asks for (the fetch goroutine's own)
+	phases  phaseClock
 }
 
 // Leading reports whether this instance holds the projector's leadership.
@@ -321,12 +322,14 @@ func (p *Projector) run(ctx context.Context, conn *pgxpool.Conn, cons jetstream.
 		wg.Wait()
 	}()
 	for {
+		waiting := time.Now()
 		select {
 		case <-ctx.Done():
 			return nil
 		case err := <-gone:
 			return fmt.Errorf("consumer %s: %w", p.cfg.Name, err)
 		case raw := <-batches:
+			p.phases.since(PhaseWait, waiting)
 			if err := p.handle(ctx, conn, raw); err != nil {
 				return err
 			}
@@ -437,9 +440,11 @@ func (p *Projector) handle(ctx context.Context, conn *pgxpool.Conn, raw []jetstr
 		}
 	}
 	// AckAll: acking the last message acks the batch.
+	acking := time.Now()
 	if err := raw[len(raw)-1].Ack(); err != nil {
 		p.log.Warn("ack failed; the checkpoint covers it", "seq", last, "err", err)
 	}
+	p.phases.since(PhaseAck, acking)
 	return nil
 }
 
@@ -496,6 +501,7 @@ func (p *Projector) apply(ctx context.Context, conn *pgxpool.Conn, msgs []Messag
 	if err != nil {
 		return err
 	}
+	at := p.phases.since(PhaseBegin, start)
 	fresh := msgs[:0:0]
 	for _, m := range msgs {
 		if m.Seq > uint64(ck) {
@@ -517,6 +523,7 @@ func (p *Projector) apply(ctx context.Context, conn *pgxpool.Conn, msgs []Messag
 		if err != nil {
 			return err
 		}
+		at = p.phases.since(PhaseHandle, at)
 		if err := p.deadLetter(ctx, tx, mine, results); err != nil {
 			return err
 		}
@@ -524,9 +531,11 @@ func (p *Projector) apply(ctx context.Context, conn *pgxpool.Conn, msgs []Messag
 	if err := p.advanceCheckpoint(ctx, tx, fresh[len(fresh)-1].Seq); err != nil {
 		return err
 	}
+	at = p.phases.since(PhaseCheckpoint, at)
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
+	p.phases.since(PhaseCommit, at)
 	if c, ok := p.cfg.Handler.(Committer); ok && len(mine) > 0 {
 		c.Committed(mine[len(mine)-1].Seq, mine)
 	}

@@ -71,6 +71,10 @@ type Throughput struct {
 	ChunksPerSecond   float64 `json:"chunksPerSec"`
 	MessagesPerSecond float64 `json:"messagesPerSec"`
 	MBPerSecond       float64 `json:"mbPerSec"`
+	// PhaseSeconds is where the recorder's loop spent the run, by phase
+	// (streams.Phase): waiting for a fetch, BEGIN and the checkpoint lock,
+	// the handler, the checkpoint, COMMIT, the ack. Spine's runs only.
+	PhaseSeconds map[string]float64 `json:"phaseSeconds,omitempty"`
 }
 
 func newThroughput(w counts, publish, total time.Duration, batches int) Throughput {

@@ -15,6 +15,7 @@ import (
 func runSpine(ctx context.Context, tb *testbed, b *burst) (Throughput, error) {
 	r := tb.router()
 	batches := tb.commits.batchCount()
+	phases := tb.recorderPhases()
 	start := time.Now()
 	seqs, err := publishAll(ctx, len(b.envs), func(i int) (jetstream.PubAckFuture, error) {
 		return r.publish(b.envs[i])
@@ -27,5 +28,7 @@ func runSpine(ctx context.Context, tb *testbed, b *burst) (Throughput, error) {
 	if err != nil {
 		return Throughput{}, fmt.Errorf("spine commit: %w", err)
 	}
-	return newThroughput(b.counts, published, done.Sub(start), tb.commits.batchCount()-batches), nil
+	t := newThroughput(b.counts, published, done.Sub(start), tb.commits.batchCount()-batches)
+	t.PhaseSeconds = phaseSeconds(phases, tb.recorderPhases())
+	return t, nil
 }
