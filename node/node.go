@@ -66,6 +66,7 @@ type Options struct {
 	// Projector settings passed to the recorder projector.
 	BatchSize int
 	OnCommit  func(last uint64, msgs []streams.Message)
+	OnTimes   func(streams.BatchTimes)
 	// NoProjectors starts only the API (tests start projectors themselves).
 	NoProjectors bool
 	// NoHTTP starts no HTTP server (spine rebuild).
@@ -262,7 +263,7 @@ func (n *Node) startProjectors(ctx context.Context, opts *Options) error {
 		rec := recorder.New(recorder.Config{Logger: n.log, Registerer: n.Registry, Blobs: n.Library, FileCap: n.cfg.FileCap})
 		p, err := n.StartProjector(ctx, streams.ProjectorConfig{Name: "recorder", Stream: streams.StreamSessions,
 			Accept: streams.SubjectMatcher(streams.RecorderSubjects()), Handler: rec, BatchSize: opts.BatchSize,
-			OnCommit: opts.OnCommit})
+			OnCommit: opts.OnCommit, OnTimes: opts.OnTimes})
 		if err != nil {
 			return err
 		}

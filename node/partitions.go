@@ -164,7 +164,7 @@ func (m *partitionManager) start(ctx context.Context, k int) (*streams.Projector
 		Partitions: m.count, Partition: k})
 	return m.n.StartProjector(ctx, streams.ProjectorConfig{Name: fmt.Sprintf("recorder-p%d", k),
 		Stream: streams.StreamPartitioned, Filter: streams.PartitionSubjects(k), Handler: rec,
-		BatchSize: m.opts.BatchSize, OnCommit: m.opts.OnCommit, NoStandby: true})
+		BatchSize: m.opts.BatchSize, OnCommit: m.opts.OnCommit, OnTimes: m.opts.OnTimes, NoStandby: true})
 }
 
 // releaseOne stops the highest partition this node leads: its batch in

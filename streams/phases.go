@@ -3,6 +3,8 @@ package streams
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Phase is one part of a projector's loop whose time it adds up: where the
@@ -44,4 +46,23 @@ func (p *Projector) Phases() map[string]time.Duration {
 		out[ph.String()] = time.Duration(p.phases[ph].Load())
 	}
 	return out
+}
+
+// BatchTimes is when one committed batch met each step of the loop
+// (ProjectorConfig.OnTimes): between Fetched and Began it waited for the
+// batch before it; Began to Handled is BEGIN, the checkpoint lock and the
+// handler; Handled to Committed the checkpoint and COMMIT.
+type BatchTimes struct {
+	Last      uint64 // the batch's last stream sequence
+	Messages  int
+	Fetched   time.Time // the fetch returned it
+	Began     time.Time
+	Handled   time.Time
+	Committed time.Time
+}
+
+// fetchedBatch is a batch on its way from the fetch goroutine to the loop.
+type fetchedBatch struct {
+	msgs []jetstream.Msg
+	at   time.Time
 }

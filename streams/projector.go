@@ -81,6 +81,10 @@ type ProjectorConfig struct {
 	// OnCommit, if set, is called after each commit with the last sequence
 	// applied and the messages of the batch (benchmarks measure latency here).
 	OnCommit func(last uint64, msgs []Message)
+	// OnTimes, if set, is called after each commit with when the batch was
+	// fetched, begun, handled and committed (benchmarks say where a
+	// message's latency goes).
+	OnTimes func(BatchTimes)
 	// BeforeAck, if set, runs after commit and before ack; an error stops
 	// the projector without acking, as a crash there would (tests use it).
 	BeforeAck func(last uint64) error
@@ -141,6 +145,7 @@ type Projector struct {
 	leading atomic.Bool
 	fetchN  int // messages the next fetch asks for (the fetch goroutine's own)
 	phases  phaseClock
+	fetched time.Time // when the batch being applied was fetched (the run goroutine's own)
 }
 
 // Leading reports whether this instance holds the projector's leadership.
@@ -309,7 +314,7 @@ func (p *Projector) setLast(seq uint64) {
 // at the same time; batches are still applied strictly in order.
 func (p *Projector) run(ctx context.Context, conn *pgxpool.Conn, cons jetstream.Consumer) error {
 	fetchCtx, cancel := context.WithCancel(ctx)
-	batches := make(chan []jetstream.Msg, 1)
+	batches := make(chan fetchedBatch, 1)
 	var wg sync.WaitGroup
 	p.mu.Lock()
 	p.cons = cons
@@ -328,9 +333,10 @@ func (p *Projector) run(ctx context.Context, conn *pgxpool.Conn, cons jetstream.
 			return nil
 		case err := <-gone:
 			return fmt.Errorf("consumer %s: %w", p.cfg.Name, err)
-		case raw := <-batches:
+		case fb := <-batches:
 			p.phases.since(PhaseWait, waiting)
-			if err := p.handle(ctx, conn, raw); err != nil {
+			p.fetched = fb.at
+			if err := p.handle(ctx, conn, fb.msgs); err != nil {
 				return err
 			}
 		}
@@ -342,7 +348,7 @@ func (p *Projector) run(ctx context.Context, conn *pgxpool.Conn, cons jetstream.
 // and returns, and the projector starts over, which recreates it. So does
 // a delivery that never arrived (errDeliveryLost): a batch is passed on
 // only if it continues the deliveries received so far without a break.
-func (p *Projector) fetch(ctx context.Context, cons jetstream.Consumer, out chan<- []jetstream.Msg, gone chan<- error) {
+func (p *Projector) fetch(ctx context.Context, cons jetstream.Consumer, out chan<- fetchedBatch, gone chan<- error) {
 	p.fetchN = p.cfg.BatchSize
 	var received uint64 // the consumer sequence of the last delivery received
 	doubt := false      // a fetch failed since: it may have taken deliveries with it
@@ -384,7 +390,7 @@ func (p *Projector) fetch(ctx context.Context, cons jetstream.Consumer, out chan
 		// ended early may have lost what came after it.
 		received, doubt = last, fetchErr != nil
 		select {
-		case out <- raw:
+		case out <- fetchedBatch{msgs: raw, at: time.Now()}:
 		case <-ctx.Done():
 			return // fetched, never applied or acked: redelivered from the checkpoint
 		}
@@ -502,6 +508,7 @@ func (p *Projector) apply(ctx context.Context, conn *pgxpool.Conn, msgs []Messag
 		return err
 	}
 	at := p.phases.since(PhaseBegin, start)
+	handled := at
 	fresh := msgs[:0:0]
 	for _, m := range msgs {
 		if m.Seq > uint64(ck) {
@@ -524,6 +531,7 @@ func (p *Projector) apply(ctx context.Context, conn *pgxpool.Conn, msgs []Messag
 			return err
 		}
 		at = p.phases.since(PhaseHandle, at)
+		handled = at
 		if err := p.deadLetter(ctx, tx, mine, results); err != nil {
 			return err
 		}
@@ -535,9 +543,13 @@ func (p *Projector) apply(ctx context.Context, conn *pgxpool.Conn, msgs []Messag
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
-	p.phases.since(PhaseCommit, at)
+	committed := p.phases.since(PhaseCommit, at)
 	if c, ok := p.cfg.Handler.(Committer); ok && len(mine) > 0 {
 		c.Committed(mine[len(mine)-1].Seq, mine)
+	}
+	if p.cfg.OnTimes != nil {
+		p.cfg.OnTimes(BatchTimes{Last: fresh[len(fresh)-1].Seq, Messages: len(fresh), Fetched: p.fetched,
+			Began: start, Handled: handled, Committed: committed})
 	}
 	p.m.applied.WithLabelValues(p.cfg.Name).Add(float64(len(fresh)))
 	p.m.batchSize.WithLabelValues(p.cfg.Name).Observe(float64(len(fresh)))

@@ -1,8 +1,10 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,6 +29,39 @@ type commits struct {
 	// tap, when set, is given every commit instead of at keeping its
 	// times, so a long soak holds no per-message state here.
 	tap func(at time.Time, msgs []streams.Message)
+	// times, while keepTimes, are the committed batches' times in commit
+	// order (the latency phase's breakdown).
+	times     []streams.BatchTimes
+	keepTimes bool
+}
+
+// onTimes is the projectors' OnTimes hook.
+func (c *commits) onTimes(t streams.BatchTimes) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.keepTimes {
+		c.times = append(c.times, t)
+	}
+}
+
+// recordTimes starts (true) or stops keeping batch times; starting drops
+// any kept before.
+func (c *commits) recordTimes(on bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.keepTimes = on
+	if on {
+		c.times = nil
+	}
+}
+
+// batchTimes returns the kept batch times, sorted by last sequence.
+func (c *commits) batchTimes() []streams.BatchTimes {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := slices.Clone(c.times)
+	slices.SortFunc(out, func(a, b streams.BatchTimes) int { return cmp.Compare(a.Last, b.Last) })
+	return out
 }
 
 // setTap hands every later commit to tap (see commits.tap).

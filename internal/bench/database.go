@@ -36,6 +36,7 @@ func createDatabase(ctx context.Context, explicitURL, dataDir string, log *slog.
 	if db.url, err = pgboot.CreateDatabase(ctx, res.URL, db.name); err != nil {
 		return nil, errors.Join(err, res.Stop())
 	}
+	timeWAL(ctx, db.url, db.name)
 	return db, nil
 }
 

@@ -30,6 +30,10 @@ func runLatency(ctx context.Context, tb *testbed, w *workload, cfg Config) (Late
 	if err := sendAndWait(ctx, tb, r, ids, w.start, &sent); err != nil {
 		return Latency{}, sent, fmt.Errorf("latency starts: %w", err)
 	}
+	tb.commits.recordTimes(true)
+	defer tb.commits.recordTimes(false)
+	phases := tb.recorderPhases()
+	walBefore, walErr := readWAL(ctx, tb.node.Pool)
 	o, err := offer(ctx, r.publish, w, ids, cfg.Rate, cfg.LatencyDuration)
 	if err != nil {
 		return Latency{}, sent, fmt.Errorf("latency chunks: %w", err)
@@ -42,11 +46,22 @@ func runLatency(ctx context.Context, tb *testbed, w *workload, cfg Config) (Late
 	if err := sendAndWait(ctx, tb, r, ids, w.end, &sent); err != nil {
 		return Latency{}, sent, fmt.Errorf("latency ends: %w", err)
 	}
-	lat, err := o.latencies(ctx, tb.commits)
+	lat, seqs, err := o.latencies(ctx, tb.commits)
 	if err != nil {
 		return Latency{}, sent, err
 	}
-	return summarize(lat, cfg.Rate, o.elapsed), sent, nil
+	l := summarize(lat, cfg.Rate, o.elapsed)
+	bd := breakdown(o.at, seqs, tb.commits.batchTimes(), tb.commits.committedAt)
+	bd.PhaseSeconds = phaseSeconds(phases, tb.recorderPhases())
+	if walAfter, err := readWAL(ctx, tb.node.Pool); err == nil && walErr == nil {
+		bd.WAL = walAfter.since(walBefore)
+	}
+	if tb.partitions > 1 {
+		bd = Breakdown{PhaseSeconds: bd.PhaseSeconds, WAL: bd.WAL,
+			Note: "partitioned: batches carry partition sequences, so chunks are not split by part"}
+	}
+	l.Breakdown = &bd
+	return l, sent, nil
 }
 
 // sendAndWait publishes one envelope per session and waits until the
@@ -128,20 +143,20 @@ func (o *offered) publish(ctx context.Context, pub func(*streams.Envelope) (jets
 
 // latencies pairs each chunk's publish time with its commit time. Every
 // chunk must already be committed.
-func (o *offered) latencies(ctx context.Context, c *commits) ([]time.Duration, error) {
+func (o *offered) latencies(ctx context.Context, c *commits) ([]time.Duration, []uint64, error) {
 	seqs, err := awaitAcks(ctx, o.futures)
 	if err != nil {
-		return nil, fmt.Errorf("latency acks: %w", err)
+		return nil, nil, fmt.Errorf("latency acks: %w", err)
 	}
 	out := make([]time.Duration, len(seqs))
 	for i, seq := range seqs {
 		at := c.committedAt(seq)
 		if at.IsZero() {
-			return nil, fmt.Errorf("latency: sequence %d has no commit time", seq)
+			return nil, nil, fmt.Errorf("latency: sequence %d has no commit time", seq)
 		}
 		out[i] = at.Sub(o.at[i])
 	}
-	return out, nil
+	return out, seqs, nil
 }
 
 // summarize reports nearest-rank percentiles in milliseconds.

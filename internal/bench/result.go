@@ -112,6 +112,8 @@ type Latency struct {
 	P90Ms        float64 `json:"p90Ms"`
 	P99Ms        float64 `json:"p99Ms"`
 	MaxMs        float64 `json:"maxMs"`
+	// Breakdown is where the time went (the ingest benchmark's phase).
+	Breakdown *Breakdown `json:"breakdown,omitempty"`
 }
 
 // Verification counts the projections against what was sent.

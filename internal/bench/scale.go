@@ -90,7 +90,8 @@ func (tb *testbed) startInstances(ctx context.Context, cfg Config) error {
 			}
 			tb.commits.onCommit(last, msgs)
 		}
-		n, err := node.Start(ctx, nodeCfg, nil, &node.Options{BatchSize: cfg.Batch, OnCommit: onCommit})
+		n, err := node.Start(ctx, nodeCfg, nil, &node.Options{BatchSize: cfg.Batch, OnCommit: onCommit,
+			OnTimes: tb.commits.onTimes})
 		if err != nil {
 			return fmt.Errorf("start node %d: %w", i+1, err)
 		}

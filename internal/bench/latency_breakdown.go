@@ -1,0 +1,162 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/spinehq/spine/streams"
+)
+
+// Breakdown is where the latency phase's chunks spent their time from
+// publish to commit, each chunk split by its batch's times
+// (streams.BatchTimes): the log and the fetch (publish → the fetch returned
+// it: JetStream's store, then waiting for the fetch to fill or time out),
+// the queue (waiting for the batch before to commit), apply (BEGIN, the
+// checkpoint lock, the recorder's work) and commit (the checkpoint, COMMIT
+// and its WAL flush).
+type Breakdown struct {
+	Batches           int     `json:"batches"`
+	MeanBatchMessages float64 `json:"meanBatchMessages"`
+	// Parts are each part's percentiles over every chunk.
+	Parts map[string]Spread `json:"partsMs"`
+	// Tail is the mean of each part over the chunks at or past the total's
+	// p99: what the slowest 1% waited for.
+	Tail map[string]float64 `json:"tailMeanMs"`
+	// PhaseSeconds is the recorder loop's time by phase during the phase
+	// (see Throughput.PhaseSeconds).
+	PhaseSeconds map[string]float64 `json:"phaseSeconds"`
+	// WAL is PostgreSQL's WAL flushes during the phase (pg_stat_wal, the
+	// whole server: fsync is in COMMIT).
+	WAL  *WALStats `json:"wal,omitempty"`
+	Note string    `json:"note,omitempty"`
+}
+
+// Spread is a part's nearest-rank percentiles and mean, in milliseconds.
+type Spread struct {
+	P50  float64 `json:"p50"`
+	P99  float64 `json:"p99"`
+	Mean float64 `json:"mean"`
+}
+
+// WALStats is the change of pg_stat_wal over a phase. SyncMs is null when
+// PostgreSQL did not time the flushes (track_wal_io_timing off, and not
+// ours to switch on).
+type WALStats struct {
+	Syncs      int64    `json:"syncs"`
+	SyncMs     *float64 `json:"syncMs"`
+	MeanSyncMs *float64 `json:"meanSyncMs"`
+}
+
+// partNames are the parts of a chunk's latency, in order.
+var partNames = []string{"logAndFetch", "queued", "apply", "commit"}
+
+// breakdown splits each chunk's latency by the batch that committed it.
+// published[i] is when chunk i was published and seqs[i] its sequence;
+// batches are sorted by last sequence.
+func breakdown(published []time.Time, seqs []uint64, batches []streams.BatchTimes, commitAt func(uint64) time.Time) Breakdown {
+	b := Breakdown{Batches: len(batches), Parts: map[string]Spread{}, Tail: map[string]float64{}}
+	if len(batches) == 0 || len(seqs) == 0 {
+		b.Note = "no batch times were kept"
+		return b
+	}
+	n := 0
+	for _, t := range batches {
+		n += t.Messages
+	}
+	b.MeanBatchMessages = round(float64(n) / float64(len(batches)))
+	parts := make([][]time.Duration, len(partNames))
+	type chunk struct {
+		total time.Duration
+		part  [4]time.Duration
+	}
+	chunks := make([]chunk, 0, len(seqs))
+	for i, seq := range seqs {
+		j := sort.Search(len(batches), func(k int) bool { return batches[k].Last >= seq })
+		if j == len(batches) {
+			continue
+		}
+		t := batches[j]
+		c := chunk{total: commitAt(seq).Sub(published[i]), part: [4]time.Duration{t.Fetched.Sub(published[i]),
+			t.Began.Sub(t.Fetched), t.Handled.Sub(t.Began), t.Committed.Sub(t.Handled)}}
+		for k := range parts {
+			parts[k] = append(parts[k], c.part[k])
+		}
+		chunks = append(chunks, c)
+	}
+	for k, name := range partNames {
+		b.Parts[name] = spread(parts[k])
+	}
+	slices.SortFunc(chunks, func(x, y chunk) int { return int(x.total - y.total) })
+	tail := chunks[int(float64(len(chunks))*0.99):]
+	for k, name := range partNames {
+		var sum time.Duration
+		for _, c := range tail {
+			sum += c.part[k]
+		}
+		b.Tail[name] = ms(sum / time.Duration(max(len(tail), 1)))
+	}
+	return b
+}
+
+func spread(ds []time.Duration) Spread {
+	if len(ds) == 0 {
+		return Spread{}
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	var sum time.Duration
+	for _, d := range s {
+		sum += d
+	}
+	return Spread{P50: ms(percentile(s, 0.5)), P99: ms(percentile(s, 0.99)), Mean: ms(sum / time.Duration(len(s)))}
+}
+
+// walReading is pg_stat_wal at one moment.
+type walReading struct {
+	syncs  int64
+	syncMs float64
+	timed  bool
+}
+
+func readWAL(ctx context.Context, pool *pgxpool.Pool) (walReading, error) {
+	var r walReading
+	var timing string
+	err := pool.QueryRow(ctx, `SELECT wal_sync, wal_sync_time, current_setting('track_wal_io_timing') FROM pg_stat_wal`).
+		Scan(&r.syncs, &r.syncMs, &timing)
+	if err != nil {
+		return r, fmt.Errorf("pg_stat_wal: %w", err)
+	}
+	r.timed = timing == "on"
+	return r, nil
+}
+
+func (r walReading) since(before walReading) *WALStats {
+	w := &WALStats{Syncs: r.syncs - before.syncs}
+	if r.timed && before.timed {
+		t := round(r.syncMs - before.syncMs)
+		w.SyncMs = &t
+		if w.Syncs > 0 {
+			m := round(t / float64(w.Syncs))
+			w.MeanSyncMs = &m
+		}
+	}
+	return w
+}
+
+// timeWAL asks PostgreSQL to time the WAL flushes of the run's database
+// (track_wal_io_timing, a superuser's setting) for connections made after
+// it; without the right the WAL figures carry counts only.
+func timeWAL(ctx context.Context, url, name string) {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return
+	}
+	defer conn.Close(ctx)
+	_, _ = conn.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{name}.Sanitize()+" SET track_wal_io_timing = on")
+}
