@@ -76,11 +76,18 @@ func newCommits() *commits {
 }
 
 // onCommit is the hook. It takes one clock reading per batch: every message
-// of a batch becomes readable at the same instant.
-func (c *commits) onCommit(last uint64, msgs []streams.Message) {
+// of a batch becomes readable at the same instant. It returns what of msgs
+// was new to it (beyond the checkpoint it had seen), which a new leader's
+// first batch after a takeover may not all be.
+func (c *commits) onCommit(last uint64, msgs []streams.Message) (fresh counted) {
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for _, m := range msgs {
+		if m.Seq > c.last {
+			fresh.add(m)
+		}
+	}
 	if c.tap != nil {
 		c.tap(now, msgs)
 	} else {
@@ -93,12 +100,14 @@ func (c *commits) onCommit(last uint64, msgs []streams.Message) {
 	c.batches++
 	close(c.wake)
 	c.wake = make(chan struct{})
+	return fresh
 }
 
 // onCommitOrigin is the hook for partitioned projectors: batches come from
 // several partitions in any order, so each message is marked by its origin
 // sequence and last advances only over a contiguous run of committed ones.
-func (c *commits) onCommitOrigin(msgs []streams.Message) {
+// It returns what of msgs it had not seen committed before.
+func (c *commits) onCommitOrigin(msgs []streams.Message) (fresh counted) {
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -112,6 +121,7 @@ func (c *commits) onCommitOrigin(msgs []streams.Message) {
 		}
 		c.done[seq] = true
 		c.at[seq] = now
+		fresh.add(m)
 	}
 	for c.done[c.last+1] {
 		delete(c.done, c.last+1)
@@ -120,6 +130,18 @@ func (c *commits) onCommitOrigin(msgs []streams.Message) {
 	c.batches++
 	close(c.wake)
 	c.wake = make(chan struct{})
+	return fresh
+}
+
+// counted is how many envelopes commits held, how many of them were
+// chunks, and in how many batches.
+type counted struct{ envelopes, chunks, batches int64 }
+
+func (n *counted) add(m streams.Message) {
+	n.envelopes++
+	if strings.HasSuffix(m.Subject, ".chunk") {
+		n.chunks++
+	}
 }
 
 // originSeq reads the origin sequence from a Nats-Stream-Source header

@@ -13,7 +13,7 @@ func (tb *testbed) recorderPhases() map[string]time.Duration {
 	sum := map[string]time.Duration{}
 	for _, in := range tb.instances {
 		for _, p := range in.node.Projectors() {
-			if p.Stream() != streams.StreamSessions || !strings.Contains(p.Name(), "recorder") {
+			if !isRecorder(p) {
 				continue
 			}
 			for ph, d := range p.Phases() {
@@ -22,6 +22,12 @@ func (tb *testbed) recorderPhases() map[string]time.Duration {
 		}
 	}
 	return sum
+}
+
+// isRecorder: the recorder's projector ("recorder" on SPINE_SESSIONS), or
+// one of its partitions' ("recorder-p<k>" on SPINE_SESSIONS_P).
+func isRecorder(p *streams.Projector) bool {
+	return p.Name() == "recorder" || (p.Stream() == streams.StreamPartitioned && strings.HasPrefix(p.Name(), "recorder-p"))
 }
 
 // phaseSeconds is where a phase's time went between two readings of

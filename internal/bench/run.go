@@ -55,9 +55,11 @@ func measure(ctx context.Context, tb *testbed, cfg Config, res *Result) (err err
 		return err
 	}
 	log.Info("spine burst", "messages", b.counts.messages)
+	mark := tb.markBurst()
 	if res.Spine, err = runSpine(ctx, tb, b); err != nil {
 		return err
 	}
+	tb.burst = tb.burstSince(mark, res.Spine)
 	log.Info("raw burst", "messages", b.counts.messages, "spine_chunks_per_sec", res.Spine.ChunksPerSecond)
 	if res.Raw, res.RawTuning, err = runRaw(ctx, tb, b); err != nil {
 		return err

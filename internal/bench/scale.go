@@ -18,18 +18,32 @@ import (
 const ScaleNote = "The recorder is not partitioned in this run: every instance runs it, but it has one leader " +
 	"at a time (a PostgreSQL advisory lock on its name) and the others stand by to take over when it dies, " +
 	"so more instances spread publishing over more NATS connections but do not add projection throughput. " +
-	"All instances run in this one process, on the same cores."
+	sharedCoresNote
 
 // PartitionedNote replaces ScaleNote in a run with --partitions.
 const PartitionedNote = "The recorder is partitioned by session id (SPINE_PARTITIONS): each instance leads a fair " +
-	"share of the partitions (handed over one at a time when an instance joins), so projection is spread over " +
-	"the instances; the other projectors have one leader. All instances run in this one process, on the same cores."
+	"share of the partitions (handed over one at a time when an instance joins; the bursts start once they are " +
+	"spread), so projection is spread over the instances; the other projectors have one leader. " +
+	sharedCoresNote
+
+// sharedCoresNote says what the per-instance figures can show when the
+// instances share the machine (docs/performance.md).
+const sharedCoresNote = "All instances run in this one process, on the same cores as the NATS servers and " +
+	"PostgreSQL. burst gives each instance's part of spine's first burst: what its recorder committed, its loops' " +
+	"busy seconds (outside waiting for a fetch) and chunksPerBusySec, its chunks per second of its busiest loop's " +
+	"busy time: what it would give with cores of its own if PostgreSQL kept up. On shared cores that cuts both " +
+	"ways: a loop's busy time holds its waits for a core, and the sum of the instances' rates " +
+	"(sumChunksPerBusySec) assumes they would not contend for the cores and the one PostgreSQL, which they did: " +
+	"it overstates what N machines would give. Read a gain off it only on a machine that was not CPU-bound " +
+	"(burst.cpu.machineBusy well below 1, processCores below cores); else the whole run's chunksPerSec is the " +
+	"measured figure."
 
 // Scale is how the run's spine was laid out and what each instance did.
 type Scale struct {
-	Instances int    `json:"instances"`
-	NATS      string `json:"nats"`     // "embedded" (one in-process server) or "cluster" (three, routed)
-	Replicas  int    `json:"replicas"` // of spine's streams and the raw baseline's
+	Instances  int    `json:"instances"`
+	Partitions int    `json:"partitions,omitzero"` // of the recorder (SPINE_PARTITIONS); absent: not partitioned
+	NATS       string `json:"nats"`                // "embedded" (one in-process server) or "cluster" (three, routed)
+	Replicas   int    `json:"replicas"`            // of spine's streams and the raw baseline's
 	// PublishedByInstance counts the spine path's envelopes published
 	// through each instance's NATS connection (sessions are dealt to the
 	// instances in turn; a session's envelopes all go through one).
@@ -38,15 +52,20 @@ type Scale struct {
 	// committed while it led.
 	RecorderBatchesByInstance []int64 `json:"recorderBatchesByInstance"`
 	// RecorderLeaders is how many instances committed any recorder batch.
-	RecorderLeaders int    `json:"recorderLeaders"`
-	Note            string `json:"note"`
+	RecorderLeaders int `json:"recorderLeaders"`
+	// Burst is each instance's part in spine's first burst (absent in a
+	// soak).
+	Burst *ScaleBurst `json:"burst,omitempty"`
+	Note  string      `json:"note"`
 }
 
 // instance is one spine node of the testbed and what passed through it.
 type instance struct {
 	node      *node.Node
 	published atomic.Int64
-	batches   atomic.Int64
+	// What its recorder projectors committed, each envelope counted once
+	// however often it was delivered (commits.onCommit's fresh).
+	envelopes, chunks, batches atomic.Int64
 }
 
 // startInstances starts the run's log (one embedded server, or a cluster
@@ -80,15 +99,18 @@ func (tb *testbed) startInstances(ctx context.Context, cfg Config) error {
 		}
 		inst := &instance{}
 		onCommit := func(last uint64, msgs []streams.Message) {
-			inst.batches.Add(1)
+			var fresh counted
 			if cfg.Partitions > 1 {
 				// Partitioned projectors read SPINE_SESSIONS_P: count each
 				// message by its SPINE_SESSIONS sequence, which the sourcing
 				// stamps in Nats-Stream-Source.
-				tb.commits.onCommitOrigin(msgs)
-				return
+				fresh = tb.commits.onCommitOrigin(msgs)
+			} else {
+				fresh = tb.commits.onCommit(last, msgs)
 			}
-			tb.commits.onCommit(last, msgs)
+			inst.batches.Add(1)
+			inst.envelopes.Add(fresh.envelopes)
+			inst.chunks.Add(fresh.chunks)
 		}
 		n, err := node.Start(ctx, nodeCfg, nil, &node.Options{BatchSize: cfg.Batch, OnCommit: onCommit,
 			OnTimes: tb.commits.onTimes})
@@ -99,6 +121,11 @@ func (tb *testbed) startInstances(ctx context.Context, cfg Config) error {
 		tb.instances = append(tb.instances, inst)
 	}
 	tb.node = tb.instances[0].node
+	if cfg.Partitions > 1 {
+		if err := tb.waitSpread(ctx); err != nil {
+			return err
+		}
+	}
 	if cfg.DuplicateWindow > 0 {
 		return setDuplicateWindow(ctx, tb.node.JS, streams.StreamSessions, cfg.DuplicateWindow)
 	}
@@ -135,9 +162,9 @@ func (tb *testbed) stopInstances() {
 
 // scale reports the layout and each instance's share.
 func (tb *testbed) scale() *Scale {
-	s := &Scale{Instances: len(tb.instances), NATS: "embedded", Replicas: tb.replicas, Note: ScaleNote}
+	s := &Scale{Instances: len(tb.instances), NATS: "embedded", Replicas: tb.replicas, Burst: tb.burst, Note: ScaleNote}
 	if tb.partitions > 1 {
-		s.Note = PartitionedNote
+		s.Partitions, s.Note = tb.partitions, PartitionedNote
 	}
 	if tb.cluster != nil {
 		s.NATS = "cluster"

@@ -135,7 +135,42 @@ func TestIngestPartitions(t *testing.T) {
 	if res.Spine.Chunks != 120 || res.Checks.ChunkRows+res.Checks.StepRows != 7*120 {
 		t.Errorf("chunks: spine %d, checks %+v", res.Spine.Chunks, res.Checks)
 	}
-	if res.Scale == nil || res.Scale.Note != bench.PartitionedNote {
-		t.Errorf("scale = %+v", res.Scale)
+	if res.Scale == nil || res.Scale.Note != bench.PartitionedNote || res.Scale.Partitions != 4 {
+		t.Fatalf("scale = %+v", res.Scale)
+	}
+	checkBurst(t, res.Scale.Burst, res.Spine, 2, 4)
+}
+
+// checkBurst checks the instances' parts of spine's first burst: the burst
+// started with the partitions spread (each led by one instance, a fair
+// share each), and what the instances' recorders committed adds up to what
+// was sent, each envelope once.
+func checkBurst(t *testing.T, b *bench.ScaleBurst, spine bench.Throughput, instances, partitions int) {
+	t.Helper()
+	if b == nil || len(b.Instances) != instances {
+		t.Fatalf("burst %+v, want %d instances", b, instances)
+	}
+	var envelopes, chunks int64
+	led := map[int]bool{}
+	for i, in := range b.Instances {
+		envelopes, chunks = envelopes+in.Envelopes, chunks+in.Chunks
+		if len(in.Partitions) != partitions/instances {
+			t.Errorf("instance %d led partitions %v, want %d of them", i, in.Partitions, partitions/instances)
+		}
+		for _, k := range in.Partitions {
+			led[k] = true
+		}
+		if in.Chunks > 0 && (in.Batches == 0 || in.BusySeconds <= 0 || in.ChunksPerBusySecond <= 0) {
+			t.Errorf("instance %d committed %d chunks: %+v", i, in.Chunks, in)
+		}
+	}
+	if len(led) != partitions {
+		t.Errorf("partitions led: %v, want %d", led, partitions)
+	}
+	if envelopes != int64(spine.Messages) || chunks != int64(spine.Chunks) {
+		t.Errorf("instances committed %d envelopes, %d chunks; the burst sent %d, %d", envelopes, chunks, spine.Messages, spine.Chunks)
+	}
+	if b.Seconds != spine.Seconds || b.CPU.Cores < 1 {
+		t.Errorf("burst %+v, spine %+v", b, spine)
 	}
 }

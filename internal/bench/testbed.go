@@ -21,6 +21,7 @@ type testbed struct {
 	replicas   int
 	commits    *commits
 	partitions int
+	burst      *ScaleBurst // each instance's part in spine's first burst
 }
 
 // startTestbed creates the data directory and database and starts the nodes.
