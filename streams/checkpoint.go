@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -76,15 +77,66 @@ func (p *Projector) resetConsumer(ctx context.Context, last uint64) (jetstream.C
 
 // lockCheckpoint reads the checkpoint inside tx, locking its row so two
 // instances can never apply the same messages at once.
+// The row exists after the first batch, so that is one statement a batch.
 func (p *Projector) lockCheckpoint(ctx context.Context, tx pgx.Tx) (int64, error) {
+	const lock = `SELECT last_seq FROM projector_checkpoints WHERE name = $1 FOR UPDATE`
 	var ck int64
-	if _, err := tx.Exec(ctx, `INSERT INTO projector_checkpoints (name, last_seq) VALUES ($1, 0) ON CONFLICT DO NOTHING`, p.cfg.Name); err != nil {
-		return 0, fmt.Errorf("checkpoint row: %w", err)
+	err := tx.QueryRow(ctx, lock, p.cfg.Name).Scan(&ck)
+	if errors.Is(err, pgx.ErrNoRows) {
+		if _, err := tx.Exec(ctx, `INSERT INTO projector_checkpoints (name, last_seq) VALUES ($1, 0) ON CONFLICT DO NOTHING`, p.cfg.Name); err != nil {
+			return 0, fmt.Errorf("checkpoint row: %w", err)
+		}
+		err = tx.QueryRow(ctx, lock, p.cfg.Name).Scan(&ck)
 	}
-	if err := tx.QueryRow(ctx, `SELECT last_seq FROM projector_checkpoints WHERE name = $1 FOR UPDATE`, p.cfg.Name).Scan(&ck); err != nil {
+	if err != nil {
 		return 0, fmt.Errorf("lock checkpoint: %w", err)
 	}
 	return ck, nil
+}
+
+// passOver reports whether msgs hold nothing for the handler (Accept
+// takes none of them past the checkpoint), and if so notes their last
+// sequence as the checkpoint still to write: such a batch needs no
+// transaction. The checkpoint is written with the next batch that does, at
+// the first quiet moment (writeUnwritten), and at least every
+// checkpointEvery, so a projector that takes few of a stream's messages
+// (accounting takes no chunks) costs PostgreSQL a commit a second, not one
+// a batch. Until then a restart delivers the passed-over messages again,
+// to be passed over again.
+func (p *Projector) passOver(msgs []Message) bool {
+	if p.cfg.Accept == nil || time.Since(p.written) >= checkpointEvery {
+		return false
+	}
+	last := p.Checkpoint()
+	for _, m := range msgs {
+		if m.Seq > last && p.cfg.Accept(m.Subject) {
+			return false
+		}
+	}
+	p.unwritten = msgs[len(msgs)-1].Seq
+	return true
+}
+
+// checkpointEvery bounds how long passOver leaves the checkpoint unwritten
+// while batches keep coming.
+var checkpointEvery = time.Second
+
+// writeUnwritten writes the checkpoint passOver left, in a transaction of
+// its own. A failure leaves it for the next batch or quiet moment.
+func (p *Projector) writeUnwritten(ctx context.Context, conn *pgxpool.Conn) {
+	seq := p.unwritten
+	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		ck, err := p.lockCheckpoint(ctx, tx)
+		if err != nil || uint64(ck) >= seq {
+			return err
+		}
+		return p.advanceCheckpoint(ctx, tx, seq)
+	})
+	if err != nil {
+		p.log.Warn("writing the checkpoint of passed-over messages failed; left for the next batch", "seq", seq, "err", err)
+		return
+	}
+	p.unwritten, p.written = 0, time.Now()
 }
 
 // advanceCheckpoint moves the checkpoint to seq inside tx.

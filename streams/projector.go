@@ -146,6 +146,10 @@ type Projector struct {
 	fetchN  int // messages the next fetch asks for (the fetch goroutine's own)
 	phases  phaseClock
 	fetched time.Time // when the batch being applied was fetched (the run goroutine's own)
+	// unwritten is the checkpoint passOver left to write (0: none) and
+	// written when the checkpoint was last written (the run goroutine's own).
+	unwritten uint64
+	written   time.Time
 }
 
 // Leading reports whether this instance holds the projector's leadership.
@@ -326,9 +330,16 @@ func (p *Projector) run(ctx context.Context, conn *pgxpool.Conn, cons jetstream.
 		cancel()
 		wg.Wait()
 	}()
+	p.unwritten, p.written = 0, time.Now()
 	for {
 		waiting := time.Now()
+		var quiet <-chan time.Time
+		if p.unwritten != 0 {
+			quiet = time.After(p.cfg.MaxWait)
+		}
 		select {
+		case <-quiet:
+			p.writeUnwritten(ctx, conn)
 		case <-ctx.Done():
 			return nil
 		case err := <-gone:
@@ -497,6 +508,9 @@ func IsDataError(err error) bool {
 // messages to the handler, dead-letter its rejections, advance the
 // checkpoint, commit.
 func (p *Projector) apply(ctx context.Context, conn *pgxpool.Conn, msgs []Message) error {
+	if p.passOver(msgs) {
+		return nil
+	}
 	start := time.Now()
 	tx, err := conn.Begin(ctx)
 	if err != nil {
@@ -544,6 +558,7 @@ func (p *Projector) apply(ctx context.Context, conn *pgxpool.Conn, msgs []Messag
 		return fmt.Errorf("commit: %w", err)
 	}
 	committed := p.phases.since(PhaseCommit, at)
+	p.unwritten, p.written = 0, committed
 	if c, ok := p.cfg.Handler.(Committer); ok && len(mine) > 0 {
 		c.Committed(mine[len(mine)-1].Seq, mine)
 	}
