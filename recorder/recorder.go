@@ -45,7 +45,21 @@ type Recorder struct {
 var (
 	_ streams.Handler   = (*Recorder)(nil)
 	_ streams.Committer = (*Recorder)(nil)
+	_ streams.Preparer  = (*Recorder)(nil)
 )
+
+// decoded is a message decoded, checked and redacted by Prepare.
+type decoded struct {
+	env *streams.Envelope
+	err error
+}
+
+// Prepare implements streams.Preparer: decoding, the subject check and
+// redaction need no transaction, so they run as the message is fetched.
+func (r *Recorder) Prepare(m *streams.Message) {
+	e, err := decode(*m)
+	m.Prepared = decoded{e, err}
+}
 
 // New returns a Recorder.
 func New(cfg Config) *Recorder {
@@ -68,7 +82,11 @@ func (r *Recorder) Apply(ctx context.Context, tx pgx.Tx, msgs []streams.Message)
 	envs := make([]*streams.Envelope, len(msgs))
 	results := make([]error, len(msgs))
 	for i, m := range msgs {
-		envs[i], results[i] = decode(m)
+		if d, ok := m.Prepared.(decoded); ok {
+			envs[i], results[i] = d.env, d.err
+		} else {
+			envs[i], results[i] = decode(m)
+		}
 	}
 	if err := b.preload(ctx, envs); err != nil {
 		return nil, err

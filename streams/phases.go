@@ -63,6 +63,8 @@ type BatchTimes struct {
 
 // fetchedBatch is a batch on its way from the fetch goroutine to the loop.
 type fetchedBatch struct {
-	msgs []jetstream.Msg
+	raw  []jetstream.Msg
+	msgs []Message // raw converted and prepared (Projector.messages)
+	err  error     // converting failed: the loop starts over
 	at   time.Time
 }

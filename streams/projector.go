@@ -29,6 +29,19 @@ type Message struct {
 	Data    []byte
 	Header  nats.Header
 	Time    time.Time // when JetStream stored it
+	// Prepared is what the handler's Prepare made of the message, if it is
+	// a Preparer; nil otherwise, and in messages handed over by other paths
+	// (a rebuild), which Apply must handle as well.
+	Prepared any
+}
+
+// Preparer is a Handler with work that needs no transaction (decoding,
+// checking, redacting): the projector calls Prepare for each message as
+// it is fetched, on the fetching goroutine, so that work overlaps the
+// transaction of the batch before. Prepare must not touch state that
+// Apply changes.
+type Preparer interface {
+	Prepare(m *Message)
 }
 
 // Handler applies a batch of messages inside the projector's transaction.
@@ -347,7 +360,10 @@ func (p *Projector) run(ctx context.Context, conn *pgxpool.Conn, cons jetstream.
 		case fb := <-batches:
 			p.phases.since(PhaseWait, waiting)
 			p.fetched = fb.at
-			if err := p.handle(ctx, conn, fb.msgs); err != nil {
+			if fb.err != nil {
+				return fb.err
+			}
+			if err := p.handle(ctx, conn, fb.raw, fb.msgs); err != nil {
 				return err
 			}
 		}
@@ -400,8 +416,10 @@ func (p *Projector) fetch(ctx context.Context, cons jetstream.Consumer, out chan
 		// Unbroken: nothing was lost before raw, but the fetch that
 		// ended early may have lost what came after it.
 		received, doubt = last, fetchErr != nil
+		fb := fetchedBatch{raw: raw, at: time.Now()}
+		fb.msgs, fb.err = p.messages(raw)
 		select {
-		case out <- fetchedBatch{msgs: raw, at: time.Now()}:
+		case out <- fb:
 		case <-ctx.Done():
 			return // fetched, never applied or acked: redelivered from the checkpoint
 		}
@@ -438,12 +456,8 @@ func consumerGone(err error) bool {
 // handle applies one fetched batch (commitBatch: retrying, isolating what
 // keeps failing) until it is committed or the projector is stopped, then
 // acks.
-func (p *Projector) handle(ctx context.Context, conn *pgxpool.Conn, raw []jetstream.Msg) error {
-	msgs, err := messages(raw)
-	if err != nil {
-		return err
-	}
-	err = p.commitBatch(ctx, conn, msgs, func() { _ = raw[len(raw)-1].InProgress() })
+func (p *Projector) handle(ctx context.Context, conn *pgxpool.Conn, raw []jetstream.Msg, msgs []Message) error {
+	err := p.commitBatch(ctx, conn, msgs, func() { _ = raw[len(raw)-1].InProgress() })
 	if errors.Is(err, errLostConnection) {
 		return err // the lock went with the connection: start over as a candidate
 	}
@@ -465,8 +479,21 @@ func (p *Projector) handle(ctx context.Context, conn *pgxpool.Conn, raw []jetstr
 	return nil
 }
 
-// messages converts a fetched batch.
-func messages(raw []jetstream.Msg) ([]Message, error) {
+// prepare runs Prepare, leaving the message unprepared if it panics: Apply
+// meets it again under callHandler's recover, which isolates it.
+func prepare(prep Preparer, m *Message) {
+	defer func() {
+		if recover() != nil {
+			m.Prepared = nil
+		}
+	}()
+	prep.Prepare(m)
+}
+
+// messages converts a fetched batch, prepared by the handler if it is a
+// Preparer.
+func (p *Projector) messages(raw []jetstream.Msg) ([]Message, error) {
+	prep, _ := p.cfg.Handler.(Preparer)
 	msgs := make([]Message, 0, len(raw))
 	for _, m := range raw {
 		md, err := m.Metadata()
@@ -475,6 +502,9 @@ func messages(raw []jetstream.Msg) ([]Message, error) {
 		}
 		msgs = append(msgs, Message{Seq: md.Sequence.Stream, Subject: m.Subject(), Data: m.Data(),
 			Header: m.Headers(), Time: md.Timestamp})
+		if prep != nil {
+			prepare(prep, &msgs[len(msgs)-1])
+		}
 	}
 	return msgs, nil
 }
