@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -230,13 +230,12 @@ func loadTranscripts(ctx context.Context, tx pgx.Tx, ids []string) (map[string][
 	}
 	var (
 		cur    string
-		buf    bytes.Buffer // cur's lines as stored, to measure them
-		kept   []Chunk      // cur's chunks
+		size   int     // cur's lines so far, at least (lineSize)
+		kept   []Chunk // cur's chunks
 		total  int
 		chunks int  // of cur
 		skip   bool // cur is left to the reader
 	)
-	enc := json.NewEncoder(&buf)
 	done := func() {
 		if cur != "" && !skip {
 			var file bytes.Buffer
@@ -244,12 +243,12 @@ func loadTranscripts(ctx context.Context, tx pgx.Tx, ids []string) (map[string][
 			out[cur] = file.Bytes()
 			total += file.Len()
 		}
-		buf.Reset()
+		size = 0
 		kept = kept[:0]
 	}
 	leave := func() { // to the reader
 		skip = true
-		buf.Reset()
+		size = 0
 		kept = kept[:0]
 		delete(out, cur)
 	}
@@ -273,11 +272,8 @@ func loadTranscripts(ctx context.Context, tx pgx.Tx, ids []string) (map[string][
 			continue
 		}
 		c.At = c.At.UTC()
-		if err := enc.Encode(c); err != nil {
-			return nil, err
-		}
 		kept = append(kept, c)
-		if buf.Len() > library.PieceSize || total+buf.Len() > maxLoadedBytes {
+		if size += lineSize(c); size > library.PieceSize || total+size > maxLoadedBytes {
 			leave()
 		}
 	}
@@ -286,6 +282,16 @@ func loadTranscripts(ctx context.Context, tx pgx.Tx, ids []string) (map[string][
 		return nil, fmt.Errorf("transcripts of %d sessions: %w", len(ids), err)
 	}
 	return out, nil
+}
+
+// lineSize is the fewest bytes c's transcript line can take: its text and
+// stream unescaped, the keys, quotes and time, and the digits of its seq.
+// loadTranscripts bounds what it loads by it, so it need not encode every
+// line twice; a line that escapes much is only longer, and the rendered
+// transcripts count whole in the batch's bound.
+func lineSize(c Chunk) int {
+	const fixed = len(`{"seq":,"stream":"","text":"","at":"2006-01-02T15:04:05Z"}`) + 1
+	return fixed + len(c.Text) + len(c.Stream) + len(strconv.FormatInt(c.Seq, 10))
 }
 
 // transcriptUnstored still names the transcript by its digest (hashed from
