@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spinehq/spine/apps"
@@ -13,7 +14,8 @@ import (
 
 const benchImportUsage = `usage: spine bench import [flags]
 
-import writes, for each format, a large file of copies of the fixtures'
+import measures two corpus shapes (--shape; default both). The tiny shape
+writes, for each format, a large file of copies of the fixtures'
 lines (../shared/fixtures; fresh ids in every copy, so every copy is its
 own session and responses), then times on it the dry run of spine import
 (read, parse, build and validate every envelope) beside a raw baseline of
@@ -29,9 +31,16 @@ node phase it times cost reports from spine's projections over HTTP
 beside the wall time of "ccusage session --json --offline" and "ccusage
 daily --json --offline" on the same Claude transcript and Codex rollout files,
 laid out as Claude Code and Codex keep them; without ccusage its figures
-are null and ccusageReason says why. It prints one JSON object; "ratio"
-is the dry run's MB/s over raw's, and in reports ccusage's wall time over
-spine's latency.
+are null and ccusageReason says why. The realistic shape ("realistic" in
+the JSON) writes --realistic-size MB of Claude Code history built from the
+transcript fixtures: sessions of about 1 MB whose bytes are mostly long
+tool outputs, a subagent's transcript beside every second session
+(<session>/subagents/agent-*.jsonl) and every third session saved again as
+two prefix copies, which the import counts once; it times the dry run and
+the raw baseline on it, then imports it through a fresh node until every
+session has ended and its router call is written. It prints one JSON
+object; "ratio" is the dry run's MB/s over raw's, and in reports
+ccusage's wall time over spine's latency.
 
 Flags of import:
 `
@@ -40,6 +49,8 @@ func runBenchImport(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bench import", flag.ContinueOnError)
 	size := fs.Int64("size", bench.DefaultImportSize>>20, "MB per format for the dry run and the raw baseline")
 	nodeSize := fs.Int64("node-size", bench.DefaultImportNodeSize>>20, "MB per format imported through a node (0 skips the node)")
+	shape := fs.String("shape", "", "corpus shapes, comma-separated: tiny, realistic (default both)")
+	realistic := fs.Int64("realistic-size", bench.DefaultRealisticSize>>20, "MB of the realistic corpus (dry run, raw baseline and node)")
 	formats := fs.String("formats", "", fmt.Sprintf("comma-separated formats (default all: %v)", apps.Formats))
 	fixtures := fs.String("fixtures", "", "fixtures directory (default ../shared/fixtures beside the module root)")
 	dir := fs.String("dir", "", "write the corpus here and keep it (default a temporary directory)")
@@ -51,12 +62,22 @@ func runBenchImport(ctx context.Context, args []string) error {
 		return err
 	}
 	cfg := bench.ImportConfig{FixturesDir: *fixtures, Dir: *dir, Size: *size << 20, NodeSize: *nodeSize << 20,
-		Ccusage: *ccusage, ReportRuns: *runs, DatabaseURL: config.DatabaseURL(), Logger: benchLogger()}
+		RealisticSize: *realistic << 20, Ccusage: *ccusage, ReportRuns: *runs, DatabaseURL: config.DatabaseURL(),
+		Logger: benchLogger()}
 	if *nodeSize == 0 {
 		cfg.NodeSize = bench.NoNode
 	}
-	if *size <= 0 || *nodeSize < 0 || *runs <= 0 {
-		return usageError{"bench import: --size and --report-runs must be positive and --node-size not negative"}
+	if *size <= 0 || *nodeSize < 0 || *runs <= 0 || *realistic <= 0 {
+		return usageError{"bench import: --size, --realistic-size and --report-runs must be positive and --node-size not negative"}
+	}
+	for _, sh := range strings.Split(*shape, ",") {
+		if sh = strings.TrimSpace(sh); sh == "" {
+			continue
+		}
+		if !slices.Contains(bench.Shapes, sh) {
+			return usageError{fmt.Sprintf("bench import: no shape %q (shapes: %s)", sh, strings.Join(bench.Shapes, ", "))}
+		}
+		cfg.Shapes = append(cfg.Shapes, sh)
 	}
 	for _, f := range strings.Split(*formats, ",") {
 		if f = strings.TrimSpace(f); f == "" {

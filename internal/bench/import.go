@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/spinehq/spine/apps"
@@ -32,14 +33,20 @@ type ImportConfig struct {
 	// Dir keeps the generated files; "" uses a temporary directory,
 	// removed at the end.
 	Dir string
-	// Formats to measure; nil means every format.
+	// Shapes are the corpus shapes measured (ShapeTiny, ShapeRealistic);
+	// nil means Shapes, both.
+	Shapes []string
+	// Formats to measure in the tiny shape; nil means every format.
 	Formats []apps.Format
 	// Size is each format's file for the dry run and the raw baseline;
 	// 0 means DefaultImportSize.
 	Size int64
 	// NodeSize is each format's file imported through a real node; 0 means
-	// DefaultImportNodeSize, NoNode skips the node.
+	// DefaultImportNodeSize, NoNode skips the node (in both shapes).
 	NodeSize int64
+	// RealisticSize is the realistic corpus, for its dry run, its raw
+	// baseline and its node; 0 means DefaultRealisticSize.
+	RealisticSize int64
 	// Ccusage is the ccusage binary timed beside spine's reports; ""
 	// finds it (see findCcusage), and without one its figures are null.
 	Ccusage string
@@ -55,9 +62,11 @@ const NoNode = -1
 
 // ImportResult is what `spine bench import` prints.
 type ImportResult struct {
-	Benchmark   string         `json:"benchmark"` // "import"
-	Environment Environment    `json:"environment"`
-	Formats     []ImportFormat `json:"formats"`
+	Benchmark   string      `json:"benchmark"` // "import"
+	Environment Environment `json:"environment"`
+	Shapes      []string    `json:"shapes"`
+	// Formats and Node are the tiny shape's: many tiny sessions per format.
+	Formats []ImportFormat `json:"formats"`
 	// Node is every format's smaller file imported through a real node
 	// (JetStream, recorder, PostgreSQL), timed until the recorder has
 	// committed the last envelope.
@@ -65,8 +74,11 @@ type ImportResult struct {
 	// PeakRSSScope says what the peak figures cover: "phase" when the
 	// kernel's high-water mark was reset before each phase
 	// (/proc/self/clear_refs), else "process".
-	PeakRSSScope string  `json:"peakRssScope"`
-	Seconds      float64 `json:"seconds"`
+	// Realistic is the realistic shape: Claude Code history of ~1 MB
+	// sessions with subagents and prefix copies.
+	Realistic    *ImportRealistic `json:"realistic,omitempty"`
+	PeakRSSScope string           `json:"peakRssScope"`
+	Seconds      float64          `json:"seconds"`
 }
 
 // ImportFormat is one format's corpus through the parsers and through a
@@ -136,6 +148,15 @@ func (c ImportConfig) withDefaults() (ImportConfig, error) {
 	c.Size = cmp.Or(c.Size, DefaultImportSize)
 	c.NodeSize = cmp.Or(c.NodeSize, DefaultImportNodeSize)
 	c.ReportRuns = cmp.Or(c.ReportRuns, DefaultReportRuns)
+	c.RealisticSize = cmp.Or(c.RealisticSize, DefaultRealisticSize)
+	if len(c.Shapes) == 0 {
+		c.Shapes = Shapes
+	}
+	for _, sh := range c.Shapes {
+		if !slices.Contains(Shapes, sh) {
+			return c, fmt.Errorf("bench import: no shape %q (shapes: %v)", sh, Shapes)
+		}
+	}
 	if len(c.Formats) == 0 {
 		c.Formats = apps.Formats
 	}
@@ -150,7 +171,7 @@ func (c ImportConfig) withDefaults() (ImportConfig, error) {
 		}
 		c.FixturesDir = root + "/../shared/fixtures"
 	}
-	if c.Size < 1 || c.NodeSize < 1 && c.NodeSize != NoNode || c.ReportRuns < 1 {
+	if c.Size < 1 || c.NodeSize < 1 && c.NodeSize != NoNode || c.ReportRuns < 1 || c.RealisticSize < 1 {
 		return c, fmt.Errorf("bench import: sizes and report runs must be positive (size %d, node size %d, runs %d)",
 			c.Size, c.NodeSize, c.ReportRuns)
 	}
@@ -172,47 +193,14 @@ func RunImport(ctx context.Context, cfg ImportConfig) (res *ImportResult, err er
 		}
 		defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
 	}
-	res = &ImportResult{Benchmark: "import", Environment: environment(), PeakRSSScope: "phase"}
-	var nodeFiles []string
-	var nodeFormats []apps.Format
-	for _, f := range cfg.Formats {
-		ct, err := loadTemplate(cfg.FixturesDir, f)
-		if err != nil {
+	res = &ImportResult{Benchmark: "import", Environment: environment(), PeakRSSScope: "phase", Shapes: cfg.Shapes}
+	if slices.Contains(cfg.Shapes, ShapeTiny) {
+		if err := runTiny(ctx, cfg, dir, res); err != nil {
 			return nil, err
-		}
-		path := corpusName(dir, f, "large")
-		cfg.Logger.Info("bench import: writing corpus", "format", f, "bytes", cfg.Size)
-		copies, lines, size, err := ct.writeCorpus(path, cfg.Size)
-		if err != nil {
-			return nil, err
-		}
-		r := ImportFormat{Format: f, Bytes: size, Lines: lines, Copies: copies}
-		cfg.Logger.Info("bench import: raw baseline", "format", f)
-		if r.Raw, err = rawPass(path, size, res); err != nil {
-			return nil, err
-		}
-		cfg.Logger.Info("bench import: dry run", "format", f)
-		sum, rate, err := importPass(ctx, []string{path}, importer.Options{Format: f}, size, res)
-		if err != nil {
-			return nil, err
-		}
-		r.DryRun, r.Sessions, r.Responses, r.Envelopes, r.Skipped = rate, sum.Sessions, sum.Responses, sum.Envelopes, sum.SkippedTotal
-		r.Ratio = round(rate.MBPerSec / r.Raw.MBPerSec)
-		res.Formats = append(res.Formats, r)
-		if err := os.Remove(path); err != nil {
-			return nil, err
-		}
-		if cfg.NodeSize != NoNode {
-			small := corpusName(dir, f, "node")
-			if _, _, _, err := ct.writeCorpus(small, cfg.NodeSize); err != nil {
-				return nil, err
-			}
-			nodeFiles, nodeFormats = append(nodeFiles, small), append(nodeFormats, f)
 		}
 	}
-	if len(nodeFiles) > 0 {
-		cfg.Logger.Info("bench import: through a node", "files", len(nodeFiles))
-		if res.Node, err = nodePass(ctx, cfg, nodeFiles, nodeFormats, res); err != nil {
+	if slices.Contains(cfg.Shapes, ShapeRealistic) {
+		if res.Realistic, err = runRealistic(ctx, cfg, dir, res); err != nil {
 			return nil, err
 		}
 	}
@@ -220,29 +208,95 @@ func RunImport(ctx context.Context, cfg ImportConfig) (res *ImportResult, err er
 	return res, nil
 }
 
+// runTiny measures the tiny shape: each format's corpus through the dry
+// run and the raw baseline, then the smaller files through a node.
+func runTiny(ctx context.Context, cfg ImportConfig, dir string, res *ImportResult) error {
+	var nodeFiles []string
+	var nodeFormats []apps.Format
+	for _, f := range cfg.Formats {
+		ct, err := loadTemplate(cfg.FixturesDir, f)
+		if err != nil {
+			return err
+		}
+		path := corpusName(dir, f, "large")
+		cfg.Logger.Info("bench import: writing corpus", "format", f, "bytes", cfg.Size)
+		copies, lines, size, err := ct.writeCorpus(path, cfg.Size)
+		if err != nil {
+			return err
+		}
+		r := ImportFormat{Format: f, Bytes: size, Lines: lines, Copies: copies}
+		cfg.Logger.Info("bench import: raw baseline", "format", f)
+		if r.Raw, err = rawPass(path, size, res); err != nil {
+			return err
+		}
+		cfg.Logger.Info("bench import: dry run", "format", f)
+		sum, rate, err := importPass(ctx, []string{path}, importer.Options{Format: f}, size, res)
+		if err != nil {
+			return err
+		}
+		r.DryRun, r.Sessions, r.Responses, r.Envelopes, r.Skipped = rate, sum.Sessions, sum.Responses, sum.Envelopes, sum.SkippedTotal
+		r.Ratio = round(rate.MBPerSec / r.Raw.MBPerSec)
+		res.Formats = append(res.Formats, r)
+		if err := os.Remove(path); err != nil {
+			return err
+		}
+		if cfg.NodeSize != NoNode {
+			small := corpusName(dir, f, "node")
+			if _, _, _, err := ct.writeCorpus(small, cfg.NodeSize); err != nil {
+				return err
+			}
+			nodeFiles, nodeFormats = append(nodeFiles, small), append(nodeFormats, f)
+		}
+	}
+	if len(nodeFiles) > 0 {
+		cfg.Logger.Info("bench import: through a node", "files", len(nodeFiles))
+		var err error
+		if res.Node, err = nodePass(ctx, cfg, nodeFiles, nodeFormats, res); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // rawPass is the baseline: every line scanned and decoded into a map.
 func rawPass(path string, size int64, res *ImportResult) (ImportRate, error) {
+	return rawPassFiles([]string{path}, size, res)
+}
+
+// rawPassFiles is rawPass over files, one after the other.
+func rawPassFiles(paths []string, size int64, res *ImportResult) (ImportRate, error) {
 	resetPeak(res)
+	start := time.Now()
+	lines := 0
+	buf := make([]byte, 1<<20)
+	for _, path := range paths {
+		n, err := rawScan(path, buf)
+		if err != nil {
+			return ImportRate{}, err
+		}
+		lines += n
+	}
+	return rate(time.Since(start), size, lines, 0), nil
+}
+
+// rawScan decodes each line of one file into a map and counts them.
+func rawScan(path string, buf []byte) (int, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return ImportRate{}, err
+		return 0, err
 	}
 	defer f.Close()
-	start := time.Now()
 	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), apps.MaxLineBytes)
+	sc.Buffer(buf, apps.MaxLineBytes)
 	lines := 0
 	for sc.Scan() {
 		var m map[string]any
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			return ImportRate{}, fmt.Errorf("raw baseline: line %d: %w", lines+1, err)
+			return 0, fmt.Errorf("raw baseline: %s:%d: %w", path, lines+1, err)
 		}
 		lines++
 	}
-	if err := sc.Err(); err != nil {
-		return ImportRate{}, err
-	}
-	return rate(time.Since(start), size, lines, 0), nil
+	return lines, sc.Err()
 }
 
 // importPass runs the importer on paths and times it.

@@ -84,7 +84,7 @@ func assertJSONLines(t *testing.T, path string) {
 // measured, every session imported recorded and ended.
 func TestRunImport(t *testing.T) {
 	res, err := RunImport(context.Background(), ImportConfig{Size: 256 << 10, NodeSize: 32 << 10, ReportRuns: 1,
-		Ccusage: filepath.Join(t.TempDir(), "no-ccusage")})
+		RealisticSize: 3 << 20, Ccusage: filepath.Join(t.TempDir(), "no-ccusage")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,6 +106,14 @@ func TestRunImport(t *testing.T) {
 	if r == nil || r.Calls != n.Recorded || r.Session.Rows != int(r.Calls) || r.Day.Rows < 1 || r.Runs != 1 ||
 		r.CcusageReason == "" || r.Session.CcusageMs != nil || r.Day.Ratio != nil || r.CcusageFiles == 0 {
 		t.Fatalf("reports: %+v", r)
+	}
+	// The realistic shape end to end: every session ended, a router call
+	// each, the prefix copies counted once.
+	re := res.Realistic
+	if re == nil || re.Node == nil || re.Sessions != re.Corpus.Sessions || re.Corpus.PrefixCopies == 0 ||
+		re.Corpus.SubagentFiles == 0 || re.Node.Ended != int64(re.Sessions) || re.Node.Calls != int64(re.Sessions) ||
+		re.Node.Refused != 0 || re.DryRun.Seconds <= 0 || re.Raw.Seconds <= 0 || re.EnvelopesPerMB <= 0 {
+		t.Fatalf("realistic: %+v", re)
 	}
 	if r.DayWholeDays.Rows != r.Day.Rows || r.SessionPage.Rows != min(100, int(r.Calls)) || r.SessionPage.CcusageMs != nil ||
 		!strings.Contains(r.SessionPage.Query, "limit=100") {
