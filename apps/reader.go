@@ -9,6 +9,8 @@ import (
 	"io"
 	"time"
 	"unicode/utf8"
+
+	"github.com/spinehq/spine/internal/fastjson"
 )
 
 // MaxLineBytes bounds one input line (or one element of a JSON document).
@@ -89,7 +91,7 @@ func (l *lineReader) Next() (Record, error) {
 		if !utf8.Valid(line) {
 			rec.Data, rec.Repaired = bytes.ToValidUTF8(line, []byte("\uFFFD")), true
 		}
-		if !json.Valid(rec.Data) {
+		if !fastjson.Valid(rec.Data) {
 			reason := "malformed JSON"
 			if err == io.EOF {
 				reason = "malformed JSON (truncated last line)"

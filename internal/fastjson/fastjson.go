@@ -28,18 +28,31 @@ func Unmarshal(data []byte, v any) error {
 // Marshal is encoding/json.Marshal.
 func Marshal(v any) ([]byte, error) { return segjson.Marshal(v) }
 
+// Valid is encoding/json.Valid.
+func Valid(data []byte) bool { return segjson.Valid(data) }
+
 // longDigitRun reports whether data holds 19 or more digits in a row: the
 // shortest integer that can overflow int64 (9223372036854775808) has 19.
+// Any 19 bytes in a row hold exactly one index i with i%19 == 18, so only
+// those bytes are looked at first, and a run measured around each that is
+// a digit: data is read once in 19 bytes, long text costs little.
 func longDigitRun(data []byte) bool {
-	run := 0
-	for _, c := range data {
-		if c >= '0' && c <= '9' {
-			if run++; run >= 19 {
-				return true
-			}
-		} else {
-			run = 0
+	for i := 18; i < len(data); i += 19 {
+		if !isDigit(data[i]) {
+			continue
+		}
+		lo, hi := i, i+1
+		for lo > 0 && isDigit(data[lo-1]) {
+			lo--
+		}
+		for hi < len(data) && hi-lo < 19 && isDigit(data[hi]) {
+			hi++
+		}
+		if hi-lo >= 19 {
+			return true
 		}
 	}
 	return false
 }
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
