@@ -1,6 +1,7 @@
 package apps
 
 import (
+	"bytes"
 	"context"
 	"regexp"
 	"strconv"
@@ -56,9 +57,13 @@ const syntheticModel = "<synthetic>"
 
 // blocks decodes message content: a string is one text block.
 func blocks(raw json.RawMessage) []claudeBlock {
-	var text string
-	if json.Unmarshal(raw, &text) == nil {
-		return []claudeBlock{{Type: "text", Text: text}}
+	// An array is never a string: it goes straight to the blocks, without
+	// a failed decode (and its error) first.
+	if c := bytes.TrimLeft(raw, " \t\r\n"); len(c) == 0 || c[0] != '[' {
+		var text string
+		if json.Unmarshal(raw, &text) == nil {
+			return []claudeBlock{{Type: "text", Text: text}}
+		}
 	}
 	var bs []claudeBlock
 	_ = json.Unmarshal(raw, &bs)
@@ -101,7 +106,7 @@ func (s *session) user(ctx context.Context, at time.Time, m *claudeMessage, stru
 		case "text":
 			err = s.userText(ctx, at, b.Text)
 		case "tool_result":
-			err = s.result(ctx, b.ToolUseID, at, callResult{text: resultText(b.Content), isError: b.IsError,
+			err = s.result(ctx, b.ToolUseID, at, callResult{content: b.Content, isError: b.IsError,
 				structured: structured})
 		}
 		if err != nil {
@@ -162,10 +167,10 @@ func claudeTool(name, id string, input json.RawMessage) func(callResult) []*stre
 				} `json:"file"`
 			}
 			_ = json.Unmarshal(r.structured, &st)
-			content := r.text // numbered lines when the raw file was not kept
 			if st.File.Content != nil {
-				content = *st.File.Content
+				return one(&streams.Event{Action: "file_read", Path: in.FilePath, Content: *st.File.Content})
 			}
+			content := r.output() // numbered lines when the raw file was not kept
 			return one(&streams.Event{Action: "file_read", Path: in.FilePath, Content: content})
 		}
 	case name == "Write" && in.FilePath != "":
@@ -199,7 +204,7 @@ func claudeTool(name, id string, input json.RawMessage) func(callResult) []*stre
 		}
 	case name == "WebFetch" && in.URL != "":
 		return func(r callResult) []*streams.Event {
-			return one(&streams.Event{Action: "fetch", URL: in.URL, Output: r.text})
+			return one(&streams.Event{Action: "fetch", URL: in.URL, Output: r.output()})
 		}
 	case strings.HasPrefix(name, "mcp__"):
 		server, tool, _ := strings.Cut(strings.TrimPrefix(name, "mcp__"), "__")
@@ -209,7 +214,7 @@ func claudeTool(name, id string, input json.RawMessage) func(callResult) []*stre
 		args := append(json.RawMessage(nil), input...) // the line's bytes are not kept
 		return func(r callResult) []*streams.Event {
 			return one(&streams.Event{Action: "mcp_call", Server: server, Tool: tool, CallID: id, Arguments: args,
-				Output: r.text, IsError: r.isError})
+				Output: r.output(), IsError: r.isError})
 		}
 	}
 	return func(callResult) []*streams.Event { return nil }
@@ -234,14 +239,19 @@ func bashOutput(r callResult) (string, *int) {
 		Stdout *string `json:"stdout"`
 		Stderr string  `json:"stderr"`
 	}
-	out := r.text
+	var out string
 	if json.Unmarshal(r.structured, &st) == nil && st.Stdout != nil {
 		out = *st.Stdout
 		if st.Stderr != "" {
 			out += "\n" + st.Stderr
 		}
+	} else {
+		out = r.output()
 	}
-	return out, exitCode(r.text)
+	if !r.mayContain("xit code", "exited with code") {
+		return out, nil // what exitCodeRe needs is not there: the result text is not decoded for it
+	}
+	return out, exitCode(r.output())
 }
 
 func exitCode(text string) *int {

@@ -1,9 +1,11 @@
 package apps
 
 import (
+	"bytes"
 	"container/list"
 	"context"
 	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -120,10 +122,36 @@ type pendingCall struct {
 
 // callResult is what came back from a tool call.
 type callResult struct {
-	text       string
+	text       string          // the result, as text; see output
+	content    json.RawMessage // Claude's tool_result content, decoded only when needed (output)
 	isError    bool
 	structured json.RawMessage // Claude Code's toolUseResult, when present
 	missing    bool            // nothing came back: the source ends, or too many calls wait, before it
+}
+
+// output is the result's text: Claude's tool_result content is decoded
+// only when an action asks for it, since most take a command's stdout or a
+// file's content from toolUseResult instead, and a long output decoded
+// for nothing is most of an import's time (docs/performance.md#import).
+func (r callResult) output() string {
+	if r.content == nil {
+		return r.text
+	}
+	return resultText(r.content)
+}
+
+// mayContain reports whether output may hold one of words (ASCII, without
+// backslashes or quotes), without decoding it: a JSON string's escapes
+// other than \u make only control characters, quotes and slashes, so
+// where the raw content holds no \u and none of words, neither does its text.
+func (r callResult) mayContain(words ...string) bool {
+	if r.content == nil {
+		return slices.ContainsFunc(words, func(w string) bool { return strings.Contains(r.text, w) })
+	}
+	if bytes.Contains(r.content, []byte(`\u`)) {
+		return true
+	}
+	return slices.ContainsFunc(words, func(w string) bool { return bytes.Contains(r.content, []byte(w)) })
 }
 
 // touch notes a time the source reported. The earliest is the start's
