@@ -81,6 +81,10 @@ func Import(ctx context.Context, paths []string, opts Options) (*Summary, error)
 		PerSession: []Imported{}, PerDay: []Day{}}, days: map[dayKey]*daySum{}}
 	if imp.sink == nil {
 		imp.sink = DiscardSink{}
+	} else {
+		p := startPipe(ctx, imp.sink)
+		defer p.stop()
+		imp.sink = p
 	}
 	imp.tr = apps.NewTranslator(apps.Options{Owner: opts.Owner, Billing: opts.Billing, Sink: imp.sink,
 		Skipped: imp.sum.skip, Ended: imp.tally, Bounds: bounds})
