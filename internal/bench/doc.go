@@ -22,9 +22,13 @@
 // Config.Instances starts several nodes on the same database and log and
 // deals sessions to them in turn; Config.Cluster puts the log on three
 // in-process nats-servers with every stream at replicas 3 (the raw
-// baseline's too). Result.Scale says what each instance did: today a
-// projector has one leader, so extra instances add publishing connections,
-// not projection throughput (ScaleNote). Config.Duration turns the run into
+// baseline's too). Result.Scale says what each instance did: without
+// Config.Partitions a projector has one leader, so extra instances add
+// publishing connections, not projection throughput (ScaleNote); with it
+// the recorder's partitions are spread over them, and Scale.Burst gives each
+// instance's part in spine's first burst, its busy time and the CPU the
+// burst used, for a machine with cores enough to show a gain
+// (PartitionedNote). Config.Duration turns the run into
 // a soak: a sustained offered rate with resident memory sampled over time
 // (Result.Soak).
 //

@@ -31,12 +31,13 @@ const PartitionedNote = "The recorder is partitioned by session id (SPINE_PARTIT
 const sharedCoresNote = "All instances run in this one process, on the same cores as the NATS servers and " +
 	"PostgreSQL. burst gives each instance's part of spine's first burst: what its recorder committed, its loops' " +
 	"busy seconds (outside waiting for a fetch) and chunksPerBusySec, its chunks per second of its busiest loop's " +
-	"busy time: what it would give with cores of its own if PostgreSQL kept up. On shared cores that cuts both " +
-	"ways: a loop's busy time holds its waits for a core, and the sum of the instances' rates " +
-	"(sumChunksPerBusySec) assumes they would not contend for the cores and the one PostgreSQL, which they did: " +
-	"it overstates what N machines would give. Read a gain off it only on a machine that was not CPU-bound " +
-	"(burst.cpu.machineBusy well below 1, processCores below cores); else the whole run's chunksPerSec is the " +
-	"measured figure."
+	"busy time: the rate it would give with cores of its own if NATS and PostgreSQL kept up. Their sum " +
+	"(sumChunksPerBusySec) is no measured throughput: it counts each instance as if the others did not share its " +
+	"cores, NATS and PostgreSQL, which they did, so it overstates what these cores give (the whole run's " +
+	"chunksPerSec is what they gave), and it is no forecast for N machines either (a loop's busy time holds its " +
+	"waits for a core, while N machines on one PostgreSQL would meet its limit). A gain can be read off only a " +
+	"run that was not CPU-bound (burst.cpu: machineBusy well below 1, processCores below cores): the whole run's " +
+	"chunksPerSec and the instances' chunksPerBusySec at 1 and at N instances."
 
 // Scale is how the run's spine was laid out and what each instance did.
 type Scale struct {

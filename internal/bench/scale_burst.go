@@ -16,10 +16,10 @@ type ScaleBurst struct {
 	Seconds         float64         `json:"seconds"`      // first publish → last commit, as spine.seconds
 	ChunksPerSecond float64         `json:"chunksPerSec"` // the whole run's, as spine.chunksPerSec
 	Instances       []InstanceBurst `json:"instances"`
-	// SumChunksPerBusySecond adds up the instances' ChunksPerBusySecond:
-	// what they would give side by side if none waited for another, for a
-	// core or for a fetch. It overstates whenever they shared the cores
-	// (CPU.MachineBusy near 1) or one PostgreSQL limited them.
+	// SumChunksPerBusySecond adds up the instances' ChunksPerBusySecond,
+	// as if none shared the cores, NATS or PostgreSQL with another: more
+	// than the cores gave when they did (ChunksPerSecond), and no forecast
+	// for as many machines on one PostgreSQL (see sharedCoresNote).
 	SumChunksPerBusySecond float64 `json:"sumChunksPerBusySec"`
 	CPU                    CPU     `json:"cpu"`
 }
