@@ -3,7 +3,6 @@ package streams
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -21,17 +20,14 @@ import (
 // many messages as FetchMaxBytes holds at the size of the last batch's.
 const FetchMaxBytes = 4 * MaxEnvelopeBytes
 
-// nextBatchSize is how many messages to ask for after a batch of raw:
-// FetchMaxBytes at raw's mean size, between 1 and max.
-func nextBatchSize(raw []jetstream.Msg, max int) int {
-	var total int
-	for _, m := range raw {
-		total += len(m.Data())
-	}
-	if total == 0 {
+// nextBatchSize is how many messages to ask for after a fetch of n
+// messages and size bytes: FetchMaxBytes at their mean size, between 1 and
+// max.
+func nextBatchSize(n, size, max int) int {
+	if size == 0 {
 		return max
 	}
-	return min(max, FetchMaxBytes*len(raw)/total+1)
+	return min(max, FetchMaxBytes*n/size+1)
 }
 
 // errDeliveryLost: the consumer delivered a message this projector never
@@ -42,27 +38,6 @@ func nextBatchSize(raw []jetstream.Msg, max int) int {
 // (AckAll) would ack the lost ones too, and the checkpoint would pass them.
 // Only positioning the consumer at the checkpoint again mends it.
 var errDeliveryLost = errors.New("a delivery never arrived")
-
-// unbroken reports whether raw continues the deliveries received up to
-// consumer sequence after: the consumer numbers every delivery, and a
-// redelivery too, one more than the last, so a message numbered otherwise
-// means one delivery went elsewhere (or is a redelivery, which a projector
-// that acks every batch it applies never needs). It returns the last
-// message's consumer sequence.
-func unbroken(raw []jetstream.Msg, after uint64) (uint64, error) {
-	for _, m := range raw {
-		md, err := m.Metadata()
-		if err != nil {
-			return after, fmt.Errorf("message metadata: %w", err)
-		}
-		if md.Sequence.Consumer != after+1 {
-			return after, fmt.Errorf("%w: delivery %d came after %d (stream sequence %d)",
-				errDeliveryLost, md.Sequence.Consumer, after, md.Sequence.Stream)
-		}
-		after = md.Sequence.Consumer
-	}
-	return after, nil
-}
 
 // lostDeliveries reports whether the consumer has delivered past consumer
 // sequence received, the last delivery this projector got. It is asked

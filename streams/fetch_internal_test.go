@@ -1,26 +1,6 @@
 package streams
 
-import (
-	"testing"
-
-	"github.com/nats-io/nats.go/jetstream"
-)
-
-// stored is a jetstream.Msg that only carries data, for nextBatchSize.
-type stored struct {
-	jetstream.Msg
-	data []byte
-}
-
-func (m stored) Data() []byte { return m.data }
-
-func batchOf(n, size int) []jetstream.Msg {
-	raw := make([]jetstream.Msg, n)
-	for i := range raw {
-		raw[i] = stored{data: make([]byte, size)}
-	}
-	return raw
-}
+import "testing"
 
 func TestNextBatchSizeHoldsFetchMaxBytes(t *testing.T) {
 	for _, c := range []struct {
@@ -31,7 +11,7 @@ func TestNextBatchSizeHoldsFetchMaxBytes(t *testing.T) {
 		{3, MaxEnvelopeBytes, 5},                  // the largest: a few
 		{2, 0, 500},                               // empty bodies say nothing of size
 	} {
-		got := nextBatchSize(batchOf(c.n, c.size), 500)
+		got := nextBatchSize(c.n, c.n*c.size, 500)
 		if got != c.want {
 			t.Errorf("after %d × %d B: next batch %d, want %d", c.n, c.size, got, c.want)
 		}

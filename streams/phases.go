@@ -64,7 +64,6 @@ type BatchTimes struct {
 // fetchedBatch is a batch on its way from the fetch goroutine to the loop.
 type fetchedBatch struct {
 	raw  []jetstream.Msg
-	msgs []Message // raw converted and prepared (Projector.messages)
-	err  error     // converting failed: the loop starts over
-	at   time.Time
+	msgs []Message // raw converted and prepared
+	at   time.Time // its first message arrived
 }

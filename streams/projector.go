@@ -331,7 +331,7 @@ func (p *Projector) setLast(seq uint64) {
 // at the same time; batches are still applied strictly in order.
 func (p *Projector) run(ctx context.Context, conn *pgxpool.Conn, cons jetstream.Consumer) error {
 	fetchCtx, cancel := context.WithCancel(ctx)
-	batches := make(chan fetchedBatch, 1)
+	batches := make(chan fetchedBatch) // unbuffered: a batch is handed over when the loop is ready for it
 	var wg sync.WaitGroup
 	p.mu.Lock()
 	p.cons = cons
@@ -360,9 +360,6 @@ func (p *Projector) run(ctx context.Context, conn *pgxpool.Conn, cons jetstream.
 		case fb := <-batches:
 			p.phases.since(PhaseWait, waiting)
 			p.fetched = fb.at
-			if fb.err != nil {
-				return fb.err
-			}
 			if err := p.handle(ctx, conn, fb.raw, fb.msgs); err != nil {
 				return err
 			}
@@ -373,17 +370,21 @@ func (p *Projector) run(ctx context.Context, conn *pgxpool.Conn, cons jetstream.
 // fetch pulls batches into out until ctx ends. A fetch that fails counts
 // as a failure (Health); one that finds the consumer gone says so on gone
 // and returns, and the projector starts over, which recreates it. So does
-// a delivery that never arrived (errDeliveryLost): a batch is passed on
+// a delivery that never arrived (errDeliveryLost): a message is passed on
 // only if it continues the deliveries received so far without a break.
 func (p *Projector) fetch(ctx context.Context, cons jetstream.Consumer, out chan<- fetchedBatch, gone chan<- error) {
 	p.fetchN = p.cfg.BatchSize
 	var received uint64 // the consumer sequence of the last delivery received
 	doubt := false      // a fetch failed since: it may have taken deliveries with it
 	for ctx.Err() == nil {
-		raw, fetchErr := p.fetchOnce(cons)
+		got, fetchErr, broken := p.fetchOnce(ctx, cons, &received, out)
+		if broken != nil {
+			gone <- broken // nothing after the break applied: redelivered from the checkpoint
+			return
+		}
 		if err := fetchErr; err != nil && ctx.Err() == nil {
 			doubt = true
-			if len(raw) == 0 {
+			if got == 0 {
 				p.failedOutside(ctx, "fetching", err)
 				if consumerGone(err) {
 					gone <- err // buffered: run reads it or has returned
@@ -394,7 +395,7 @@ func (p *Projector) fetch(ctx context.Context, cons jetstream.Consumer, out chan
 			}
 		}
 		p.recoveredOutside()
-		if len(raw) == 0 {
+		if got == 0 {
 			// The lag is measured by watchLag: an empty fetch says nothing of
 			// what is unapplied. After a failure it is asked whether a
 			// delivery was lost, since none will come to show the break.
@@ -408,42 +409,101 @@ func (p *Projector) fetch(ctx context.Context, cons jetstream.Consumer, out chan
 			}
 			continue
 		}
-		last, err := unbroken(raw, received)
-		if err != nil {
-			gone <- err // nothing of raw applied: redelivered from the checkpoint
-			return
+		// Unbroken: nothing was lost before, but the fetch that ended early
+		// may have lost what came after it.
+		doubt = fetchErr != nil
+	}
+}
+
+// fetchOnce runs one fetch, handing its messages to out as they arrive:
+// whenever the loop is ready for a batch, it gets every message received
+// and not yet handed over, so a message waits for the loop, never for the
+// fetch to fill or time out (MaxWait). Each message is checked to continue
+// the deliveries up to *received, which it advances, and prepared on the
+// way. It returns how many messages the fetch brought, why it ended early
+// if not for MaxWait (a fetch that waited MaxWait for nothing brought none
+// and no error), and the break if one was found.
+func (p *Projector) fetchOnce(ctx context.Context, cons jetstream.Consumer, received *uint64, out chan<- fetchedBatch) (int, error, error) {
+	batch, err := cons.Fetch(p.fetchN, jetstream.FetchMaxWait(p.cfg.MaxWait))
+	if err != nil {
+		return 0, err, nil
+	}
+	prep, _ := p.cfg.Handler.(Preparer)
+	var pending fetchedBatch
+	got, size := 0, 0
+	arriving := batch.Messages()
+	for arriving != nil || len(pending.raw) > 0 {
+		var ready chan<- fetchedBatch
+		if len(pending.raw) > 0 {
+			ready = out
 		}
-		// Unbroken: nothing was lost before raw, but the fetch that
-		// ended early may have lost what came after it.
-		received, doubt = last, fetchErr != nil
-		fb := fetchedBatch{raw: raw, at: time.Now()}
-		fb.msgs, fb.err = p.messages(raw)
 		select {
-		case out <- fb:
+		case m, ok := <-arriving:
+			if !ok {
+				arriving = nil
+				continue
+			}
+			msg, err := p.message(m, *received)
+			if err != nil {
+				drain(arriving)
+				return got, nil, err
+			}
+			if prep != nil {
+				prepare(prep, &msg.Message)
+			}
+			*received = msg.consumerSeq
+			if len(pending.raw) == 0 {
+				pending.at = time.Now()
+			}
+			pending.raw, pending.msgs = append(pending.raw, m), append(pending.msgs, msg.Message)
+			got, size = got+1, size+len(m.Data())
+		case ready <- pending:
+			pending = fetchedBatch{}
 		case <-ctx.Done():
-			return // fetched, never applied or acked: redelivered from the checkpoint
+			drain(arriving)
+			return got, nil, nil // received, never applied or acked: redelivered from the checkpoint
+		}
+	}
+	if got > 0 {
+		p.fetchN = nextBatchSize(got, size, p.cfg.BatchSize)
+	}
+	if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+		return got, err, nil
+	}
+	return got, nil, nil
+}
+
+// drain reads what is left of a fetch left early, until it ends (MaxWait
+// at most), so the client's goroutine behind it ends too.
+func drain(arriving <-chan jetstream.Msg) {
+	if arriving != nil {
+		for range arriving {
 		}
 	}
 }
 
-// fetchOnce is one batch and why it ended early, if not for MaxWait: a
-// fetch that waited MaxWait for nothing is an empty batch and no error.
-func (p *Projector) fetchOnce(cons jetstream.Consumer) ([]jetstream.Msg, error) {
-	batch, err := cons.Fetch(p.fetchN, jetstream.FetchMaxWait(p.cfg.MaxWait))
+// delivered is a fetched message converted, with its consumer sequence.
+type delivered struct {
+	Message
+	consumerSeq uint64
+}
+
+// message converts m, which must be the delivery after the one numbered
+// after: the consumer numbers every delivery, and a redelivery too, one
+// more than the last, so a message numbered otherwise means one delivery
+// went elsewhere (or is a redelivery, which a projector that acks every
+// batch it applies never needs): errDeliveryLost.
+func (p *Projector) message(m jetstream.Msg, after uint64) (delivered, error) {
+	md, err := m.Metadata()
 	if err != nil {
-		return nil, err
+		return delivered{}, fmt.Errorf("message metadata: %w", err)
 	}
-	var raw []jetstream.Msg
-	for m := range batch.Messages() {
-		raw = append(raw, m)
+	if md.Sequence.Consumer != after+1 {
+		return delivered{}, fmt.Errorf("%w: delivery %d came after %d (stream sequence %d)",
+			errDeliveryLost, md.Sequence.Consumer, after, md.Sequence.Stream)
 	}
-	if len(raw) > 0 {
-		p.fetchN = nextBatchSize(raw, p.cfg.BatchSize)
-	}
-	if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
-		return raw, err
-	}
-	return raw, nil
+	return delivered{Message: Message{Seq: md.Sequence.Stream, Subject: m.Subject(), Data: m.Data(),
+		Header: m.Headers(), Time: md.Timestamp}, consumerSeq: md.Sequence.Consumer}, nil
 }
 
 // consumerGone: the durable consumer was deleted (or its stream), which
@@ -488,25 +548,6 @@ func prepare(prep Preparer, m *Message) {
 		}
 	}()
 	prep.Prepare(m)
-}
-
-// messages converts a fetched batch, prepared by the handler if it is a
-// Preparer.
-func (p *Projector) messages(raw []jetstream.Msg) ([]Message, error) {
-	prep, _ := p.cfg.Handler.(Preparer)
-	msgs := make([]Message, 0, len(raw))
-	for _, m := range raw {
-		md, err := m.Metadata()
-		if err != nil {
-			return nil, fmt.Errorf("message metadata: %w", err)
-		}
-		msgs = append(msgs, Message{Seq: md.Sequence.Stream, Subject: m.Subject(), Data: m.Data(),
-			Header: m.Headers(), Time: md.Timestamp})
-		if prep != nil {
-			prepare(prep, &msgs[len(msgs)-1])
-		}
-	}
-	return msgs, nil
 }
 
 // committed records a commit of msgs, up to last, tells OnCommit, and asks for the lag to be measured: a
