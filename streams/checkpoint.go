@@ -94,6 +94,28 @@ func (p *Projector) lockCheckpoint(ctx context.Context, tx pgx.Tx) (int64, error
 	return ck, nil
 }
 
+// lockAndAdvance locks the checkpoint row inside tx, moves it to seq
+// unless it is past it already, and returns where it was: one statement
+// where lockCheckpoint and advanceCheckpoint are two. A batch that fails
+// rolls the move back with the rest.
+func (p *Projector) lockAndAdvance(ctx context.Context, tx pgx.Tx, seq uint64) (int64, error) {
+	const move = `UPDATE projector_checkpoints c SET last_seq = GREATEST(o.last_seq, $2)
+		FROM (SELECT last_seq FROM projector_checkpoints WHERE name = $1 FOR UPDATE) o
+		WHERE c.name = $1 RETURNING o.last_seq`
+	var ck int64
+	err := tx.QueryRow(ctx, move, p.cfg.Name, int64(seq)).Scan(&ck)
+	if errors.Is(err, pgx.ErrNoRows) {
+		if _, err := tx.Exec(ctx, `INSERT INTO projector_checkpoints (name, last_seq) VALUES ($1, 0) ON CONFLICT DO NOTHING`, p.cfg.Name); err != nil {
+			return 0, fmt.Errorf("checkpoint row: %w", err)
+		}
+		err = tx.QueryRow(ctx, move, p.cfg.Name, int64(seq)).Scan(&ck)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("lock and advance checkpoint: %w", err)
+	}
+	return ck, nil
+}
+
 // passOver reports whether msgs hold nothing for the handler (Accept
 // takes none of them past the checkpoint), and if so notes their last
 // sequence as the checkpoint still to write: such a batch needs no

@@ -13,16 +13,16 @@ type Phase int
 
 // The phases, in the order a batch meets them.
 const (
-	PhaseWait       Phase = iota // waiting for the fetch goroutine's next batch
-	PhaseBegin                   // BEGIN, and locking and reading the checkpoint
-	PhaseHandle                  // the handler's Apply
-	PhaseCheckpoint              // dead letters and advancing the checkpoint
-	PhaseCommit                  // COMMIT: PostgreSQL's WAL flush (fsync) is here
-	PhaseAck                     // acking the batch to JetStream
+	PhaseWait        Phase = iota // waiting for the fetch goroutine's next batch
+	PhaseBegin                    // BEGIN, and locking, reading and moving the checkpoint
+	PhaseHandle                   // the handler's Apply
+	PhaseDeadLetters              // recording the handler's rejections
+	PhaseCommit                   // COMMIT: PostgreSQL's WAL flush (fsync) is here
+	PhaseAck                      // acking the batch to JetStream
 	numPhases
 )
 
-var phaseNames = [numPhases]string{"wait", "begin", "handle", "checkpoint", "commit", "ack"}
+var phaseNames = [numPhases]string{"wait", "begin", "handle", "deadLetters", "commit", "ack"}
 
 func (ph Phase) String() string { return phaseNames[ph] }
 
@@ -50,8 +50,8 @@ func (p *Projector) Phases() map[string]time.Duration {
 
 // BatchTimes is when one committed batch met each step of the loop
 // (ProjectorConfig.OnTimes): between Fetched and Began it waited for the
-// batch before it; Began to Handled is BEGIN, the checkpoint lock and the
-// handler; Handled to Committed the checkpoint and COMMIT.
+// batch before it; Began to Handled is BEGIN, the checkpoint's lock and
+// move and the handler; Handled to Committed dead letters and COMMIT.
 type BatchTimes struct {
 	Last      uint64 // the batch's last stream sequence
 	Messages  int

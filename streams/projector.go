@@ -575,9 +575,9 @@ func IsDataError(err error) bool {
 	return pgErr.Code[:2] == "22" || pgErr.Code[:2] == "23"
 }
 
-// apply runs one transaction: lock and read the checkpoint, hand the new
-// messages to the handler, dead-letter its rejections, advance the
-// checkpoint, commit.
+// apply runs one transaction: lock the checkpoint and move it past msgs
+// (lockAndAdvance, reading where it was), hand the new messages to the
+// handler, dead-letter its rejections, commit.
 func (p *Projector) apply(ctx context.Context, conn *pgxpool.Conn, msgs []Message) error {
 	if p.passOver(msgs) {
 		return nil
@@ -588,7 +588,7 @@ func (p *Projector) apply(ctx context.Context, conn *pgxpool.Conn, msgs []Messag
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback(ctx)
-	ck, err := p.lockCheckpoint(ctx, tx)
+	ck, err := p.lockAndAdvance(ctx, tx, msgs[len(msgs)-1].Seq)
 	if err != nil {
 		return err
 	}
@@ -621,10 +621,7 @@ func (p *Projector) apply(ctx context.Context, conn *pgxpool.Conn, msgs []Messag
 			return err
 		}
 	}
-	if err := p.advanceCheckpoint(ctx, tx, fresh[len(fresh)-1].Seq); err != nil {
-		return err
-	}
-	at = p.phases.since(PhaseCheckpoint, at)
+	at = p.phases.since(PhaseDeadLetters, at)
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}

@@ -18,8 +18,8 @@ import (
 // (streams.BatchTimes): the log and the fetch (publish → the fetch returned
 // it: JetStream's store, then waiting for the fetch to fill or time out),
 // the queue (waiting for the batch before to commit), apply (BEGIN, the
-// checkpoint lock, the recorder's work) and commit (the checkpoint, COMMIT
-// and its WAL flush).
+// checkpoint's lock and move, the recorder's work) and commit (dead
+// letters, COMMIT and its WAL flush).
 type Breakdown struct {
 	Batches           int     `json:"batches"`
 	MeanBatchMessages float64 `json:"meanBatchMessages"`

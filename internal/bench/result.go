@@ -72,8 +72,8 @@ type Throughput struct {
 	MessagesPerSecond float64 `json:"messagesPerSec"`
 	MBPerSecond       float64 `json:"mbPerSec"`
 	// PhaseSeconds is where the recorder's loop spent the run, by phase
-	// (streams.Phase): waiting for a fetch, BEGIN and the checkpoint lock,
-	// the handler, the checkpoint, COMMIT, the ack. Spine's runs only.
+	// (streams.Phase): waiting for a batch, BEGIN and the checkpoint's lock
+	// and move, the handler, dead letters, COMMIT, the ack. Spine's runs only.
 	PhaseSeconds map[string]float64 `json:"phaseSeconds,omitempty"`
 }
 
