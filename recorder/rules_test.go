@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/spinehq/spine/internal/spinetest"
 	"github.com/spinehq/spine/library"
 	"github.com/spinehq/spine/recorder"
@@ -343,6 +345,42 @@ func TestSecretsAreRedactedBeforeStorage(t *testing.T) {
 	tr, _ := recorder.ReadTranscript(ctx, h.Pool, alice, "s1", 0, 10)
 	if !strings.Contains(tr.Chunks[0].Text, secrets.Redacted) {
 		t.Fatalf("transcript chunk = %q", tr.Chunks[0].Text)
+	}
+}
+
+// The door says with which rules it redacted (streams.HeaderRedacted): a
+// message redacted with the recorder's own rules is taken as it is, and
+// one that says nothing, or names other rules (a producer that wrote to
+// NATS itself, a rule set since changed), is redacted before storage.
+func TestRedactedOnlyOnceWithTheSameRules(t *testing.T) {
+	h := running(t)
+	secret := "sk-ant-api03-BBBBBBBBBBBBBBBBBBBBBBBBBBBB"
+	h.Publish(spinetest.Start("s1"))
+	for seq, header := range []nats.Header{nil, {streams.HeaderRedacted: {"v1:rules-of-another-build"}}} {
+		raw, err := spinetest.Text("s1", int64(seq+1), "key "+secret+"\n").Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.PublishRaw(streams.SessionSubject("s1", streams.TypeSessionChunk), raw, header)
+	}
+	h.Publish(spinetest.Text("s1", 3, "clean text\n"))
+	h.WaitCaughtUp()
+	if n := count(t, h, `SELECT count(*) FROM session_chunks WHERE position('sk-ant-api03' in text) > 0`); n != 0 {
+		t.Fatalf("%d chunks hold the secret", n)
+	}
+	if n := count(t, h, `SELECT count(*) FROM session_chunks WHERE session_id = 's1'`); n != 3 {
+		t.Fatalf("%d chunks recorded, want 3", n)
+	}
+	st, err := h.JS.Stream(ctx, streams.StreamSessions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.GetLastMsgForSubject(ctx, streams.SessionSubject("s1", streams.TypeSessionChunk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Header.Get(streams.HeaderRedacted); got != secrets.Fingerprint() || got == "" {
+		t.Fatalf("the door stamped %q, the rules are %q", got, secrets.Fingerprint())
 	}
 }
 

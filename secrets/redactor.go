@@ -24,6 +24,9 @@ type Redactor struct {
 	// scanned counts the bytes rules and line searches have read: the
 	// tests prove redaction linear with it, never with a clock.
 	scanned atomic.Int64
+	// print is Fingerprint's, made once.
+	printOnce sync.Once
+	print     string
 }
 
 var (

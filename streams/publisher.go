@@ -21,6 +21,11 @@ const (
 	// its envelopes other than a start only for a session whose workerId is
 	// that runner, in log order.
 	HeaderRunner = "Spine-Runner"
+	// HeaderRedacted is the fingerprint of the rules a Publisher redacted
+	// the envelope with (secrets.Fingerprint): a reader that redacts with
+	// the same rules may take the envelope as it is, since a second pass
+	// changes nothing; one without it, or with another, redacts again.
+	HeaderRedacted = "Spine-Redacted"
 )
 
 // Publisher validates envelopes, removes the secrets from their free text
@@ -125,6 +130,9 @@ func (p *Publisher) message(e *Envelope, opts *PublishOpts) (*nats.Msg, error) {
 	msg := nats.NewMsg(e.Subject())
 	msg.Data = data
 	msg.Header.Set(jetstream.MsgIDHeader, MsgID(e.ID, opts))
+	if !p.Unredacted {
+		msg.Header.Set(HeaderRedacted, secrets.Fingerprint())
+	}
 	if opts != nil && opts.Caller.Org != "" {
 		msg.Header.Set(HeaderOrg, opts.Caller.Org)
 		msg.Header.Set(HeaderMember, opts.Caller.Member)
