@@ -60,6 +60,19 @@ func TestIngest(t *testing.T) {
 	if l.P50Ms < 0 || l.P90Ms < l.P50Ms || l.P99Ms < l.P90Ms || l.MaxMs < l.P99Ms {
 		t.Errorf("latency percentiles out of order: %+v", l)
 	}
+	// Every chunk is split into its four parts, each of which can only be
+	// zero or more (they are differences of times in order).
+	if b := l.Breakdown; b == nil || b.Batches < 1 || len(b.Parts) != 4 || len(b.Tail) != 4 {
+		t.Fatalf("latency breakdown = %+v", l.Breakdown)
+	}
+	for name, p := range l.Breakdown.Parts {
+		if p.P50 < 0 || p.P99 < p.P50 || p.Mean < 0 {
+			t.Errorf("latency part %s = %+v", name, p)
+		}
+	}
+	if tp := res.Spine.PhaseSeconds; tp["handle"] <= 0 || tp["commit"] <= 0 {
+		t.Errorf("spine's phase seconds = %v, want handle and commit above 0", tp)
+	}
 }
 
 func checkThroughput(t *testing.T, path string, tp bench.Throughput) {

@@ -33,6 +33,7 @@ type commits struct {
 	// order (the latency phase's breakdown).
 	times     []streams.BatchTimes
 	keepTimes bool
+	stored    map[uint64]time.Time // while keepTimes: when JetStream stored each message
 }
 
 // onTimes is the projectors' OnTimes hook.
@@ -51,8 +52,15 @@ func (c *commits) recordTimes(on bool) {
 	defer c.mu.Unlock()
 	c.keepTimes = on
 	if on {
-		c.times = nil
+		c.times, c.stored = nil, map[uint64]time.Time{}
 	}
+}
+
+// storedAt is when JetStream stored seq, as kept while recording times.
+func (c *commits) storedAt(seq uint64) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stored[seq]
 }
 
 // batchTimes returns the kept batch times, sorted by last sequence.
@@ -93,6 +101,9 @@ func (c *commits) onCommit(last uint64, msgs []streams.Message) (fresh counted) 
 	} else {
 		for _, m := range msgs {
 			c.at[m.Seq] = now
+			if c.keepTimes {
+				c.stored[m.Seq] = m.Time
+			}
 		}
 		c.at[last] = now
 	}

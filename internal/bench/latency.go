@@ -51,7 +51,7 @@ func runLatency(ctx context.Context, tb *testbed, w *workload, cfg Config) (Late
 		return Latency{}, sent, err
 	}
 	l := summarize(lat, cfg.Rate, o.elapsed)
-	bd := breakdown(o.at, seqs, tb.commits.batchTimes(), tb.commits.committedAt)
+	bd := breakdown(o.at, seqs, tb.commits.batchTimes(), tb.commits.storedAt, tb.commits.committedAt)
 	bd.PhaseSeconds = phaseSeconds(phases, tb.recorderPhases())
 	if walAfter, err := readWAL(ctx, tb.node.Pool); err == nil && walErr == nil {
 		bd.WAL = walAfter.since(walBefore)

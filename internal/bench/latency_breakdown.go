@@ -14,10 +14,10 @@ import (
 )
 
 // Breakdown is where the latency phase's chunks spent their time from
-// publish to commit, each chunk split by its batch's times
-// (streams.BatchTimes): the log and the fetch (publish → the fetch returned
-// it: JetStream's store, then waiting for the fetch to fill or time out),
-// the queue (waiting for the batch before to commit), apply (BEGIN, the
+// publish to commit: the log (publish → JetStream stored it, by the
+// message's own stored time), delivery and queue (stored → its batch
+// began: the fetch, and waiting for the loop to finish the batch before),
+// then by its batch's times (streams.BatchTimes) apply (BEGIN, the
 // checkpoint's lock and move, the recorder's work) and commit (dead
 // letters, COMMIT and its WAL flush).
 type Breakdown struct {
@@ -54,12 +54,12 @@ type WALStats struct {
 }
 
 // partNames are the parts of a chunk's latency, in order.
-var partNames = []string{"logAndFetch", "queued", "apply", "commit"}
+var partNames = []string{"log", "deliveredAndQueued", "apply", "commit"}
 
 // breakdown splits each chunk's latency by the batch that committed it.
 // published[i] is when chunk i was published and seqs[i] its sequence;
 // batches are sorted by last sequence.
-func breakdown(published []time.Time, seqs []uint64, batches []streams.BatchTimes, commitAt func(uint64) time.Time) Breakdown {
+func breakdown(published []time.Time, seqs []uint64, batches []streams.BatchTimes, storedAt, commitAt func(uint64) time.Time) Breakdown {
 	b := Breakdown{Batches: len(batches), Parts: map[string]Spread{}, Tail: map[string]float64{}}
 	if len(batches) == 0 || len(seqs) == 0 {
 		b.Note = "no batch times were kept"
@@ -81,9 +81,12 @@ func breakdown(published []time.Time, seqs []uint64, batches []streams.BatchTime
 		if j == len(batches) {
 			continue
 		}
-		t := batches[j]
-		c := chunk{total: commitAt(seq).Sub(published[i]), part: [4]time.Duration{t.Fetched.Sub(published[i]),
-			t.Began.Sub(t.Fetched), t.Handled.Sub(t.Began), t.Committed.Sub(t.Handled)}}
+		t, stored := batches[j], storedAt(seq)
+		if stored.IsZero() {
+			continue
+		}
+		c := chunk{total: commitAt(seq).Sub(published[i]), part: [4]time.Duration{stored.Sub(published[i]),
+			t.Began.Sub(stored), t.Handled.Sub(t.Began), t.Committed.Sub(t.Handled)}}
 		for k := range parts {
 			parts[k] = append(parts[k], c.part[k])
 		}
