@@ -195,10 +195,14 @@ func (b *batch) finalTranscript(ctx context.Context, s *Session, loaded []byte) 
 	return nil
 }
 
-// Bounds of loadTranscripts: one transcript is loaded whole only while it
-// fits in a Library piece and in maxLoadedChunks chunks, and the batch holds
-// at most maxLoadedBytes of them; the others stream page by page
-// (TranscriptReader).
+// Bounds of loadTranscripts: one transcript is loaded whole only while its
+// lines' least size (lineSize) fits in a Library piece and it has at most
+// maxLoadedChunks chunks, and while the batch's loaded transcripts, counted
+// as rendered, are under maxLoadedBytes; the others stream page by page
+// (TranscriptReader). JSON escapes can make a loaded transcript longer than
+// a piece (six bytes for a control character or one of <>&), which
+// finalTranscript stores as it does any longer file, and the batch's bound
+// is passed by at most that much of its last transcript.
 const maxLoadedBytes = 32 << 20
 
 // maxLoadedChunks bounds the chunks of one transcript loadTranscripts

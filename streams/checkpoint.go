@@ -130,12 +130,18 @@ func (p *Projector) passOver(msgs []Message) bool {
 		return false
 	}
 	last := p.Checkpoint()
+	fresh := 0
 	for _, m := range msgs {
-		if m.Seq > last && p.cfg.Accept(m.Subject) {
+		if m.Seq <= last {
+			continue
+		}
+		if p.cfg.Accept(m.Subject) {
 			return false
 		}
+		fresh++
 	}
-	p.unwritten = msgs[len(msgs)-1].Seq
+	p.unwritten = max(p.unwritten, msgs[len(msgs)-1].Seq)
+	p.m.applied.WithLabelValues(p.cfg.Name).Add(float64(fresh)) // as a committed batch counts them
 	return true
 }
 
@@ -144,21 +150,21 @@ func (p *Projector) passOver(msgs []Message) bool {
 var checkpointEvery = time.Second
 
 // writeUnwritten writes the checkpoint passOver left, in a transaction of
-// its own. A failure leaves it for the next batch or quiet moment.
-func (p *Projector) writeUnwritten(ctx context.Context, conn *pgxpool.Conn) {
+// its own. Its failure ends the loop like a batch's lost connection: the
+// projector starts over from the checkpoint written, and what was passed
+// over since is delivered again, to be passed over again.
+func (p *Projector) writeUnwritten(ctx context.Context, conn *pgxpool.Conn) error {
 	seq := p.unwritten
 	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		ck, err := p.lockCheckpoint(ctx, tx)
-		if err != nil || uint64(ck) >= seq {
-			return err
-		}
-		return p.advanceCheckpoint(ctx, tx, seq)
+		_, err := p.lockAndAdvance(ctx, tx, seq)
+		return err
 	})
 	if err != nil {
-		p.log.Warn("writing the checkpoint of passed-over messages failed; left for the next batch", "seq", seq, "err", err)
-		return
+		p.failedOutside(ctx, "writing the checkpoint of passed-over messages", err)
+		return fmt.Errorf("checkpoint %s of passed-over messages: %w", p.cfg.Name, err)
 	}
 	p.unwritten, p.written = 0, time.Now()
+	return nil
 }
 
 // advanceCheckpoint moves the checkpoint to seq inside tx.

@@ -43,3 +43,25 @@ func TestPassedOverBatchesCostNoTransaction(t *testing.T) {
 		t.Fatalf("after a message it takes: checkpoint %d (want %d), %d transactions (want 1)", got, ack.Sequence, transactions.Load())
 	}
 }
+
+// A projector stopped before it wrote what it passed over writes it as it
+// stops: the checkpoint saved is the one it reported (a rebuild waits for
+// it, then stops the projector).
+func TestPassedOverCheckpointWrittenAtStop(t *testing.T) {
+	t.Cleanup(streams.SetCheckpointEvery(time.Hour))
+	r := newRig(t)
+	p := r.start(func(c *streams.ProjectorConfig) {
+		c.BatchSize = 10
+		c.MaxWait = 3 * time.Second // no quiet moment comes before the check
+		c.Accept = func(string) bool { return false }
+	})
+	seqs := r.publishN(50)
+	r.waitCommitted(seqs[len(seqs)-1])
+	if got := r.checkpoint(); got != 0 {
+		t.Fatalf("checkpoint %d written before any quiet moment; the test needs it unwritten", got)
+	}
+	stop(t, p)
+	if got := r.checkpoint(); got != seqs[len(seqs)-1] || p.Checkpoint() != got {
+		t.Fatalf("after the stop: checkpoint written %d, reported %d; want %d", got, p.Checkpoint(), seqs[len(seqs)-1])
+	}
+}

@@ -38,8 +38,10 @@ type Message struct {
 // Preparer is a Handler with work that needs no transaction (decoding,
 // checking, redacting): the projector calls Prepare for each message as
 // it is fetched, on the fetching goroutine, so that work overlaps the
-// transaction of the batch before. Prepare must not touch state that
-// Apply changes.
+// transaction of the batch before. It is called only for messages Accept
+// takes. Prepare sets m.Prepared and nothing else of m, and must not touch
+// state that Apply changes; Apply must not change what Prepare made, since
+// a batch that fails is applied again with the same messages.
 type Preparer interface {
 	Prepare(m *Message)
 }
@@ -92,17 +94,21 @@ type ProjectorConfig struct {
 	Logger  *slog.Logger // nil: discard
 	Metrics *Metrics     // nil: unregistered metrics
 	// OnCommit, if set, is called after each commit with the last sequence
-	// applied and the messages of the batch (benchmarks measure latency here).
+	// applied and the messages of the batch (benchmarks measure latency
+	// here), and after a batch passed over without a transaction (see
+	// Accept): either way the projector is done with them.
 	OnCommit func(last uint64, msgs []Message)
 	// OnTimes, if set, is called after each commit with when the batch was
 	// fetched, begun, handled and committed (benchmarks say where a
 	// message's latency goes).
 	OnTimes func(BatchTimes)
-	// BeforeAck, if set, runs after commit and before ack; an error stops
-	// the projector without acking, as a crash there would (tests use it).
+	// BeforeAck, if set, runs after commit (or a batch passed over) and
+	// before ack; an error stops the projector without acking, as a crash
+	// there would (tests use it).
 	BeforeAck func(last uint64) error
 	// Accept, if set, picks the messages the handler sees; the others are
-	// passed over (the checkpoint still moves past them). A consumer with
+	// passed over (the checkpoint still moves past them; a batch of nothing
+	// but those costs no transaction: passOver). A consumer with
 	// no filter and an Accept costs the server far less than one with
 	// several filter subjects, which nats-server matches against every
 	// subject of the stream for each delivery.
@@ -352,8 +358,15 @@ func (p *Projector) run(ctx context.Context, conn *pgxpool.Conn, cons jetstream.
 		}
 		select {
 		case <-quiet:
-			p.writeUnwritten(ctx, conn)
+			if err := p.writeUnwritten(ctx, conn); err != nil {
+				return err
+			}
 		case <-ctx.Done():
+			// Stopping: what was passed over is written, so the checkpoint
+			// saved is the one Checkpoint reported (a rebuild waits for it).
+			if p.unwritten != 0 {
+				return p.writeUnwritten(context.WithoutCancel(ctx), conn)
+			}
 			return nil
 		case err := <-gone:
 			return fmt.Errorf("consumer %s: %w", p.cfg.Name, err)
@@ -448,8 +461,8 @@ func (p *Projector) fetchOnce(ctx context.Context, cons jetstream.Consumer, rece
 				drain(arriving)
 				return got, nil, err
 			}
-			if prep != nil {
-				prepare(prep, &msg.Message)
+			if prep != nil && (p.cfg.Accept == nil || p.cfg.Accept(msg.Subject)) {
+				prepare(prep, &msg.Message) // never for a message the handler will not see
 			}
 			*received = msg.consumerSeq
 			if len(pending.raw) == 0 {
@@ -553,7 +566,7 @@ func prepare(prep Preparer, m *Message) {
 // committed records a commit of msgs, up to last, tells OnCommit, and asks for the lag to be measured: a
 // message's NumPending, read at delivery, misses what came since.
 func (p *Projector) committed(last uint64, msgs []Message) {
-	p.setLast(last)
+	p.setLast(max(last, p.Checkpoint())) // a batch all redelivered ends below it
 	if p.cfg.OnCommit != nil {
 		p.cfg.OnCommit(last, msgs)
 	}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -51,10 +52,13 @@ func runLatency(ctx context.Context, tb *testbed, w *workload, cfg Config) (Late
 		return Latency{}, sent, err
 	}
 	l := summarize(lat, cfg.Rate, o.elapsed)
-	bd := breakdown(o.at, seqs, tb.commits.batchTimes(), tb.commits.storedAt, tb.commits.committedAt)
+	bd := breakdown(o.at, seqs, tb.commits.batchTimes(), tb.commits.storedAt)
 	bd.PhaseSeconds = phaseSeconds(phases, tb.recorderPhases())
-	if walAfter, err := readWAL(ctx, tb.node.Pool); err == nil && walErr == nil {
+	walAfter, err := readWAL(ctx, tb.node.Pool)
+	if err = cmp.Or(walErr, err); err == nil {
 		bd.WAL = walAfter.since(walBefore)
+	} else {
+		bd.Note = "no WAL figures: " + err.Error()
 	}
 	if tb.partitions > 1 {
 		bd = Breakdown{PhaseSeconds: bd.PhaseSeconds, WAL: bd.WAL,

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"time"
@@ -44,9 +45,11 @@ type Spread struct {
 	Mean float64 `json:"mean"`
 }
 
-// WALStats is the change of pg_stat_wal over a phase. SyncMs is null when
-// PostgreSQL did not time the flushes (track_wal_io_timing off, and not
-// ours to switch on).
+// WALStats is the change of pg_stat_wal over a phase: Syncs counts every
+// WAL flush of the server; SyncMs times only those the run's database's
+// connections made (track_wal_io_timing is set for them; the WAL writer's
+// are counted, not timed), and is null when PostgreSQL timed none (the
+// setting not ours to make).
 type WALStats struct {
 	Syncs      int64    `json:"syncs"`
 	SyncMs     *float64 `json:"syncMs"`
@@ -59,7 +62,7 @@ var partNames = []string{"log", "deliveredAndQueued", "apply", "commit"}
 // breakdown splits each chunk's latency by the batch that committed it.
 // published[i] is when chunk i was published and seqs[i] its sequence;
 // batches are sorted by last sequence.
-func breakdown(published []time.Time, seqs []uint64, batches []streams.BatchTimes, storedAt, commitAt func(uint64) time.Time) Breakdown {
+func breakdown(published []time.Time, seqs []uint64, batches []streams.BatchTimes, storedAt func(uint64) time.Time) Breakdown {
 	b := Breakdown{Batches: len(batches), Parts: map[string]Spread{}, Tail: map[string]float64{}}
 	if len(batches) == 0 || len(seqs) == 0 {
 		b.Note = "no batch times were kept"
@@ -85,7 +88,7 @@ func breakdown(published []time.Time, seqs []uint64, batches []streams.BatchTime
 		if stored.IsZero() {
 			continue
 		}
-		c := chunk{total: commitAt(seq).Sub(published[i]), part: [4]time.Duration{stored.Sub(published[i]),
+		c := chunk{total: t.Committed.Sub(published[i]), part: [4]time.Duration{stored.Sub(published[i]),
 			t.Began.Sub(stored), t.Handled.Sub(t.Began), t.Committed.Sub(t.Handled)}}
 		for k := range parts {
 			parts[k] = append(parts[k], c.part[k])
@@ -96,7 +99,7 @@ func breakdown(published []time.Time, seqs []uint64, batches []streams.BatchTime
 		b.Parts[name] = spread(parts[k])
 	}
 	slices.SortFunc(chunks, func(x, y chunk) int { return int(x.total - y.total) })
-	tail := chunks[int(float64(len(chunks))*0.99):]
+	tail := chunks[max(int(math.Ceil(0.99*float64(len(chunks))))-1, 0):] // from the p99 chunk on
 	for k, name := range partNames {
 		var sum time.Duration
 		for _, c := range tail {
