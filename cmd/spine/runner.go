@@ -271,7 +271,10 @@ func (r *runner) serve(ctx context.Context) error {
 		case <-timer.C:
 		}
 		if err := r.drain(ctx); err != nil {
-			if errors.Is(err, errLoginAgain) || ctx.Err() != nil {
+			if ctx.Err() != nil {
+				return nil // stopped while asking for work, as at any other moment
+			}
+			if errors.Is(err, errLoginAgain) {
 				return err
 			}
 			r.out.say("runner", "spine runner: "+err.Error(), nil)
