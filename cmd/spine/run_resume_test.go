@@ -27,6 +27,20 @@ func sessionOf(t *testing.T, id string) map[string]any {
 	return s
 }
 
+// sessionIfRecorded is sessionOf, or nil while spine has no such session.
+func sessionIfRecorded(t *testing.T, id string) map[string]any {
+	t.Helper()
+	out, err := capture(t, "read", "session", id, "--json")
+	if err != nil && strings.Contains(err.Error(), "not_found") {
+		return nil
+	}
+	var s map[string]any
+	if err != nil || json.Unmarshal([]byte(out), &s) != nil {
+		t.Fatalf("read session %s: %v\n%s", id, err, out)
+	}
+	return s
+}
+
 // spine run of a real Claude Code resuming a session a finished spine run
 // recorded (claude -p --resume ID): the new process's part is a
 // continuation, a new session with the same appSessionRef whose transcript
@@ -159,7 +173,10 @@ func TestRunRunningUsage(t *testing.T) {
 			return false
 		}
 		caughtUp()
-		s := sessionOf(t, id)
+		s := sessionIfRecorded(t, id) // spine run sends its start once it has read the app's session id
+		if s == nil {
+			return false
+		}
 		raw, _ := json.Marshal(s["tokens"])
 		var tk *accounting.Tokens
 		want := accounting.Normalise(&u1)
