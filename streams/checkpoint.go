@@ -75,29 +75,10 @@ func (p *Projector) resetConsumer(ctx context.Context, last uint64) (jetstream.C
 	return cons, nil
 }
 
-// lockCheckpoint reads the checkpoint inside tx, locking its row so two
-// instances can never apply the same messages at once.
-// The row exists after the first batch, so that is one statement a batch.
-func (p *Projector) lockCheckpoint(ctx context.Context, tx pgx.Tx) (int64, error) {
-	const lock = `SELECT last_seq FROM projector_checkpoints WHERE name = $1 FOR UPDATE`
-	var ck int64
-	err := tx.QueryRow(ctx, lock, p.cfg.Name).Scan(&ck)
-	if errors.Is(err, pgx.ErrNoRows) {
-		if _, err := tx.Exec(ctx, `INSERT INTO projector_checkpoints (name, last_seq) VALUES ($1, 0) ON CONFLICT DO NOTHING`, p.cfg.Name); err != nil {
-			return 0, fmt.Errorf("checkpoint row: %w", err)
-		}
-		err = tx.QueryRow(ctx, lock, p.cfg.Name).Scan(&ck)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("lock checkpoint: %w", err)
-	}
-	return ck, nil
-}
-
-// lockAndAdvance locks the checkpoint row inside tx, moves it to seq
-// unless it is past it already, and returns where it was: one statement
-// where lockCheckpoint and advanceCheckpoint are two. A batch that fails
-// rolls the move back with the rest.
+// lockAndAdvance locks the checkpoint row inside tx, so two instances can
+// never apply the same messages at once, moves it to seq unless it is past
+// it already, and returns where it was: one statement a batch once the row
+// exists. A batch that fails rolls the move back with the rest.
 func (p *Projector) lockAndAdvance(ctx context.Context, tx pgx.Tx, seq uint64) (int64, error) {
 	const move = `UPDATE projector_checkpoints c SET last_seq = GREATEST(o.last_seq, $2)
 		FROM (SELECT last_seq FROM projector_checkpoints WHERE name = $1 FOR UPDATE) o
@@ -164,13 +145,5 @@ func (p *Projector) writeUnwritten(ctx context.Context, conn *pgxpool.Conn) erro
 		return fmt.Errorf("checkpoint %s of passed-over messages: %w", p.cfg.Name, err)
 	}
 	p.unwritten, p.written = 0, time.Now()
-	return nil
-}
-
-// advanceCheckpoint moves the checkpoint to seq inside tx.
-func (p *Projector) advanceCheckpoint(ctx context.Context, tx pgx.Tx, seq uint64) error {
-	if _, err := tx.Exec(ctx, `UPDATE projector_checkpoints SET last_seq = $2 WHERE name = $1`, p.cfg.Name, int64(seq)); err != nil {
-		return fmt.Errorf("advance checkpoint: %w", err)
-	}
 	return nil
 }

@@ -141,20 +141,17 @@ func (p *Projector) isolateTx(ctx context.Context, conn *pgxpool.Conn, m Message
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback(ctx)
-	ck, err := p.lockCheckpoint(ctx, tx)
+	ck, err := p.lockAndAdvance(ctx, tx, m.Seq)
 	if err != nil {
 		return err
 	}
 	if m.Seq <= uint64(ck) {
-		return nil
+		return nil // already past it: the move was none, and is rolled back
 	}
 	if err := write(tx); err != nil {
 		return err
 	}
 	if err := p.tellIsolator(ctx, tx, m); err != nil {
-		return err
-	}
-	if err := p.advanceCheckpoint(ctx, tx, m.Seq); err != nil {
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {

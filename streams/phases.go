@@ -49,13 +49,13 @@ func (p *Projector) Phases() map[string]time.Duration {
 }
 
 // BatchTimes is when one committed batch met each step of the loop
-// (ProjectorConfig.OnTimes): between Fetched and Began it waited for the
-// batch before it; Began to Handled is BEGIN, the checkpoint's lock and
-// move and the handler; Handled to Committed dead letters and COMMIT.
+// (ProjectorConfig.OnTimes): Began to Handled is BEGIN, the checkpoint's
+// lock and move and the handler; Handled to Committed dead letters and
+// COMMIT. Before Began a message waited for the batch before it, from the
+// time JetStream stored it (Message.Time).
 type BatchTimes struct {
 	Last      uint64 // the batch's last stream sequence
 	Messages  int
-	Fetched   time.Time // the fetch returned it
 	Began     time.Time
 	Handled   time.Time
 	Committed time.Time
@@ -65,5 +65,4 @@ type BatchTimes struct {
 type fetchedBatch struct {
 	raw  []jetstream.Msg
 	msgs []Message // raw converted and prepared
-	at   time.Time // its first message arrived
 }

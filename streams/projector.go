@@ -99,8 +99,8 @@ type ProjectorConfig struct {
 	// Accept): either way the projector is done with them.
 	OnCommit func(last uint64, msgs []Message)
 	// OnTimes, if set, is called after each commit with when the batch was
-	// fetched, begun, handled and committed (benchmarks say where a
-	// message's latency goes).
+	// begun, handled and committed (benchmarks say where a message's
+	// latency goes).
 	OnTimes func(BatchTimes)
 	// BeforeAck, if set, runs after commit (or a batch passed over) and
 	// before ack; an error stops the projector without acking, as a crash
@@ -164,7 +164,6 @@ type Projector struct {
 	leading atomic.Bool
 	fetchN  int // messages the next fetch asks for (the fetch goroutine's own)
 	phases  phaseClock
-	fetched time.Time // when the batch being applied was fetched (the run goroutine's own)
 	// unwritten is the checkpoint passOver left to write (0: none) and
 	// written when the checkpoint was last written (the run goroutine's own).
 	unwritten uint64
@@ -372,7 +371,6 @@ func (p *Projector) run(ctx context.Context, conn *pgxpool.Conn, cons jetstream.
 			return fmt.Errorf("consumer %s: %w", p.cfg.Name, err)
 		case fb := <-batches:
 			p.phases.since(PhaseWait, waiting)
-			p.fetched = fb.at
 			if err := p.handle(ctx, conn, fb.raw, fb.msgs); err != nil {
 				return err
 			}
@@ -465,9 +463,6 @@ func (p *Projector) fetchOnce(ctx context.Context, cons jetstream.Consumer, rece
 				prepare(prep, &msg.Message) // never for a message the handler will not see
 			}
 			*received = msg.consumerSeq
-			if len(pending.raw) == 0 {
-				pending.at = time.Now()
-			}
 			pending.raw, pending.msgs = append(pending.raw, m), append(pending.msgs, msg.Message)
 			got, size = got+1, size+len(m.Data())
 		case ready <- pending:
@@ -644,7 +639,7 @@ func (p *Projector) apply(ctx context.Context, conn *pgxpool.Conn, msgs []Messag
 		c.Committed(mine[len(mine)-1].Seq, mine)
 	}
 	if p.cfg.OnTimes != nil {
-		p.cfg.OnTimes(BatchTimes{Last: fresh[len(fresh)-1].Seq, Messages: len(fresh), Fetched: p.fetched,
+		p.cfg.OnTimes(BatchTimes{Last: fresh[len(fresh)-1].Seq, Messages: len(fresh),
 			Began: start, Handled: handled, Committed: committed})
 	}
 	p.m.applied.WithLabelValues(p.cfg.Name).Add(float64(len(fresh)))
