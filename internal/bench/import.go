@@ -319,10 +319,6 @@ func nodePass(ctx context.Context, cfg ImportConfig, files []string, formats []a
 		return nil, err
 	}
 	defer tb.close()
-	st, err := tb.node.JS.Stream(ctx, streams.StreamSessions)
-	if err != nil {
-		return nil, err
-	}
 	n := &ImportNode{}
 	var lines int
 	var published, took time.Duration
@@ -332,24 +328,11 @@ func nodePass(ctx context.Context, cfg ImportConfig, files []string, formats []a
 		if err != nil {
 			return nil, err
 		}
-		sink, err := importer.NewJetStreamSink(ctx, tb.node.JS)
+		sum, t, err := importCommitted(ctx, tb, []string{file})
 		if err != nil {
 			return nil, err
 		}
-		start := time.Now()
-		sum, err := importer.Import(ctx, []string{file}, importer.Options{Sink: sink})
-		if err != nil {
-			return nil, err
-		}
-		pub := time.Since(start)
-		info, err := st.Info(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := tb.commits.waitFor(ctx, info.State.LastSeq); err != nil {
-			return nil, err
-		}
-		d := time.Since(start)
+		pub, d := t.published.Sub(t.start), t.recorded.Sub(t.start)
 		n.PerFormat = append(n.PerFormat, ImportNodeFormat{Format: formats[i], Bytes: fi.Size(), Sessions: sum.Sessions,
 			Responses: sum.Responses, Envelopes: sum.Envelopes, PublishedSeconds: round(pub.Seconds()),
 			Rate: rate(d, fi.Size(), int(sum.Lines), sum.Responses)})
@@ -366,6 +349,41 @@ func nodePass(ctx context.Context, cfg ImportConfig, files []string, formats []a
 	cfg.Logger.Info("bench import: cost reports", "sessions", n.Recorded)
 	n.Reports, err = reports(ctx, cfg, tb, n.Recorded, files)
 	return n, err
+}
+
+// importTimes is when an import through a node started, was published
+// (JetStream acked its last envelope) and was recorded (the recorder
+// committed it).
+type importTimes struct{ start, published, recorded time.Time }
+
+// importCommitted imports paths through tb's JetStream (the path of
+// `spine import --nats`) and waits until the recorder has committed all of
+// it.
+func importCommitted(ctx context.Context, tb *testbed, paths []string) (*importer.Summary, importTimes, error) {
+	var t importTimes
+	st, err := tb.node.JS.Stream(ctx, streams.StreamSessions)
+	if err != nil {
+		return nil, t, err
+	}
+	sink, err := importer.NewJetStreamSink(ctx, tb.node.JS)
+	if err != nil {
+		return nil, t, err
+	}
+	t.start = time.Now()
+	sum, err := importer.Import(ctx, paths, importer.Options{Sink: sink})
+	if err != nil {
+		return nil, t, err
+	}
+	t.published = time.Now()
+	info, err := st.Info(ctx)
+	if err != nil {
+		return nil, t, err
+	}
+	if _, err := tb.commits.waitFor(ctx, info.State.LastSeq); err != nil {
+		return nil, t, err
+	}
+	t.recorded = time.Now()
+	return sum, t, nil
 }
 
 func rate(d time.Duration, size int64, lines, responses int) ImportRate {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/spinehq/spine/importer"
-	"github.com/spinehq/spine/streams"
 )
 
 // The corpus shapes `spine bench import` measures.
@@ -100,30 +99,14 @@ func realisticNode(ctx context.Context, cfg ImportConfig, root string, size int6
 		return nil, err
 	}
 	defer tb.close()
-	st, err := tb.node.JS.Stream(ctx, streams.StreamSessions)
-	if err != nil {
-		return nil, err
-	}
-	sink, err := importer.NewJetStreamSink(ctx, tb.node.JS)
-	if err != nil {
-		return nil, err
-	}
 	resetPeak(res)
-	start := time.Now()
-	sum, err := importer.Import(ctx, []string{root}, importer.Options{Sink: sink})
+	sum, t, err := importCommitted(ctx, tb, []string{root})
 	if err != nil {
 		return nil, err
 	}
-	n := &ImportRealisticNode{PublishedSeconds: round(time.Since(start).Seconds()), Duplicates: sum.Duplicates,
-		Refused: len(sum.Refused)}
-	info, err := st.Info(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := tb.commits.waitFor(ctx, info.State.LastSeq); err != nil {
-		return nil, err
-	}
-	n.RecordedSeconds = round(time.Since(start).Seconds())
+	start := t.start
+	n := &ImportRealisticNode{PublishedSeconds: round(t.published.Sub(start).Seconds()), Duplicates: sum.Duplicates,
+		Refused: len(sum.Refused), RecordedSeconds: round(t.recorded.Sub(start).Seconds())}
 	if err := waitForCalls(ctx, tb, int64(sum.Sessions)); err != nil {
 		return nil, err
 	}
