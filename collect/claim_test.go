@@ -16,13 +16,7 @@ import (
 func newFileCollector(t *testing.T, claims string) (*Collector, string) {
 	t.Helper()
 	home := t.TempDir()
-	path := crudPath(home)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, crudTranscript(t), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := writeCrud(t, home)
 	written := time.Now().Truncate(time.Second)
 	if err := os.Chtimes(path, written, written); err != nil {
 		t.Fatal(err)

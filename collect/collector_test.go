@@ -97,6 +97,19 @@ func crudPath(home string) string {
 	return filepath.Join(home, "projects", "-w", "8122657c-fe54-4dc9-89a3-20049e8a84f7.jsonl")
 }
 
+// writeCrud writes crudTranscript whole at crudPath(home) and returns the path.
+func writeCrud(t *testing.T, home string) string {
+	t.Helper()
+	path := crudPath(home)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, crudTranscript(t), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // A collector made anew for every step of a growing transcript (a restart
 // each time) sends every envelope once: the sink hears of no duplicate,
 // so nothing before a saved offset was sent again.

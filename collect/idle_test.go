@@ -509,13 +509,7 @@ func TestUsageOncePerPass(t *testing.T) {
 	for _, backfill := range []bool{true, false} {
 		a, n := testAPINode(t)
 		home := t.TempDir()
-		path := crudPath(home)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, crudTranscript(t), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		path := writeCrud(t, home)
 		if backfill {
 			old := time.Now().Add(-time.Hour)
 			if err := os.Chtimes(path, old, old); err != nil {

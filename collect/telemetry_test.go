@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -78,13 +77,7 @@ func TestTelemetrySessionIsCollected(t *testing.T) {
 	}
 
 	home := t.TempDir()
-	path := crudPath(home)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, crudTranscript(t), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeCrud(t, home)
 	c, err := New(Options{ClaudeDir: home, StatePath: filepath.Join(t.TempDir(), "state.json"), Machine: "m1",
 		Sink: importer.NewHTTPSink(a, 500), ClaimsDir: claims})
 	if err != nil {
