@@ -234,6 +234,9 @@ func TestRunRetriesTransient(t *testing.T) {
 // import.
 func TestRunNotRecorded(t *testing.T) {
 	_, caughtUp := testNode(t)
+	oldWait, oldFlush := maxTransientWait, flushGrace
+	maxTransientWait, flushGrace = 500*time.Millisecond, 500*time.Millisecond // spine never takes it: given up on soon
+	t.Cleanup(func() { maxTransientWait, flushGrace = oldWait, oldFlush })
 	app := script(t, "cat "+fastFixture)
 	save := filepath.Join(t.TempDir(), "out.jsonl")
 	_, err := capture(t, "run", "--quiet", "--save", save, "--url", flaky(t, -1), "--bin", app, "--", "hi")

@@ -90,8 +90,8 @@ func TestRunSpineRestarted(t *testing.T) {
 	touch(t, dir+"/down")
 	waitFile(t, dir+"/wrote", "wrote")
 	// Down longer than any retry: client.do gives up after 500 ms here, and spine run before the spool gave up after
-	// six tries of it, 6.2 s apart in all (some 10 s).
-	time.Sleep(12 * time.Second)
+	// six tries of it, 6.2 s apart in all.
+	time.Sleep(7 * time.Second)
 	m, err := node.Start(context.Background(), cfg, spinetest.Logger(t), nil)
 	if err != nil {
 		t.Fatal(err)

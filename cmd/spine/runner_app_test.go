@@ -1036,6 +1036,9 @@ func TestRunnerStopsItsStream(t *testing.T) {
 // "up" was kept in a channel of one and the "down" after it dropped, so
 // the runner polled once a minute with the stream down.
 func TestRunnerStreamDownAfterUp(t *testing.T) {
+	old := pollEvery
+	pollEvery = 500 * time.Millisecond // the polls this test waits for
+	t.Cleanup(func() { pollEvery = old })
 	r := newRunnerRig(t)
 	target, _ := url.Parse(r.member.base)
 	proxy := httputil.NewSingleHostReverseProxy(target)
