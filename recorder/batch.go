@@ -28,9 +28,9 @@ var protocolTools = []string{"submit", "next_task"}
 // touches and the rows it will write, flushed once at the end.
 type batch struct {
 	r        *Recorder
-	tx       pgx.Tx
+	tx       *pipeTx // its writes pipelined (pipeline.go)
 	sessions map[string]*Session
-	chunks   [][]any
+	chunks   []batchChunk
 	blobs    map[string]library.Blob
 	work     spine.Batch
 	steps    []*pendingStep           // written at flush, once the Library has answered
@@ -46,6 +46,12 @@ type batch struct {
 	supersedable map[string]bool
 }
 
+// batchChunk is a chunk of the batch's, with its session's id.
+type batchChunk struct {
+	sessionID string
+	Chunk
+}
+
 // pendingStep is a step and its result observation whose details may still
 // learn that their content could not be stored.
 type pendingStep struct {
@@ -55,7 +61,7 @@ type pendingStep struct {
 }
 
 func newBatch(r *Recorder, tx pgx.Tx) *batch {
-	return &batch{r: r, tx: tx, sessions: map[string]*Session{}, blobs: map[string]library.Blob{},
+	return &batch{r: r, tx: &pipeTx{Tx: tx}, sessions: map[string]*Session{}, blobs: map[string]library.Blob{},
 		calls: map[string]string{}, supersedable: map[string]bool{}, ledger: ledger{seen: map[string]bool{}, sum: map[string]bool{}}}
 }
 
@@ -203,7 +209,7 @@ func (b *batch) chunk(ctx context.Context, m streams.Message, e *streams.Envelop
 	s.LastSeq, s.UpdatedAt, s.dirty = e.Seq, e.At, true
 	s.heard(m)
 	if e.Stream != "event" {
-		b.chunks = append(b.chunks, []any{s.ID, e.Seq, e.Stream, e.Text, e.At})
+		b.chunks = append(b.chunks, batchChunk{s.ID, Chunk{Seq: e.Seq, Stream: e.Stream, Text: e.Text, At: e.At}})
 		return nil, nil
 	}
 	b.event(s, e)

@@ -33,9 +33,7 @@ func (b *batch) flush(ctx context.Context) error {
 	if err := b.writeLedger(ctx); err != nil {
 		return err
 	}
-	if err := b.copyChunks(ctx); err != nil {
-		return err
-	}
+	b.queueChunks()
 	sessions := b.sortedSessions()
 	var ended []*Session
 	var earlier []string // ended here, started in an earlier batch
@@ -61,16 +59,17 @@ func (b *batch) flush(ctx context.Context) error {
 		return err
 	}
 	b.queueSteps(missing)
-	if err := b.work.Flush(ctx, b.tx); err != nil {
-		return err
-	}
+	b.work.Queue(&b.tx.queued)
 	if err := b.copyArtifacts(ctx, missing); err != nil {
 		return err
 	}
 	if err := b.stamp(ctx, ended); err != nil {
 		return err
 	}
-	return writeSessions(ctx, b.tx, sessions)
+	if err := writeSessions(ctx, b.tx, sessions); err != nil {
+		return err
+	}
+	return b.tx.send(ctx)
 }
 
 // storeBlobs writes the batch's files under a savepoint. A Library failure
@@ -125,16 +124,18 @@ func (b *batch) queueSteps(missing map[string]bool) {
 	}
 }
 
-func (b *batch) copyChunks(ctx context.Context) error {
-	if len(b.chunks) == 0 {
-		return nil
+// queueChunks queues the batch's chunks as one INSERT of arrays.
+func (b *batch) queueChunks() {
+	n := len(b.chunks)
+	if n == 0 {
+		return
 	}
-	_, err := b.tx.CopyFrom(ctx, pgx.Identifier{"session_chunks"}, []string{"session_id", "seq", "stream", "text", "at"},
-		pgx.CopyFromRows(b.chunks))
-	if err != nil {
-		return fmt.Errorf("copy %d chunks: %w", len(b.chunks), err)
+	id, seq, stream, text, at := make([]string, n), make([]int64, n), make([]string, n), make([]string, n), make([]time.Time, n)
+	for i, c := range b.chunks {
+		id[i], seq[i], stream[i], text[i], at[i] = c.sessionID, c.Seq, c.Stream, c.Text, c.At
 	}
-	return nil
+	b.tx.queue(fmt.Sprintf("insert %d chunks", n), `INSERT INTO session_chunks (session_id, seq, stream, text, at)
+		SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[])`, id, seq, stream, text, at)
 }
 
 // finalTranscript writes the session's prose as one content-addressed file
@@ -316,13 +317,12 @@ func (b *batch) transcriptUnstored(ctx context.Context, s *Session) error {
 // the table (times at the microsecond, as PostgreSQL keeps them).
 func (b *batch) transcriptFromBatch(sessionID string) []byte {
 	var chunks []Chunk
-	for _, row := range b.chunks {
-		if row[0].(string) != sessionID {
+	for _, c := range b.chunks {
+		if c.sessionID != sessionID {
 			continue
 		}
-		at := row[4].(time.Time)
-		chunks = append(chunks, Chunk{Seq: row[1].(int64), Stream: row[2].(string), Text: row[3].(string),
-			At: time.UnixMicro(at.UnixMicro()).UTC()})
+		c.At = time.UnixMicro(c.At.UnixMicro()).UTC()
+		chunks = append(chunks, c.Chunk)
 	}
 	var buf bytes.Buffer
 	renderChunks(&buf, nil, chunks, nil)

@@ -166,7 +166,7 @@ func liveOnWorker(ctx context.Context, q pgx.Tx, workerID string, partition int)
 
 // writeSessions copies the batch's new sessions and updates its changed
 // ones with one statement, whatever the batch's size.
-func writeSessions(ctx context.Context, tx pgx.Tx, sessions []*Session) error {
+func writeSessions(ctx context.Context, tx *pipeTx, sessions []*Session) error {
 	var fresh [][]any
 	var started, described []*Session
 	var u sessionUpdates
@@ -197,8 +197,11 @@ func writeSessions(ctx context.Context, tx pgx.Tx, sessions []*Session) error {
 	if len(u.id) == 0 {
 		return nil
 	}
-	// Unprepared: planned with the batch's ids (see loadSessions).
-	_, err := tx.Exec(ctx, `UPDATE sessions s SET status = u.status, transcript_file_id = u.transcript,
+	// Queued with the batch's other writes, so prepared, but planned with
+	// the batch's ids all the same (see loadSessions): a generic plan made
+	// while the table was small could walk all of it once it is not.
+	tx.queue("custom plans", `SELECT set_config('plan_cache_mode', 'force_custom_plan', true)`)
+	tx.queue(fmt.Sprintf("update %d sessions", len(u.id)), `UPDATE sessions s SET status = u.status, transcript_file_id = u.transcript,
 			recorded_steps = u.steps, observation_count = u.observations, dropped_actions = u.dropped,
 			last_seq = u.last_seq, exit_code = u.exit_code, error = u.error, model = u.model, effort = u.effort,
 			usage = u.usage::jsonb, total_cost = u.cost::numeric, billing = u.billing, door = u.door, ended_at = u.ended_at,
@@ -210,13 +213,10 @@ func writeSessions(ctx context.Context, tx pgx.Tx, sessions []*Session) error {
 			AS u(id, status, transcript, steps, observations, dropped, last_seq, exit_code, error, model, effort,
 				usage, cost, billing, door, ended_at, updated_at, received_at, cancel_requested_at, superseded,
 				swept)
-		WHERE s.id = u.id`, pgx.QueryExecModeExec,
+		WHERE s.id = u.id`,
 		u.id, u.status, u.transcript, u.steps, u.observations, u.dropped, u.lastSeq, u.exitCode, u.err, u.model,
 		u.effort, u.usage, u.cost, u.billing, u.door, u.endedAt, u.updatedAt, u.received, u.cancelRequested,
 		u.superseded, u.swept)
-	if err != nil {
-		return fmt.Errorf("update %d sessions: %w", len(u.id), err)
-	}
 	return nil
 }
 

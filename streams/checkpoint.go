@@ -75,21 +75,57 @@ func (p *Projector) resetConsumer(ctx context.Context, last uint64) (jetstream.C
 	return cons, nil
 }
 
+// moveCheckpoint locks projector $1's checkpoint row, moves it to $2
+// unless it is past it already, and returns where it was.
+const moveCheckpoint = `UPDATE projector_checkpoints c SET last_seq = GREATEST(o.last_seq, $2)
+	FROM (SELECT last_seq FROM projector_checkpoints WHERE name = $1 FOR UPDATE) o
+	WHERE c.name = $1 RETURNING o.last_seq`
+
+// begin begins a transaction on conn and locks and advances the
+// checkpoint in it to seq, as lockAndAdvance does, in one round trip:
+// BEGIN and the checkpoint's statement are sent together
+// (pgx.Batch.BeginTx), where they were two round trips of every batch. It
+// returns the transaction, to be rolled back by the caller whatever the
+// error, and where the checkpoint was.
+func (p *Projector) begin(ctx context.Context, conn *pgxpool.Conn, seq uint64) (pgx.Tx, int64, error) {
+	var b pgx.Batch
+	b.BeginTx(pgx.TxOptions{})
+	var ck int64
+	missing := false
+	b.Queue(moveCheckpoint, p.cfg.Name, int64(seq)).QueryRow(func(row pgx.Row) error {
+		err := row.Scan(&ck)
+		if errors.Is(err, pgx.ErrNoRows) {
+			missing = true // no row yet: lockAndAdvance makes it
+			return nil
+		}
+		return err
+	})
+	br := conn.SendBatch(ctx, &b)
+	tx := br.Tx()
+	if err := br.Close(); err != nil {
+		return tx, 0, fmt.Errorf("begin and lock the checkpoint: %w", err)
+	}
+	if missing {
+		var err error
+		if ck, err = p.lockAndAdvance(ctx, tx, seq); err != nil {
+			return tx, 0, err
+		}
+	}
+	return tx, ck, nil
+}
+
 // lockAndAdvance locks the checkpoint row inside tx, so two instances can
 // never apply the same messages at once, moves it to seq unless it is past
 // it already, and returns where it was: one statement a batch once the row
 // exists. A batch that fails rolls the move back with the rest.
 func (p *Projector) lockAndAdvance(ctx context.Context, tx pgx.Tx, seq uint64) (int64, error) {
-	const move = `UPDATE projector_checkpoints c SET last_seq = GREATEST(o.last_seq, $2)
-		FROM (SELECT last_seq FROM projector_checkpoints WHERE name = $1 FOR UPDATE) o
-		WHERE c.name = $1 RETURNING o.last_seq`
 	var ck int64
-	err := tx.QueryRow(ctx, move, p.cfg.Name, int64(seq)).Scan(&ck)
+	err := tx.QueryRow(ctx, moveCheckpoint, p.cfg.Name, int64(seq)).Scan(&ck)
 	if errors.Is(err, pgx.ErrNoRows) {
 		if _, err := tx.Exec(ctx, `INSERT INTO projector_checkpoints (name, last_seq) VALUES ($1, 0) ON CONFLICT DO NOTHING`, p.cfg.Name); err != nil {
 			return 0, fmt.Errorf("checkpoint row: %w", err)
 		}
-		err = tx.QueryRow(ctx, move, p.cfg.Name, int64(seq)).Scan(&ck)
+		err = tx.QueryRow(ctx, moveCheckpoint, p.cfg.Name, int64(seq)).Scan(&ck)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("lock and advance checkpoint: %w", err)

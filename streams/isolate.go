@@ -136,12 +136,8 @@ func (p *Projector) isolateOne(ctx context.Context, conn *pgxpool.Conn, m Messag
 
 // isolateTx runs write and advances the checkpoint past m in one transaction.
 func (p *Projector) isolateTx(ctx context.Context, conn *pgxpool.Conn, m Message, write func(pgx.Tx) error) error {
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
+	tx, ck, err := p.begin(ctx, conn, m.Seq)
 	defer tx.Rollback(ctx)
-	ck, err := p.lockAndAdvance(ctx, tx, m.Seq)
 	if err != nil {
 		return err
 	}

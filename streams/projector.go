@@ -591,12 +591,8 @@ func (p *Projector) apply(ctx context.Context, conn *pgxpool.Conn, msgs []Messag
 		return nil
 	}
 	start := time.Now()
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
+	tx, ck, err := p.begin(ctx, conn, msgs[len(msgs)-1].Seq)
 	defer tx.Rollback(ctx)
-	ck, err := p.lockAndAdvance(ctx, tx, msgs[len(msgs)-1].Seq)
 	if err != nil {
 		return err
 	}

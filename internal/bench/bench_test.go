@@ -83,6 +83,11 @@ func checkThroughput(t *testing.T, path string, tp bench.Throughput) {
 	if tp.Seconds <= 0 || tp.ChunksPerSecond <= 0 || tp.Batches < 1 {
 		t.Errorf("%s: figures %+v", path, tp)
 	}
+	// A burst this small may take less than a clock tick of /proc's: only
+	// that the run's CPU was read is certain.
+	if tp.CPU.Cores < 1 || tp.CoreMicrosPerChunk < 0 {
+		t.Errorf("%s: cpu %+v, %g core-µs a chunk", path, tp.CPU, tp.CoreMicrosPerChunk)
+	}
 }
 
 func TestConfigRejectsNonsense(t *testing.T) {

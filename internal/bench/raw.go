@@ -78,6 +78,7 @@ func runRawShaped(ctx context.Context, tb *testbed, b *burst, tuning RawTuning, 
 }
 
 func timeRaw(ctx context.Context, js jetstream.JetStream, sink *rawSink, b *burst) (Throughput, error) {
+	mark := readCPU()
 	start := time.Now()
 	seqs, err := publishAll(ctx, len(b.envs), func(i int) (jetstream.PubAckFuture, error) {
 		msg := nats.NewMsg(rawSubjects + b.envs[i].SessionID)
@@ -93,7 +94,7 @@ func timeRaw(ctx context.Context, js jetstream.JetStream, sink *rawSink, b *burs
 	if err != nil {
 		return Throughput{}, fmt.Errorf("raw commit: %w", err)
 	}
-	return newThroughput(b.counts, published, done.Sub(start), sink.commits.batchCount()), nil
+	return newThroughput(b.counts, published, done.Sub(start), sink.commits.batchCount()).withCPU(cpuSince(mark)), nil
 }
 
 // setupRaw creates the stream, the table and a consumer configured as the

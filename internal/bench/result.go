@@ -75,6 +75,22 @@ type Throughput struct {
 	// (streams.Phase): waiting for a batch, BEGIN and the checkpoint's lock
 	// and move, the handler, dead letters, COMMIT, the ack. Spine's runs only.
 	PhaseSeconds map[string]float64 `json:"phaseSeconds,omitempty"`
+	// CPU is what the machine's processors did over the run, and
+	// CoreMicrosPerChunk the machine's busy core time per chunk (every
+	// process: this one, PostgreSQL, anything else running): on a run
+	// that kept the cores busy, the cost that decides its throughput,
+	// comparable between spine's run and raw's.
+	CPU                CPU     `json:"cpu"`
+	CoreMicrosPerChunk float64 `json:"coreMicrosPerChunk"`
+}
+
+// withCPU sets t's CPU figures from the run's CPU.
+func (t Throughput) withCPU(c CPU) Throughput {
+	t.CPU = c
+	if t.Chunks > 0 {
+		t.CoreMicrosPerChunk = round(c.MachineBusy * float64(c.Cores) * t.Seconds / float64(t.Chunks) * 1e6)
+	}
+	return t
 }
 
 func newThroughput(w counts, publish, total time.Duration, batches int) Throughput {

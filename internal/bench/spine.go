@@ -16,6 +16,7 @@ func runSpine(ctx context.Context, tb *testbed, b *burst) (Throughput, error) {
 	r := tb.router()
 	batches := tb.commits.batchCount()
 	phases := tb.recorderPhases()
+	mark := readCPU()
 	start := time.Now()
 	seqs, err := publishAll(ctx, len(b.envs), func(i int) (jetstream.PubAckFuture, error) {
 		return r.publish(b.envs[i])
@@ -28,7 +29,7 @@ func runSpine(ctx context.Context, tb *testbed, b *burst) (Throughput, error) {
 	if err != nil {
 		return Throughput{}, fmt.Errorf("spine commit: %w", err)
 	}
-	t := newThroughput(b.counts, published, done.Sub(start), tb.commits.batchCount()-batches)
+	t := newThroughput(b.counts, published, done.Sub(start), tb.commits.batchCount()-batches).withCPU(cpuSince(mark))
 	t.PhaseSeconds = phaseSeconds(phases, tb.recorderPhases())
 	return t, nil
 }
