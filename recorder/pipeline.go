@@ -26,7 +26,11 @@ type pipeTx struct {
 
 var _ pgx.Tx = (*pipeTx)(nil)
 
-// queue queues a write; what names it in the error of its failure.
+// queue queues a write; what names it in the error of its failure. Never
+// while a savepoint begun with Begin is open: the savepoint is the bare
+// transaction's, and a write queued meanwhile would be sent after it ended.
+// Conn and LargeObjects are the bare transaction's too, and bypass the
+// queue: the recorder uses neither.
 func (t *pipeTx) queue(what, sql string, args ...any) {
 	t.queued.Queue(sql, args...).Fn = func(br pgx.BatchResults) error {
 		if _, err := br.Exec(); err != nil {
@@ -44,7 +48,10 @@ func (t *pipeTx) send(ctx context.Context) error {
 	}
 	q := t.queued
 	t.queued = pgx.Batch{}
-	return t.Tx.SendBatch(ctx, &q).Close()
+	if err := t.Tx.SendBatch(ctx, &q).Close(); err != nil {
+		return fmt.Errorf("queued writes: %w", err)
+	}
+	return nil
 }
 
 func (t *pipeTx) Begin(ctx context.Context) (pgx.Tx, error) {
@@ -96,7 +103,7 @@ func (t *pipeTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comm
 
 func (t *pipeTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	if err := t.send(ctx); err != nil {
-		return nil, err
+		return nil, err // as pgx's own: a caller checks err before rows
 	}
 	return t.Tx.Query(ctx, sql, args...)
 }

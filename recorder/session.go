@@ -197,10 +197,9 @@ func writeSessions(ctx context.Context, tx *pipeTx, sessions []*Session) error {
 	if len(u.id) == 0 {
 		return nil
 	}
-	// Queued with the batch's other writes, so prepared, but planned with
-	// the batch's ids all the same (see loadSessions): a generic plan made
-	// while the table was small could walk all of it once it is not.
-	tx.queue("custom plans", `SELECT set_config('plan_cache_mode', 'force_custom_plan', true)`)
+	// Queued with the batch's other writes, so prepared: a node's
+	// connections plan every prepared statement with its values
+	// (plan_cache_mode, node.go), as loadSessions' unprepared read is.
 	tx.queue(fmt.Sprintf("update %d sessions", len(u.id)), `UPDATE sessions s SET status = u.status, transcript_file_id = u.transcript,
 			recorded_steps = u.steps, observation_count = u.observations, dropped_actions = u.dropped,
 			last_seq = u.last_seq, exit_code = u.exit_code, error = u.error, model = u.model, effort = u.effort,

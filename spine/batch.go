@@ -71,7 +71,7 @@ func (b *Batch) Queue(q *pgx.Batch) {
 		}
 		queue(q, fmt.Sprintf("insert %d steps", n), `INSERT INTO steps (run_id, idx, id, action, source, session_seq, call_id, detail, at)
 			SELECT r, i, id, a, s, q, c, d::jsonb, t
-			FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::text[], $9::timestamptz[])
+			FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::text[], $9::timestamptz[])
 				AS u(r, i, id, a, s, q, c, d, t)`,
 			c.run, c.idx, c.id, c.action, c.source, c.seq, c.call, c.detail, c.at)
 	}
@@ -81,7 +81,7 @@ func (b *Batch) Queue(q *pgx.Batch) {
 			c.add(o)
 		}
 		queue(q, fmt.Sprintf("insert %d observations", n), `INSERT INTO observations (run_id, idx, step_id, kind, body, at)
-			SELECT r, i, s, k, b::jsonb, t FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], $6::timestamptz[])
+			SELECT r, i, s, k, b::jsonb, t FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::timestamptz[])
 				AS u(r, i, s, k, b, t)`,
 			c.run, c.idx, c.step, c.kind, c.body, c.at)
 	}
@@ -123,13 +123,13 @@ type (
 	}
 	stepColumns struct {
 		run, id, action, source, call, detail []string
-		idx                                   []int32
+		idx                                   []int64 // bigint: a value past int4 is refused by the column, as COPY refused it
 		seq                                   []*int64
 		at                                    []time.Time
 	}
 	observationColumns struct {
 		run, step, kind, body []string
-		idx                   []int32
+		idx                   []int64
 		at                    []time.Time
 	}
 )
@@ -141,11 +141,11 @@ func (c *runColumns) add(r Run) {
 }
 
 func (c *stepColumns) add(s Step) {
-	c.run, c.idx, c.id, c.action, c.source = append(c.run, s.RunID), append(c.idx, int32(s.Idx)), append(c.id, s.ID), append(c.action, s.Action), append(c.source, s.Source)
+	c.run, c.idx, c.id, c.action, c.source = append(c.run, s.RunID), append(c.idx, int64(s.Idx)), append(c.id, s.ID), append(c.action, s.Action), append(c.source, s.Source)
 	c.seq, c.call, c.detail, c.at = append(c.seq, s.SessionSeq), append(c.call, s.CallID), append(c.detail, string(s.Detail)), append(c.at, s.At)
 }
 
 func (c *observationColumns) add(o Observation) {
-	c.run, c.idx, c.step, c.kind = append(c.run, o.RunID), append(c.idx, int32(o.Idx)), append(c.step, o.StepID), append(c.kind, o.Kind)
+	c.run, c.idx, c.step, c.kind = append(c.run, o.RunID), append(c.idx, int64(o.Idx)), append(c.step, o.StepID), append(c.kind, o.Kind)
 	c.body, c.at = append(c.body, string(o.Body)), append(c.at, o.At)
 }
