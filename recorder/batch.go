@@ -30,6 +30,7 @@ type batch struct {
 	r        *Recorder
 	tx       *pipeTx // its writes pipelined (pipeline.go)
 	sessions map[string]*Session
+	before   map[string]int64 // each session's last seq as preload read it
 	chunks   []batchChunk
 	blobs    map[string]library.Blob
 	work     spine.Batch
@@ -61,7 +62,7 @@ type pendingStep struct {
 }
 
 func newBatch(r *Recorder, tx pgx.Tx) *batch {
-	return &batch{r: r, tx: &pipeTx{Tx: tx}, sessions: map[string]*Session{}, blobs: map[string]library.Blob{},
+	return &batch{r: r, tx: &pipeTx{Tx: tx}, sessions: map[string]*Session{}, before: map[string]int64{}, blobs: map[string]library.Blob{},
 		calls: map[string]string{}, supersedable: map[string]bool{}, ledger: ledger{seen: map[string]bool{}, sum: map[string]bool{}}}
 }
 
@@ -76,7 +77,7 @@ func (b *batch) preload(ctx context.Context, envs []*streams.Envelope) error {
 		return err
 	}
 	for _, s := range found {
-		b.sessions[s.ID] = s
+		b.sessions[s.ID], b.before[s.ID] = s, s.LastSeq
 	}
 	if b.claims, err = heldBy(ctx, b.tx, b.unrecordedClaims(envs)); err != nil {
 		return err

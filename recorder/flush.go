@@ -34,13 +34,20 @@ func (b *batch) flush(ctx context.Context) error {
 		return err
 	}
 	b.queueChunks()
+	b.r.live.plan(b)
 	sessions := b.sortedSessions()
 	var ended []*Session
-	var earlier []string // ended here, started in an earlier batch
+	var earlier []string // ended here, started in an earlier batch, not kept (live.go)
+	kept := map[string][]byte{}
 	for _, s := range sessions {
 		if s.needsFinal {
 			ended = append(ended, s)
-			if !s.isNew {
+			if s.isNew {
+				continue
+			}
+			if t, ok := b.r.live.transcript(s.ID, b.before[s.ID], b.chunksOf(s.ID)); ok {
+				kept[s.ID] = t
+			} else {
 				earlier = append(earlier, s.ID)
 			}
 		}
@@ -48,6 +55,12 @@ func (b *batch) flush(ctx context.Context) error {
 	small, err := loadTranscripts(ctx, b.tx, earlier)
 	if err != nil {
 		return err
+	}
+	for id, t := range kept {
+		if small == nil {
+			small = map[string][]byte{}
+		}
+		small[id] = t
 	}
 	for _, s := range ended {
 		if err := b.finalTranscript(ctx, s, small[s.ID]); err != nil {
@@ -316,6 +329,14 @@ func (b *batch) transcriptUnstored(ctx context.Context, s *Session) error {
 // all in this batch, byte for byte as TranscriptReader renders them from
 // the table (times at the microsecond, as PostgreSQL keeps them).
 func (b *batch) transcriptFromBatch(sessionID string) []byte {
+	var buf bytes.Buffer
+	renderChunks(&buf, nil, b.chunksOf(sessionID), nil)
+	return buf.Bytes()
+}
+
+// chunksOf is the batch's chunks of a session, as the table keeps them
+// (times at the microsecond, in UTC).
+func (b *batch) chunksOf(sessionID string) []Chunk {
 	var chunks []Chunk
 	for _, c := range b.chunks {
 		if c.sessionID != sessionID {
@@ -324,7 +345,5 @@ func (b *batch) transcriptFromBatch(sessionID string) []byte {
 		c.At = time.UnixMicro(c.At.UnixMicro()).UTC()
 		chunks = append(chunks, c.Chunk)
 	}
-	var buf bytes.Buffer
-	renderChunks(&buf, nil, chunks, nil)
-	return buf.Bytes()
+	return chunks
 }

@@ -41,6 +41,7 @@ type Recorder struct {
 	// spine_recorder_envelopes_total on commit (Committed): an Apply that
 	// is rolled back, or an attempt isolation makes, counts nothing.
 	counted map[[2]string]int
+	live    *live // the running sessions' chunks (live.go)
 }
 
 var (
@@ -65,7 +66,7 @@ func (r *Recorder) Prepare(m *streams.Message) {
 // New returns a Recorder.
 func New(cfg Config) *Recorder {
 	r := &Recorder{blobs: cfg.Blobs, fileCap: cmp.Or(cfg.FileCap, library.DefaultFileCap), log: cfg.Logger,
-		m: newMetrics(cfg.Registerer), parts: max(cfg.Partitions, 1), part: cfg.Partition}
+		m: newMetrics(cfg.Registerer), parts: max(cfg.Partitions, 1), part: cfg.Partition, live: newLive()}
 	if r.blobs == nil {
 		r.blobs = library.NewPGStore(nil)
 	}
@@ -78,6 +79,7 @@ func New(cfg Config) *Recorder {
 // Apply applies a batch of session-stream messages inside tx.
 func (r *Recorder) Apply(ctx context.Context, tx pgx.Tx, msgs []streams.Message) ([]error, error) {
 	r.counted = nil
+	r.live.forget()
 	counted := map[[2]string]int{}
 	b := newBatch(r, tx)
 	envs := make([]*streams.Envelope, len(msgs))
@@ -114,8 +116,10 @@ func (r *Recorder) Apply(ctx context.Context, tx pgx.Tx, msgs []streams.Message)
 }
 
 // Committed implements streams.Committer: the last Apply's envelopes are
-// counted once its transaction committed.
+// counted once its transaction committed, and what it recorded of the
+// running sessions' chunks is kept (live.go).
 func (r *Recorder) Committed(uint64, []streams.Message) {
+	r.live.committed()
 	for k, n := range r.counted {
 		r.m.envelopes.WithLabelValues(k[0], k[1]).Add(float64(n))
 	}

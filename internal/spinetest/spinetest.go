@@ -98,7 +98,11 @@ func New(t testing.TB) *Harness {
 
 // RecorderOpts tune StartRecorder.
 type RecorderOpts struct {
-	Config    recorder.Config
+	Config recorder.Config
+	// Recorder is the handler to run; nil means a new one made from Config.
+	// One given again runs with what it kept from before (a recorder that
+	// loses and regains the lead).
+	Recorder  *recorder.Recorder
 	BatchSize int
 	BeforeAck func(last uint64) error
 	// Pool is the database to project into; nil means the harness's.
@@ -115,8 +119,12 @@ func (h *Harness) StartRecorder(opts *RecorderOpts) *streams.Projector {
 	if opts.Pool != nil {
 		pool = opts.Pool
 	}
+	rec := opts.Recorder
+	if rec == nil {
+		rec = recorder.New(opts.Config)
+	}
 	p, err := streams.NewProjector(streams.ProjectorConfig{Name: "recorder", Stream: streams.StreamSessions,
-		Accept: streams.SubjectMatcher(streams.RecorderSubjects()), Handler: recorder.New(opts.Config), Pool: pool, JS: h.JS, BatchSize: opts.BatchSize,
+		Accept: streams.SubjectMatcher(streams.RecorderSubjects()), Handler: rec, Pool: pool, JS: h.JS, BatchSize: opts.BatchSize,
 		MaxWait: 20 * time.Millisecond, Logger: Logger(h.T), Redact: secrets.Bytes, BeforeAck: opts.BeforeAck,
 		OnCommit: func(uint64, []streams.Message) { h.signal() }})
 	if err != nil {

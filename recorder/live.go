@@ -1,0 +1,133 @@
+package recorder
+
+import (
+	"bytes"
+	"time"
+
+	"github.com/spinehq/spine/library"
+)
+
+// live keeps the chunks this recorder committed for the running sessions
+// it saw start, so that a session's end renders its transcript from memory
+// instead of reading every chunk back from session_chunks: a burst's reads
+// back were 100–120 ms of its two seconds (docs/performance.md#ingest).
+//
+// An entry is what the table holds for its session only while nothing else
+// wrote chunks of it: it records the session's last seq as of its last
+// commit, and a batch uses it only if the session's row, read in the
+// batch's own transaction, still says that seq (chunks are never written
+// without moving last_seq, which only grows). Another instance that led
+// the recorder meanwhile, a batch rolled back, an isolation's attempts:
+// none of them is ever seen as the table, since an entry changes only in
+// Committed, with what the committed Apply recorded. A session whose
+// transcript would not be loaded whole (loadTranscripts' bounds) is not
+// kept, nor one past the entries' bound, and is read back as before.
+type live struct {
+	sessions map[string]*liveSession
+	bytes    int
+	pending  []liveUpdate // the last Apply's, for Committed
+}
+
+// liveSession is one running session's chunks as committed.
+type liveSession struct {
+	lastSeq int64
+	chunks  []Chunk
+	size    int // lineSize of its chunks, as loadTranscripts bounds them
+}
+
+// liveUpdate is what a committed batch did to one session's entry: forget
+// it (drop), start it (fresh) or add chunks to it.
+type liveUpdate struct {
+	id      string
+	drop    bool
+	fresh   bool
+	lastSeq int64
+	chunks  []Chunk
+}
+
+// maxLiveBytes bounds every entry's chunks together, counted as
+// loadTranscripts counts them; a variable for tests.
+var maxLiveBytes = 32 << 20
+
+func newLive() *live { return &live{sessions: map[string]*liveSession{}} }
+
+// transcript renders the transcript of session id, ended in this batch,
+// from its entry and the batch's own chunks (batch), if its entry is the
+// table: its last seq is before, the session's last seq as the batch read
+// it. ok is false otherwise: the caller reads it back.
+func (l *live) transcript(id string, before int64, batch []Chunk) (out []byte, ok bool) {
+	e := l.sessions[id]
+	if e == nil || e.lastSeq != before {
+		return nil, false
+	}
+	all := make([]Chunk, 0, len(e.chunks)+len(batch))
+	all = append(append(all, e.chunks...), batch...)
+	var file bytes.Buffer
+	renderChunks(&file, nil, all, nil) // redacts the copies, never the entry's texts
+	return file.Bytes(), true
+}
+
+// plan notes what this batch does to the entries, applied once it commits.
+func (l *live) plan(b *batch) {
+	l.pending = l.pending[:0]
+	byID := map[string][]Chunk{}
+	for _, c := range b.chunks {
+		c.At = time.UnixMicro(c.At.UnixMicro()).UTC() // as the table keeps it
+		byID[c.sessionID] = append(byID[c.sessionID], c.Chunk)
+	}
+	for id, s := range b.sessions {
+		switch {
+		case s.Ended():
+			if l.sessions[id] != nil {
+				l.pending = append(l.pending, liveUpdate{id: id, drop: true})
+			}
+		case s.isNew:
+			l.pending = append(l.pending, liveUpdate{id: id, fresh: true, lastSeq: s.LastSeq, chunks: byID[id]})
+		case s.LastSeq != b.before[id]:
+			if e := l.sessions[id]; e != nil {
+				if e.lastSeq == b.before[id] {
+					l.pending = append(l.pending, liveUpdate{id: id, lastSeq: s.LastSeq, chunks: byID[id]})
+				} else {
+					l.pending = append(l.pending, liveUpdate{id: id, drop: true})
+				}
+			}
+		}
+	}
+}
+
+// forget drops what the last Apply planned: it was not committed.
+func (l *live) forget() { l.pending = l.pending[:0] }
+
+// committed applies the last Apply's plan.
+func (l *live) committed() {
+	for _, u := range l.pending {
+		e := l.sessions[u.id]
+		switch {
+		case u.drop:
+			l.remove(u.id)
+			continue
+		case u.fresh:
+			l.remove(u.id)
+			e = &liveSession{}
+			l.sessions[u.id] = e
+		case e == nil:
+			continue
+		}
+		e.lastSeq = u.lastSeq
+		for _, c := range u.chunks {
+			n := lineSize(c)
+			e.chunks, e.size, l.bytes = append(e.chunks, c), e.size+n, l.bytes+n
+		}
+		if e.size > library.PieceSize || len(e.chunks) > maxLoadedChunks || l.bytes > maxLiveBytes {
+			l.remove(u.id) // read back at its end, as before
+		}
+	}
+	l.pending = l.pending[:0]
+}
+
+func (l *live) remove(id string) {
+	if e := l.sessions[id]; e != nil {
+		l.bytes -= e.size
+		delete(l.sessions, id)
+	}
+}
