@@ -32,13 +32,16 @@ beside the wall time of "ccusage session --json --offline" and "ccusage
 daily --json --offline" on the same Claude transcript and Codex rollout files,
 laid out as Claude Code and Codex keep them; without ccusage its figures
 are null and ccusageReason says why. The realistic shape ("realistic" in
-the JSON) writes --realistic-size MB of Claude Code history built from the
-transcript fixtures: sessions of about 1 MB whose bytes are mostly long
-tool outputs, a subagent's transcript beside every second session
-(<session>/subagents/agent-*.jsonl) and every third session saved again as
-two prefix copies, which the import counts once; it times the dry run and
-the raw baseline on it, then imports it through a fresh node until every
-session has ended and its router call is written. It prints one JSON
+the JSON) writes --realistic-size MB of Claude Code and Codex history built
+from the transcript and rollout fixtures: sessions of about 1 MB whose
+bytes are mostly long tool outputs, --realistic-codex percent of them
+(default 25) Codex rollouts under codex/sessions/YYYY/MM/DD, the others
+Claude Code's, with a subagent's transcript beside every second one
+(<session>/subagents/agent-*.jsonl) and every third saved again as two
+prefix copies, which the import counts once; it times the dry run (of all,
+and of each format's files) and the raw baseline on it, then imports it
+through a fresh node, Claude Code's files and then Codex's, each until
+every session has ended and its router call is written. It prints one JSON
 object; "ratio" is the dry run's MB/s over raw's, and in reports
 ccusage's wall time over spine's latency.
 
@@ -51,6 +54,7 @@ func runBenchImport(ctx context.Context, args []string) error {
 	nodeSize := fs.Int64("node-size", bench.DefaultImportNodeSize>>20, "MB per format imported through a node (0 skips the node)")
 	shape := fs.String("shape", "", "corpus shapes, comma-separated: tiny, realistic (default both)")
 	realistic := fs.Int64("realistic-size", bench.DefaultRealisticSize>>20, "MB of the realistic corpus (dry run, raw baseline and node)")
+	codex := fs.Int("realistic-codex", bench.DefaultRealisticCodex, "percent of the realistic corpus's sessions that are Codex rollouts (0: Claude Code only)")
 	formats := fs.String("formats", "", fmt.Sprintf("comma-separated formats (default all: %v)", apps.Formats))
 	fixtures := fs.String("fixtures", "", "fixtures directory (default ../shared/fixtures beside the module root)")
 	dir := fs.String("dir", "", "write the corpus here and keep it (default a temporary directory)")
@@ -62,13 +66,19 @@ func runBenchImport(ctx context.Context, args []string) error {
 		return err
 	}
 	cfg := bench.ImportConfig{FixturesDir: *fixtures, Dir: *dir, Size: *size << 20, NodeSize: *nodeSize << 20,
-		RealisticSize: *realistic << 20, Ccusage: *ccusage, ReportRuns: *runs, DatabaseURL: config.DatabaseURL(),
+		RealisticSize: *realistic << 20, RealisticCodex: *codex, Ccusage: *ccusage, ReportRuns: *runs, DatabaseURL: config.DatabaseURL(),
 		Logger: benchLogger()}
 	if *nodeSize == 0 {
 		cfg.NodeSize = bench.NoNode
 	}
+	if *codex == 0 {
+		cfg.RealisticCodex = bench.NoCodex
+	}
 	if *size <= 0 || *nodeSize < 0 || *runs <= 0 || *realistic <= 0 {
 		return usageError{"bench import: --size, --realistic-size and --report-runs must be positive and --node-size not negative"}
+	}
+	if *codex < 0 || *codex > 100 {
+		return usageError{"bench import: --realistic-codex is a percent, 0 to 100"}
 	}
 	for _, sh := range strings.Split(*shape, ",") {
 		if sh = strings.TrimSpace(sh); sh == "" {

@@ -47,6 +47,10 @@ type ImportConfig struct {
 	// RealisticSize is the realistic corpus, for its dry run, its raw
 	// baseline and its node; 0 means DefaultRealisticSize.
 	RealisticSize int64
+	// RealisticCodex is the percent of the realistic corpus's sessions
+	// written as Codex rollouts; 0 means DefaultRealisticCodex, NoCodex
+	// none (Claude Code history only).
+	RealisticCodex int
 	// Ccusage is the ccusage binary timed beside spine's reports; ""
 	// finds it (see findCcusage), and without one its figures are null.
 	Ccusage string
@@ -74,8 +78,8 @@ type ImportResult struct {
 	// PeakRSSScope says what the peak figures cover: "phase" when the
 	// kernel's high-water mark was reset before each phase
 	// (/proc/self/clear_refs), else "process".
-	// Realistic is the realistic shape: Claude Code history of ~1 MB
-	// sessions with subagents and prefix copies.
+	// Realistic is the realistic shape: Claude Code and Codex history of
+	// ~1 MB sessions, Claude's with subagents and prefix copies.
 	Realistic    *ImportRealistic `json:"realistic,omitempty"`
 	PeakRSSScope string           `json:"peakRssScope"`
 	Seconds      float64          `json:"seconds"`
@@ -149,6 +153,7 @@ func (c ImportConfig) withDefaults() (ImportConfig, error) {
 	c.NodeSize = cmp.Or(c.NodeSize, DefaultImportNodeSize)
 	c.ReportRuns = cmp.Or(c.ReportRuns, DefaultReportRuns)
 	c.RealisticSize = cmp.Or(c.RealisticSize, DefaultRealisticSize)
+	c.RealisticCodex = cmp.Or(c.RealisticCodex, DefaultRealisticCodex)
 	if len(c.Shapes) == 0 {
 		c.Shapes = Shapes
 	}
@@ -170,6 +175,9 @@ func (c ImportConfig) withDefaults() (ImportConfig, error) {
 			return c, errors.New("bench import: no go.mod above the working directory; give the fixtures directory")
 		}
 		c.FixturesDir = root + "/../shared/fixtures"
+	}
+	if c.RealisticCodex > 100 || c.RealisticCodex < 1 && c.RealisticCodex != NoCodex {
+		return c, fmt.Errorf("bench import: the realistic corpus's Codex share is a percent (0 to 100), not %d", c.RealisticCodex)
 	}
 	if c.Size < 1 || c.NodeSize < 1 && c.NodeSize != NoNode || c.ReportRuns < 1 || c.RealisticSize < 1 {
 		return c, fmt.Errorf("bench import: sizes and report runs must be positive (size %d, node size %d, runs %d)",

@@ -14,12 +14,14 @@ import (
 	"github.com/spinehq/spine/apps"
 )
 
-// The realistic shape is Claude Code history as it lies on a disk after
-// months of use: sessions of about a megabyte whose bytes are mostly long
-// tool outputs, a subagent's transcript beside some of them, and some
-// sessions saved more than once as copies cut short (each copy a prefix
-// of the next). Its envelopes per megabyte are few (about 40, as in real
-// history), so what bounds it is not the count of envelopes.
+// The realistic shape is Claude Code and Codex history as it lies on a
+// disk after months of use: sessions of about a megabyte whose bytes are
+// mostly long tool outputs; for Claude Code a subagent's transcript beside
+// some of them and some sessions saved more than once as copies cut short
+// (each copy a prefix of the next); for Codex rollouts under
+// sessions/YYYY/MM/DD (see import_realistic_codex.go). Its envelopes per
+// megabyte are few (about 40, as in real history), so what bounds it is
+// not the count of envelopes.
 const (
 	realisticFileBytes     = 1 << 20   // a session's main file, ±20 % by session
 	realisticSubagentBytes = 192 << 10 // a subagent's transcript
@@ -27,6 +29,9 @@ const (
 	realisticProjects      = 8         // project folders the sessions are spread over
 	realisticSubagentEvery = 2         // every 2nd session has a subagent
 	realisticCopiesEvery   = 3         // every 3rd session is also saved as two prefix copies
+	// DefaultRealisticCodex is the percent of the realistic corpus's
+	// sessions that are Codex rollouts.
+	DefaultRealisticCodex = 25
 )
 
 // realisticLine is one fixture line split around its ids, each cut marked
@@ -34,14 +39,19 @@ const (
 type realisticLine struct {
 	parts   [][]byte
 	session []bool // session[i]: the cut before parts[i+1] follows the session id
+	// total, on a rollout's token_count, is its running total: the line is
+	// parts[0], the total as of the round, parts[1].
+	total *runningTotal
+	once  bool // written in the first round only (a rollout's session_meta)
 }
 
 // realisticTemplate is one round of a realistic session: every Claude
 // transcript fixture's lines, in file order, their session ids made one
 // and their tool outputs stretched; side is the same round as a
-// subagent's (isSidechain) lines.
+// subagent's (isSidechain) lines; rollout is a Codex session's round
+// (loadRollouts).
 type realisticTemplate struct {
-	main, side []realisticLine
+	main, side, rollout []realisticLine
 }
 
 // RealisticCorpus is what writeRealistic wrote under its root.
@@ -51,11 +61,40 @@ type RealisticCorpus struct {
 	Sessions      int   `json:"sessions"`
 	SubagentFiles int   `json:"subagentFiles"`
 	PrefixCopies  int   `json:"prefixCopies"` // files that are a prefix of a session's main file
-	// MainFileBytes is the smallest and largest main file.
+	// MainFileBytes is the smallest and largest main file (a Claude Code
+	// session's or a rollout).
 	MainFileBytes [2]int64 `json:"mainFileBytes"`
+	// CodexShare is the percent of sessions written as Codex rollouts.
+	CodexShare int `json:"codexShare"`
+	// PerFormat splits the files, bytes and sessions by format, Claude
+	// Code's first; a format with no session is left out.
+	PerFormat []RealisticFormatCorpus `json:"perFormat"`
 }
 
-// loadRealistic reads the Claude transcript fixtures under fixturesDir.
+// RealisticFormatCorpus is one format's part of the realistic corpus.
+type RealisticFormatCorpus struct {
+	Format   apps.Format `json:"format"`
+	Files    int         `json:"files"`
+	Bytes    int64       `json:"bytes"`
+	Sessions int         `json:"sessions"`
+	paths    []string    // the folders that hold its files, in the order they are imported
+}
+
+// add counts one file of n bytes, and a session when it is one's main file.
+func (c *RealisticCorpus) add(f *RealisticFormatCorpus, n int64, main bool) {
+	c.Files, c.Bytes, f.Files, f.Bytes = c.Files+1, c.Bytes+n, f.Files+1, f.Bytes+n
+	if !main {
+		return
+	}
+	c.Sessions, f.Sessions = c.Sessions+1, f.Sessions+1
+	if c.MainFileBytes[0] == 0 || n < c.MainFileBytes[0] {
+		c.MainFileBytes[0] = n
+	}
+	c.MainFileBytes[1] = max(c.MainFileBytes[1], n)
+}
+
+// loadRealistic reads the Claude transcript and Codex rollout fixtures
+// under fixturesDir.
 func loadRealistic(fixturesDir string) (*realisticTemplate, error) {
 	files, err := filepath.Glob(filepath.Join(fixturesDir, corpusSources[apps.FormatClaudeTranscript], "*.jsonl"))
 	if err != nil || len(files) == 0 {
@@ -96,7 +135,9 @@ func loadRealistic(fixturesDir string) (*realisticTemplate, error) {
 	if canonical == "" {
 		return nil, fmt.Errorf("no Claude transcript session under %s", fixturesDir)
 	}
-	return rt, nil
+	rollout, err := loadRollouts(fixturesDir)
+	rt.rollout = rollout
+	return rt, err
 }
 
 // realisticSplit is split, each cut marked by whether it follows the
@@ -122,10 +163,8 @@ func stretchOutputs(line []byte, n int) ([]byte, error) {
 	if !bytes.Contains(line, []byte(`"tool_result"`)) {
 		return line, nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.UseNumber()
-	var m map[string]any
-	if err := dec.Decode(&m); err != nil {
+	m, err := decodeLine(line)
+	if err != nil {
 		return nil, err
 	}
 	if msg, ok := m["message"].(map[string]any); ok {
@@ -149,6 +188,19 @@ func stretchOutputs(line []byte, n int) ([]byte, error) {
 	default:
 		m["toolUseResult"] = stretchValue(r, n)
 	}
+	return encodeLine(m)
+}
+
+// decodeLine decodes a JSON object line, keeping its numbers as written.
+func decodeLine(line []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.UseNumber()
+	var m map[string]any
+	return m, dec.Decode(&m)
+}
+
+// encodeLine encodes m as one line, without escaping HTML.
+func encodeLine(m map[string]any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -184,56 +236,85 @@ func stretch(s string, n int) string {
 }
 
 // writeRealistic writes sessions under root until they hold at least size
-// bytes: root/projects/<project>/<session>.jsonl, with every
-// realisticSubagentEvery-th session's subagent at
+// bytes, codexShare percent of them Codex rollouts (writeRollout; every
+// 100/codexShare-th session when it divides 100) and the others Claude
+// Code's: root/projects/<project>/<session>.jsonl, with every
+// realisticSubagentEvery-th Claude session's subagent at
 // <project>/<session>/subagents/agent-<n>.jsonl as Claude Code keeps it,
-// and every realisticCopiesEvery-th session saved again, cut at a third
-// and at two thirds, under root/copies-1 and root/copies-2 (read before
-// projects, so the import meets the short copies first).
-func (rt *realisticTemplate) writeRealistic(root string, size int64) (RealisticCorpus, error) {
-	var c RealisticCorpus
+// and every realisticCopiesEvery-th saved again, cut at a third and at two
+// thirds, under root/copies-1 and root/copies-2 (read before projects, so
+// the import meets the short copies first). Claude sessions are numbered
+// apart from Codex's, so with codexShare 0 the corpus is the Claude-only
+// one of before.
+func (rt *realisticTemplate) writeRealistic(root string, size int64, codexShare int) (RealisticCorpus, error) {
+	c := RealisticCorpus{CodexShare: codexShare}
+	claude := &RealisticFormatCorpus{Format: apps.FormatClaudeTranscript}
+	codex := &RealisticFormatCorpus{Format: apps.FormatCodexRollout}
 	for s := 0; c.Bytes < size || s == 0; s++ {
-		project := fmt.Sprintf("-bench-project-%d", s%realisticProjects)
-		sid, err := rt.sessionID(s)
+		var err error
+		if (s+1)*codexShare/100 > s*codexShare/100 {
+			err = rt.writeRollout(root, codex.Sessions, &c, codex)
+		} else {
+			err = rt.writeClaude(root, claude.Sessions, &c, claude)
+		}
 		if err != nil {
 			return c, err
 		}
-		mainPath := filepath.Join(root, "projects", project, sid+".jsonl")
-		want := int64(realisticFileBytes) * int64(4+s%3) / 5 // 0.8× to 1.2×
-		suffix := "-s" + strconv.Itoa(s)
-		n, err := writeRounds(mainPath, rt.main, want, suffix, suffix)
-		if err != nil {
-			return c, err
+	}
+	for _, dir := range []string{"copies-1", "copies-2", "projects"} {
+		if _, err := os.Stat(filepath.Join(root, dir)); err == nil {
+			claude.paths = append(claude.paths, filepath.Join(root, dir))
 		}
-		c.Files, c.Sessions, c.Bytes = c.Files+1, c.Sessions+1, c.Bytes+n
-		if c.MainFileBytes[0] == 0 || n < c.MainFileBytes[0] {
-			c.MainFileBytes[0] = n
-		}
-		c.MainFileBytes[1] = max(c.MainFileBytes[1], n)
-		if s%realisticSubagentEvery == 1 {
-			sub := filepath.Join(root, "projects", project, sid, "subagents", "agent-"+strconv.Itoa(s)+".jsonl")
-			n, err := writeRounds(sub, rt.side, realisticSubagentBytes, suffix, suffix+"a")
-			if err != nil {
-				return c, err
-			}
-			c.Files, c.SubagentFiles, c.Bytes = c.Files+1, c.SubagentFiles+1, c.Bytes+n
-		}
-		if s%realisticCopiesEvery == 2 {
-			for j := 1; j <= 2; j++ {
-				n, err := writePrefix(mainPath, filepath.Join(root, "copies-"+strconv.Itoa(j), project, sid+".jsonl"), j, 3)
-				if err != nil {
-					return c, err
-				}
-				c.Files, c.PrefixCopies, c.Bytes = c.Files+1, c.PrefixCopies+1, c.Bytes+n
-			}
+	}
+	codex.paths = []string{filepath.Join(root, "codex")}
+	for _, f := range []*RealisticFormatCorpus{claude, codex} {
+		if f.Sessions > 0 {
+			c.PerFormat = append(c.PerFormat, *f)
 		}
 	}
 	return c, nil
 }
 
-// sessionID is session s's id as its lines carry it.
-func (rt *realisticTemplate) sessionID(s int) (string, error) {
-	for _, l := range rt.main {
+// writeClaude writes Claude session s (see writeRealistic).
+func (rt *realisticTemplate) writeClaude(root string, s int, c *RealisticCorpus, f *RealisticFormatCorpus) error {
+	project := fmt.Sprintf("-bench-project-%d", s%realisticProjects)
+	sid, err := sessionID(rt.main, s)
+	if err != nil {
+		return err
+	}
+	mainPath := filepath.Join(root, "projects", project, sid+".jsonl")
+	want := int64(realisticFileBytes) * int64(4+s%3) / 5 // 0.8× to 1.2×
+	suffix := "-s" + strconv.Itoa(s)
+	n, err := writeRounds(mainPath, rt.main, want, suffix, suffix)
+	if err != nil {
+		return err
+	}
+	c.add(f, n, true)
+	if s%realisticSubagentEvery == 1 {
+		sub := filepath.Join(root, "projects", project, sid, "subagents", "agent-"+strconv.Itoa(s)+".jsonl")
+		n, err := writeRounds(sub, rt.side, realisticSubagentBytes, suffix, suffix+"a")
+		if err != nil {
+			return err
+		}
+		c.add(f, n, false)
+		c.SubagentFiles++
+	}
+	if s%realisticCopiesEvery == 2 {
+		for j := 1; j <= 2; j++ {
+			n, err := writePrefix(mainPath, filepath.Join(root, "copies-"+strconv.Itoa(j), project, sid+".jsonl"), j, 3)
+			if err != nil {
+				return err
+			}
+			c.add(f, n, false)
+			c.PrefixCopies++
+		}
+	}
+	return nil
+}
+
+// sessionID is session s's id as lines carry it.
+func sessionID(lines []realisticLine, s int) (string, error) {
+	for _, l := range lines {
 		for i, isSession := range l.session {
 			if isSession {
 				p := l.parts[i]
@@ -246,7 +327,8 @@ func (rt *realisticTemplate) sessionID(s int) (string, error) {
 
 // writeRounds writes rounds of lines to path until it holds at least want
 // bytes (stopping after the line that gets there): the session id gets
-// sessionSuffix, every other id idSuffix and the round ("r<n>").
+// sessionSuffix, every other id idSuffix and the round ("r<n>"), a running
+// total its value as of the round; a line marked once is in round 0 only.
 func writeRounds(path string, lines []realisticLine, want int64, sessionSuffix, idSuffix string) (int64, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return 0, err
@@ -262,14 +344,20 @@ func writeRounds(path string, lines []realisticLine, want int64, sessionSuffix, 
 	for r := 0; written < want; r++ {
 		other = append(append(other[:0], idSuffix...), "r"+strconv.Itoa(r)...)
 		for _, l := range lines {
+			if l.once && r > 0 {
+				continue
+			}
 			for i, p := range l.parts {
-				if i > 0 {
-					suffix := other
-					if l.session[i-1] {
-						suffix = sess
-					}
-					w.Write(suffix)
-					written += int64(len(suffix))
+				switch {
+				case i == 0:
+				case l.total != nil:
+					written += l.total.write(w, r)
+				case l.session[i-1]:
+					w.Write(sess)
+					written += int64(len(sess))
+				default:
+					w.Write(other)
+					written += int64(len(other))
 				}
 				w.Write(p)
 				written += int64(len(p))

@@ -84,7 +84,7 @@ func assertJSONLines(t *testing.T, path string) {
 // measured, every session imported recorded and ended.
 func TestRunImport(t *testing.T) {
 	res, err := RunImport(context.Background(), ImportConfig{Size: 256 << 10, NodeSize: 32 << 10, ReportRuns: 1,
-		RealisticSize: 3 << 20, Ccusage: filepath.Join(t.TempDir(), "no-ccusage")})
+		RealisticSize: 5 << 20, Ccusage: filepath.Join(t.TempDir(), "no-ccusage")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,12 +108,26 @@ func TestRunImport(t *testing.T) {
 		t.Fatalf("reports: %+v", r)
 	}
 	// The realistic shape end to end: every session ended, a router call
-	// each, the prefix copies counted once.
+	// each, the prefix copies counted once; each format's sessions under
+	// its app, adding up to the whole.
 	re := res.Realistic
 	if re == nil || re.Node == nil || re.Sessions != re.Corpus.Sessions || re.Corpus.PrefixCopies == 0 ||
 		re.Corpus.SubagentFiles == 0 || re.Node.Ended != int64(re.Sessions) || re.Node.Calls != int64(re.Sessions) ||
-		re.Node.Refused != 0 || re.DryRun.Seconds <= 0 || re.Raw.Seconds <= 0 || re.EnvelopesPerMB <= 0 {
+		re.Node.Refused != 0 || re.DryRun.Seconds <= 0 || re.Raw.Seconds <= 0 || re.EnvelopesPerMB <= 0 ||
+		len(re.PerFormat) != 2 || re.PerFormat[1].Format != apps.FormatCodexRollout {
 		t.Fatalf("realistic: %+v", re)
+	}
+	var sessions int
+	for i, f := range re.PerFormat {
+		n := f.Node
+		if n == nil || f.Sessions != re.Corpus.PerFormat[i].Sessions || f.Bytes != re.Corpus.PerFormat[i].Bytes ||
+			n.Ended != int64(f.Sessions) || n.Calls != int64(f.Sessions) || f.DryRun.Seconds <= 0 || n.Rate.Seconds <= 0 {
+			t.Fatalf("realistic %s: %+v node %+v; corpus %+v", f.Format, f, n, re.Corpus.PerFormat[i])
+		}
+		sessions += f.Sessions
+	}
+	if sessions != re.Sessions {
+		t.Fatalf("realistic: %d sessions by format, %d in all", sessions, re.Sessions)
 	}
 	if r.DayWholeDays.Rows != r.Day.Rows || r.SessionPage.Rows != min(100, int(r.Calls)) || r.SessionPage.CcusageMs != nil ||
 		!strings.Contains(r.SessionPage.Query, "limit=100") {
