@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/spinehq/spine/apps"
 )
@@ -67,7 +68,9 @@ type rolloutHead struct {
 // single-line fixtures are line shapes, which the tiny shape copies): one
 // round of their lines, in file order, their session ids made the first
 // one's and only its session_meta kept (written once, in round 0), each
-// function call's output stretched as Claude's tool results are, each
+// function call's output stretched as Claude's tool results are (what the
+// command printed repeated, Codex's header kept once; a command that
+// printed nothing given what the file's first command printed), each
 // running total carried on from the file before and from round to round.
 func loadRollouts(fixturesDir string) ([]realisticLine, error) {
 	files, err := filepath.Glob(filepath.Join(fixturesDir, corpusSources[apps.FormatCodexRollout], "*.jsonl"))
@@ -88,7 +91,7 @@ func loadRollouts(fixturesDir string) ([]realisticLine, error) {
 		if len(heads) == 0 || heads[0].Type != "session_meta" || !slices.ContainsFunc(heads, hasTotal) {
 			continue
 		}
-		sid := heads[0].Payload.ID
+		sid, filler := heads[0].Payload.ID, execFiller(rows, heads)
 		canonical = cmp.Or(canonical, sid)
 		last := map[string]int64{}
 		for i, line := range rows {
@@ -99,7 +102,7 @@ func loadRollouts(fixturesDir string) ([]realisticLine, error) {
 				line = bytes.ReplaceAll(line, []byte(sid), []byte(canonical))
 			}
 			n++
-			if line, err = stretchFunctionOutput(line, realisticOutputBytes*(1+n%4)/2); err != nil {
+			if line, err = stretchFunctionOutput(line, realisticOutputBytes*(1+n%4)/2, filler); err != nil {
 				return nil, fmt.Errorf("%s: %w", path, err)
 			}
 			rl := realisticSplit(line, canonical)
@@ -181,10 +184,17 @@ func cutTotal(rl *realisticLine, raw json.RawMessage, carried map[string]int64) 
 	return t
 }
 
+// execOutput is the mark after which Codex's exec tools write what the
+// command printed, after a header of their own (chunk id, wall time, exit
+// code, "Original token count").
+const execOutput = "\nOutput:\n"
+
 // stretchFunctionOutput makes a function_call_output's output about n
 // bytes, repeating its own text (a string, or an object's content, as
-// older versions write it). Other lines are returned as they are.
-func stretchFunctionOutput(line []byte, n int) ([]byte, error) {
+// older versions write it). An exec tool's header is kept once, as Codex
+// writes it, and only what the command printed is repeated, or filler
+// where it printed nothing. Other lines are returned as they are.
+func stretchFunctionOutput(line []byte, n int, filler string) ([]byte, error) {
 	if !bytes.Contains(line, []byte(`"function_call_output"`)) {
 		return line, nil
 	}
@@ -198,13 +208,42 @@ func stretchFunctionOutput(line []byte, n int) ([]byte, error) {
 	}
 	switch o := pl["output"].(type) {
 	case string:
-		pl["output"] = stretch(o, n)
+		pl["output"] = stretchExec(o, n, filler)
 	case map[string]any:
 		if s, ok := o["content"].(string); ok {
-			o["content"] = stretch(s, n)
+			o["content"] = stretchExec(s, n, filler)
 		}
 	}
 	return encodeLine(m)
+}
+
+// stretchExec is stretch on what an exec tool's command printed (filler
+// where it printed nothing), its header kept once.
+func stretchExec(s string, n int, filler string) string {
+	head, body, ok := strings.Cut(s, execOutput)
+	if !ok {
+		return stretch(s, n)
+	}
+	return head + execOutput + stretch(cmp.Or(body, filler), n-len(head))
+}
+
+// execFiller is the first thing an exec tool's command printed in rows.
+func execFiller(rows [][]byte, heads []rolloutHead) string {
+	for i, h := range heads {
+		if h.Payload.Type != "function_call_output" {
+			continue
+		}
+		var l struct {
+			Payload struct {
+				Output string `json:"output"`
+			} `json:"payload"`
+		}
+		_ = json.Unmarshal(rows[i], &l)
+		if _, body, _ := strings.Cut(l.Payload.Output, execOutput); body != "" {
+			return body
+		}
+	}
+	return ""
 }
 
 // writeRollout writes Codex session k under root/codex (see

@@ -224,6 +224,9 @@ func assertRollout(t *testing.T, path string) {
 			if len(p.Output) >= 6<<10 {
 				long++
 			}
+			if n := strings.Count(string(p.Output), "Original token count"); n > 1 {
+				t.Fatalf("%s:%d: Codex's output header %d times", path, i+1, n)
+			}
 		case p.Type == "token_count" && p.Info != nil:
 			if p.Info.Total.Input < last {
 				t.Fatalf("%s:%d: running total went back from %v to %v", path, i+1, last, p.Info.Total.Input)
