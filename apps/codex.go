@@ -103,7 +103,8 @@ func toolOutput(raw json.RawMessage) (string, *int) {
 			ExitCode *int `json:"exit_code"`
 		} `json:"metadata"`
 	}
-	if json.Unmarshal([]byte(text), &wrapped) == nil && wrapped.Output != nil {
+	wraps := strings.HasPrefix(strings.TrimLeft(text, " \t\r\n"), "{") // else no copy of a long text is parsed for nothing
+	if wraps && json.Unmarshal([]byte(text), &wrapped) == nil && wrapped.Output != nil {
 		if wrapped.Metadata.ExitCode != nil {
 			return *wrapped.Output, wrapped.Metadata.ExitCode
 		}

@@ -90,14 +90,38 @@ type rolloutPayload struct {
 	} `json:"internal_chat_message_metadata_passthrough"`
 }
 
+// rolloutRecord is a rollout line decoded in one pass (decodeRollout).
+type rolloutRecord struct {
+	Timestamp string          `json:"timestamp"`
+	Type      string          `json:"type"`
+	Payload   *rolloutPayload `json:"payload"`
+}
+
+// decodeRollout decodes a rollout line and its payload in one pass, or,
+// when that fails or it has no payload object, in two, to say which part
+// is wrong: a line's bytes are mostly its payload (a function's output),
+// and a second pass over them was a tenth of a rollout's parsing. skip is
+// the reason the line is passed over, "" when it is not.
+func decodeRollout(data []byte, l *rolloutLine, pl *rolloutPayload) (skip string) {
+	var r rolloutRecord
+	if json.Unmarshal(data, &r) == nil && r.Payload != nil {
+		l.Timestamp, l.Type, *pl = r.Timestamp, r.Type, *r.Payload
+		return ""
+	}
+	if err := json.Unmarshal(data, l); err != nil {
+		return "not a rollout line: " + err.Error()
+	}
+	if err := json.Unmarshal(l.Payload, pl); err != nil {
+		return "rollout line without a payload object"
+	}
+	return ""
+}
+
 func (p *codexRollout) record(ctx context.Context, rec Record) (string, error) {
 	var l rolloutLine
 	var pl rolloutPayload
-	if err := json.Unmarshal(rec.Data, &l); err != nil {
-		return "not a rollout line: " + err.Error(), nil
-	}
-	if err := json.Unmarshal(l.Payload, &pl); err != nil {
-		return "rollout line without a payload object", nil
+	if skip := decodeRollout(rec.Data, &l, &pl); skip != "" {
+		return skip, nil
 	}
 	if l.Type == "session_meta" && pl.ID != "" {
 		s := p.cur.set(p.tr.session(p.fc, pl.ID), pl.ID)
@@ -226,8 +250,8 @@ func (p *codexRollout) item(ctx context.Context, s *session, at time.Time, pl *r
 		evs := patchEvents(pl.Input)
 		return s.call(ctx, pl.CallID, at, func(callResult) []*streams.Event { return evs })
 	case "function_call_output", "custom_tool_call_output":
-		text, _ := toolOutput(pl.Output)
-		return s.result(ctx, pl.CallID, at, callResult{text: text, structured: pl.Output})
+		text, code := toolOutput(pl.Output)
+		return s.result(ctx, pl.CallID, at, callResult{text: text, exitCode: code})
 	}
 	return nil
 }
@@ -322,8 +346,7 @@ func codexFunction(name string, arguments json.RawMessage) func(callResult) []*s
 		return func(callResult) []*streams.Event { return nil }
 	}
 	return func(r callResult) []*streams.Event {
-		out, code := toolOutput(r.structured)
-		return []*streams.Event{{Action: "command", Command: cmd, Output: out, ExitCode: code}}
+		return []*streams.Event{{Action: "command", Command: cmd, Output: r.text, ExitCode: r.exitCode}}
 	}
 }
 
@@ -360,8 +383,7 @@ func (p *codexRollout) completed(ctx context.Context, s *session, at time.Time, 
 		if it.ExitCode == nil || it.Status != "completed" && it.Status != "failed" {
 			return nil
 		}
-		out, _ := json.Marshal(map[string]any{"output": it.Output, "metadata": map[string]any{"exit_code": *it.ExitCode}})
-		return s.result(ctx, it.ID, at, callResult{text: it.Output, structured: out})
+		return s.result(ctx, it.ID, at, callResult{text: it.Output, exitCode: it.ExitCode})
 	case "FileChange":
 		if it.Status != "completed" {
 			return nil

@@ -126,7 +126,11 @@ type callResult struct {
 	content    json.RawMessage // Claude's tool_result content, decoded only when needed (output)
 	isError    bool
 	structured json.RawMessage // Claude Code's toolUseResult, when present
-	missing    bool            // nothing came back: the source ends, or too many calls wait, before it
+	// exitCode is a Codex command's, as its output states it (toolOutput,
+	// read once with text: a long output decoded twice was a third of a
+	// rollout's parsing, docs/performance.md#realistic-history).
+	exitCode *int
+	missing  bool // nothing came back: the source ends, or too many calls wait, before it
 }
 
 // output is the result's text: Claude's tool_result content is decoded
