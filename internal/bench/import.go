@@ -75,14 +75,14 @@ type ImportResult struct {
 	// (JetStream, recorder, PostgreSQL), timed until the recorder has
 	// committed the last envelope.
 	Node *ImportNode `json:"node,omitempty"`
+	// Realistic is the realistic shape: Claude Code and Codex history of
+	// ~1 MB sessions, Claude's with subagents and prefix copies.
+	Realistic *ImportRealistic `json:"realistic,omitempty"`
 	// PeakRSSScope says what the peak figures cover: "phase" when the
 	// kernel's high-water mark was reset before each phase
 	// (/proc/self/clear_refs), else "process".
-	// Realistic is the realistic shape: Claude Code and Codex history of
-	// ~1 MB sessions, Claude's with subagents and prefix copies.
-	Realistic    *ImportRealistic `json:"realistic,omitempty"`
-	PeakRSSScope string           `json:"peakRssScope"`
-	Seconds      float64          `json:"seconds"`
+	PeakRSSScope string  `json:"peakRssScope"`
+	Seconds      float64 `json:"seconds"`
 }
 
 // ImportFormat is one format's corpus through the parsers and through a
