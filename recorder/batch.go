@@ -429,7 +429,7 @@ func (b *batch) disconnect(ctx context.Context, m streams.Message, e *streams.En
 	}
 	for _, s := range live {
 		if b.sessions[s.ID] == nil {
-			b.sessions[s.ID] = s
+			b.sessions[s.ID], b.before[s.ID] = s, s.LastSeq
 		}
 	}
 	for _, s := range b.sortedSessions() {

@@ -26,13 +26,15 @@ type live struct {
 	sessions map[string]*liveSession
 	bytes    int
 	pending  []liveUpdate // the last Apply's, for Committed
+	swept    time.Time    // when idle entries were last dropped
 }
 
 // liveSession is one running session's chunks as committed.
 type liveSession struct {
 	lastSeq int64
 	chunks  []Chunk
-	size    int // lineSize of its chunks, as loadTranscripts bounds them
+	size    int       // lineSize of its chunks, as loadTranscripts bounds them
+	touched time.Time // its last commit
 }
 
 // liveUpdate is what a committed batch did to one session's entry: forget
@@ -46,8 +48,17 @@ type liveUpdate struct {
 }
 
 // maxLiveBytes bounds every entry's chunks together, counted as
-// loadTranscripts counts them; a variable for tests.
+// loadTranscripts counts them, and liveEntryBytes more an entry, so that
+// sessions without prose are bounded too; a variable for tests.
 var maxLiveBytes = 32 << 20
+
+const liveEntryBytes = 256
+
+// liveIdle is how long an entry no commit touched is kept: a session
+// another leader ended, or the sweeper while this recorder stood by, is
+// never ended here, and its entry would otherwise stay. One whose session
+// merely went quiet is read back at its end, as before.
+const liveIdle = 15 * time.Minute
 
 func newLive() *live { return &live{sessions: map[string]*liveSession{}} }
 
@@ -60,11 +71,18 @@ func (l *live) transcript(id string, before int64, batch []Chunk) (out []byte, o
 	if e == nil || e.lastSeq != before {
 		return nil, false
 	}
+	size := e.size - liveEntryBytes
+	for _, c := range batch {
+		size += lineSize(c)
+	}
+	if size > library.PieceSize || len(e.chunks)+len(batch) > maxLoadedChunks {
+		return nil, false // past loadTranscripts' bounds: the reader pages it, as before
+	}
 	all := make([]Chunk, 0, len(e.chunks)+len(batch))
 	all = append(append(all, e.chunks...), batch...)
 	var file bytes.Buffer
-	renderChunks(&file, nil, all, nil) // redacts the copies, never the entry's texts
-	return file.Bytes(), true
+	renderChunks(&file, nil, all, nil)             // redacts the copies, never the entry's texts
+	return append([]byte{}, file.Bytes()...), true // a session without prose: empty, not nil
 }
 
 // plan notes what this batch does to the entries, applied once it commits.
@@ -76,6 +94,7 @@ func (l *live) plan(b *batch) {
 		byID[c.sessionID] = append(byID[c.sessionID], c.Chunk)
 	}
 	for id, s := range b.sessions {
+		before, read := b.before[id]
 		switch {
 		case s.Ended():
 			if l.sessions[id] != nil {
@@ -83,9 +102,9 @@ func (l *live) plan(b *batch) {
 			}
 		case s.isNew:
 			l.pending = append(l.pending, liveUpdate{id: id, fresh: true, lastSeq: s.LastSeq, chunks: byID[id]})
-		case s.LastSeq != b.before[id]:
+		case !read || s.LastSeq != before:
 			if e := l.sessions[id]; e != nil {
-				if e.lastSeq == b.before[id] {
+				if read && e.lastSeq == before {
 					l.pending = append(l.pending, liveUpdate{id: id, lastSeq: s.LastSeq, chunks: byID[id]})
 				} else {
 					l.pending = append(l.pending, liveUpdate{id: id, drop: true})
@@ -98,8 +117,18 @@ func (l *live) plan(b *batch) {
 // forget drops what the last Apply planned: it was not committed.
 func (l *live) forget() { l.pending = l.pending[:0] }
 
-// committed applies the last Apply's plan.
+// committed applies the last Apply's plan, and drops the entries no
+// commit touched for liveIdle.
 func (l *live) committed() {
+	now := time.Now()
+	if now.Sub(l.swept) > time.Minute {
+		for id, e := range l.sessions {
+			if now.Sub(e.touched) > liveIdle {
+				l.remove(id)
+			}
+		}
+		l.swept = now
+	}
 	for _, u := range l.pending {
 		e := l.sessions[u.id]
 		switch {
@@ -108,17 +137,17 @@ func (l *live) committed() {
 			continue
 		case u.fresh:
 			l.remove(u.id)
-			e = &liveSession{}
-			l.sessions[u.id] = e
+			e = &liveSession{size: liveEntryBytes}
+			l.sessions[u.id], l.bytes = e, l.bytes+liveEntryBytes
 		case e == nil:
 			continue
 		}
-		e.lastSeq = u.lastSeq
+		e.lastSeq, e.touched = u.lastSeq, now
 		for _, c := range u.chunks {
 			n := lineSize(c)
 			e.chunks, e.size, l.bytes = append(e.chunks, c), e.size+n, l.bytes+n
 		}
-		if e.size > library.PieceSize || len(e.chunks) > maxLoadedChunks || l.bytes > maxLiveBytes {
+		if e.size-liveEntryBytes > library.PieceSize || len(e.chunks) > maxLoadedChunks || l.bytes > maxLiveBytes {
 			l.remove(u.id) // read back at its end, as before
 		}
 	}

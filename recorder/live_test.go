@@ -45,3 +45,30 @@ func TestTranscriptAfterAnotherLeaderWroteChunks(t *testing.T) {
 		}
 	}
 }
+
+// A worker's disconnect ends its sessions with their transcripts: one this
+// recorder saw start, whose chunks another leader wrote, is the table's.
+func TestDisconnectAfterAnotherLeaderWroteChunks(t *testing.T) {
+	h := spinetest.New(t)
+	mine := recorder.New(recorder.Config{})
+	lead := func(rec *recorder.Recorder) func() {
+		p := h.StartRecorder(&spinetest.RecorderOpts{Recorder: rec})
+		return func() { h.WaitCaughtUp(); p.Stop() }
+	}
+	stop := lead(mine)
+	h.Publish(spinetest.Start("d1"))
+	stop()
+	stop = lead(nil)
+	h.Publish(spinetest.Text("d1", 1, "the other leader's\n"), spinetest.Text("d1", 2, "and this\n"))
+	stop()
+	stop = lead(mine)
+	h.Publish(spinetest.Disconnect("w1", "laptop closed"))
+	stop()
+
+	s := session(t, h, "d1")
+	want, err := recorder.BuildTranscript(ctx, h.Pool, "d1")
+	if err != nil || s.Status != "disconnected" || len(want) == 0 || s.TranscriptFileID != library.Digest(want) {
+		got, _ := library.NewPGStore(nil).Get(ctx, h.Pool, s.TranscriptFileID)
+		t.Fatalf("%s: transcript\n%s\nwant the table's\n%s(%v)", s.Status, got, want, err)
+	}
+}
