@@ -81,6 +81,9 @@ const moveCheckpoint = `UPDATE projector_checkpoints c SET last_seq = GREATEST(o
 	FROM (SELECT last_seq FROM projector_checkpoints WHERE name = $1 FOR UPDATE) o
 	WHERE c.name = $1 RETURNING o.last_seq`
 
+// insertCheckpoint makes projector $1's checkpoint row, at 0.
+const insertCheckpoint = `INSERT INTO projector_checkpoints (name, last_seq) VALUES ($1, 0) ON CONFLICT DO NOTHING`
+
 // begin begins a transaction on conn and locks and advances the
 // checkpoint in it to seq, as lockAndAdvance does, in one round trip:
 // BEGIN and the checkpoint's statement are sent together
@@ -105,10 +108,12 @@ func (p *Projector) begin(ctx context.Context, conn *pgxpool.Conn, seq uint64) (
 	if err := br.Close(); err != nil {
 		return tx, 0, fmt.Errorf("begin and lock the checkpoint: %w", err)
 	}
-	if missing {
-		var err error
-		if ck, err = p.lockAndAdvance(ctx, tx, seq); err != nil {
-			return tx, 0, err
+	if missing { // the projector's first batch: make the row, then move it
+		if _, err := tx.Exec(ctx, insertCheckpoint, p.cfg.Name); err != nil {
+			return tx, 0, fmt.Errorf("checkpoint row: %w", err)
+		}
+		if err := tx.QueryRow(ctx, moveCheckpoint, p.cfg.Name, int64(seq)).Scan(&ck); err != nil {
+			return tx, 0, fmt.Errorf("lock and advance checkpoint: %w", err)
 		}
 	}
 	return tx, ck, nil
@@ -122,7 +127,7 @@ func (p *Projector) lockAndAdvance(ctx context.Context, tx pgx.Tx, seq uint64) (
 	var ck int64
 	err := tx.QueryRow(ctx, moveCheckpoint, p.cfg.Name, int64(seq)).Scan(&ck)
 	if errors.Is(err, pgx.ErrNoRows) {
-		if _, err := tx.Exec(ctx, `INSERT INTO projector_checkpoints (name, last_seq) VALUES ($1, 0) ON CONFLICT DO NOTHING`, p.cfg.Name); err != nil {
+		if _, err := tx.Exec(ctx, insertCheckpoint, p.cfg.Name); err != nil {
 			return 0, fmt.Errorf("checkpoint row: %w", err)
 		}
 		err = tx.QueryRow(ctx, moveCheckpoint, p.cfg.Name, int64(seq)).Scan(&ck)
