@@ -14,11 +14,7 @@ import (
 // every chunk, byte for byte the one built from the table.
 func TestTranscriptAfterAnotherLeaderWroteChunks(t *testing.T) {
 	h := spinetest.New(t)
-	mine := recorder.New(recorder.Config{})
-	lead := func(rec *recorder.Recorder) func() {
-		p := h.StartRecorder(&spinetest.RecorderOpts{Recorder: rec})
-		return func() { h.WaitCaughtUp(); p.Stop() }
-	}
+	mine, lead := recorder.New(recorder.Config{}), leader(h)
 
 	stop := lead(mine)
 	h.Publish(spinetest.Start("s1"), spinetest.Start("s2"))
@@ -50,11 +46,7 @@ func TestTranscriptAfterAnotherLeaderWroteChunks(t *testing.T) {
 // recorder saw start, whose chunks another leader wrote, is the table's.
 func TestDisconnectAfterAnotherLeaderWroteChunks(t *testing.T) {
 	h := spinetest.New(t)
-	mine := recorder.New(recorder.Config{})
-	lead := func(rec *recorder.Recorder) func() {
-		p := h.StartRecorder(&spinetest.RecorderOpts{Recorder: rec})
-		return func() { h.WaitCaughtUp(); p.Stop() }
-	}
+	mine, lead := recorder.New(recorder.Config{}), leader(h)
 	stop := lead(mine)
 	h.Publish(spinetest.Start("d1"))
 	stop()
@@ -70,5 +62,15 @@ func TestDisconnectAfterAnotherLeaderWroteChunks(t *testing.T) {
 	if err != nil || s.Status != "disconnected" || len(want) == 0 || s.TranscriptFileID != library.Digest(want) {
 		got, _ := library.NewPGStore(nil).Get(ctx, h.Pool, s.TranscriptFileID)
 		t.Fatalf("%s: transcript\n%s\nwant the table's\n%s(%v)", s.Status, got, want, err)
+	}
+}
+
+// leader returns a way to let a recorder lead h's stream (nil: a new one,
+// another instance's) until the stop it returns, which waits for it to
+// catch up first.
+func leader(h *spinetest.Harness) func(*recorder.Recorder) func() {
+	return func(rec *recorder.Recorder) func() {
+		p := h.StartRecorder(&spinetest.RecorderOpts{Recorder: rec})
+		return func() { h.WaitCaughtUp(); p.Stop() }
 	}
 }

@@ -17,15 +17,7 @@ import (
 // it all counts each session once, with what its main file and subagent
 // hold and nothing more (the copies add no session, response or envelope).
 func TestRealisticCorpus(t *testing.T) {
-	wd, _ := os.Getwd()
-	root, ok := moduleRoot(wd)
-	if !ok {
-		t.Fatal("no go.mod")
-	}
-	rt, err := loadRealistic(filepath.Join(root, "..", "shared", "fixtures"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rt := fixturesRealistic(t)
 	dir := t.TempDir()
 	c, err := rt.writeRealistic(dir, 8<<20, 0)
 	if err != nil {
@@ -93,15 +85,7 @@ func TestRealisticCorpus(t *testing.T) {
 // the responses of every round (the running totals grow from round to
 // round) and every stretched output; the Claude part is what it is alone.
 func TestRealisticCorpusCodex(t *testing.T) {
-	wd, _ := os.Getwd()
-	root, ok := moduleRoot(wd)
-	if !ok {
-		t.Fatal("no go.mod")
-	}
-	rt, err := loadRealistic(filepath.Join(root, "..", "shared", "fixtures"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rt := fixturesRealistic(t)
 	dir := t.TempDir()
 	c, err := rt.writeRealistic(dir, 12<<20, DefaultRealisticCodex)
 	if err != nil {
@@ -237,4 +221,19 @@ func assertRollout(t *testing.T, path string) {
 	if metas != 1 || long < len(calls)/2 {
 		t.Fatalf("%s: %d session_meta lines, %d long outputs of %d calls", path, metas, long, len(calls))
 	}
+}
+
+// fixturesRealistic is the realistic template of the repository's fixtures.
+func fixturesRealistic(t *testing.T) *realisticTemplate {
+	t.Helper()
+	wd, _ := os.Getwd()
+	root, ok := moduleRoot(wd)
+	if !ok {
+		t.Fatal("no go.mod")
+	}
+	rt, err := loadRealistic(filepath.Join(root, "..", "shared", "fixtures"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt
 }
