@@ -12,7 +12,7 @@ import (
 func (n *Node) startAccounting(ctx context.Context) error {
 	a := accounting.New(accounting.Config{Logger: n.log, Registerer: n.Registry})
 	p, err := n.StartProjector(ctx, streams.ProjectorConfig{Name: accounting.ProjectorName, Stream: streams.StreamSessions,
-		Accept: streams.SubjectMatcher(accounting.Subjects()), Handler: a, OnCommit: a.Committed})
+		Accept: streams.SubjectMatcher(accounting.Subjects()), Filter: accounting.Subjects(), Handler: a, OnCommit: a.Committed})
 	n.accounting = p
 	return err
 }
