@@ -85,8 +85,10 @@ const moveCheckpoint = `UPDATE projector_checkpoints c SET last_seq = GREATEST(o
 const insertCheckpoint = `INSERT INTO projector_checkpoints (name, last_seq) VALUES ($1, 0) ON CONFLICT DO NOTHING`
 
 // begin begins a transaction on conn and locks and advances the
-// checkpoint in it to seq, as lockAndAdvance does, in one round trip:
-// BEGIN and the checkpoint's statement are sent together
+// checkpoint in it to seq (moveCheckpoint: the row locked, so two instances
+// can never apply the same messages at once, and moved unless it is past
+// seq already; a batch that fails rolls the move back with the rest), in
+// one round trip: BEGIN and the checkpoint's statement are sent together
 // (pgx.Batch.BeginTx), where they were two round trips of every batch. It
 // returns the transaction, to be rolled back by the caller whatever the
 // error, and where the checkpoint was.
@@ -98,7 +100,7 @@ func (p *Projector) begin(ctx context.Context, conn *pgxpool.Conn, seq uint64) (
 	b.Queue(moveCheckpoint, p.cfg.Name, int64(seq)).QueryRow(func(row pgx.Row) error {
 		err := row.Scan(&ck)
 		if errors.Is(err, pgx.ErrNoRows) {
-			missing = true // no row yet: lockAndAdvance makes it
+			missing = true // no row yet: makeAndAdvance makes it
 			return nil
 		}
 		return err
@@ -108,31 +110,23 @@ func (p *Projector) begin(ctx context.Context, conn *pgxpool.Conn, seq uint64) (
 	if err := br.Close(); err != nil {
 		return tx, 0, fmt.Errorf("begin and lock the checkpoint: %w", err)
 	}
-	if missing { // the projector's first batch: make the row, then move it
-		if _, err := tx.Exec(ctx, insertCheckpoint, p.cfg.Name); err != nil {
-			return tx, 0, fmt.Errorf("checkpoint row: %w", err)
-		}
-		if err := tx.QueryRow(ctx, moveCheckpoint, p.cfg.Name, int64(seq)).Scan(&ck); err != nil {
-			return tx, 0, fmt.Errorf("lock and advance checkpoint: %w", err)
+	if missing { // the projector's first batch
+		var err error
+		if ck, err = p.makeAndAdvance(ctx, tx, seq); err != nil {
+			return tx, 0, err
 		}
 	}
 	return tx, ck, nil
 }
 
-// lockAndAdvance locks the checkpoint row inside tx, so two instances can
-// never apply the same messages at once, moves it to seq unless it is past
-// it already, and returns where it was: one statement a batch once the row
-// exists. A batch that fails rolls the move back with the rest.
-func (p *Projector) lockAndAdvance(ctx context.Context, tx pgx.Tx, seq uint64) (int64, error) {
-	var ck int64
-	err := tx.QueryRow(ctx, moveCheckpoint, p.cfg.Name, int64(seq)).Scan(&ck)
-	if errors.Is(err, pgx.ErrNoRows) {
-		if _, err := tx.Exec(ctx, insertCheckpoint, p.cfg.Name); err != nil {
-			return 0, fmt.Errorf("checkpoint row: %w", err)
-		}
-		err = tx.QueryRow(ctx, moveCheckpoint, p.cfg.Name, int64(seq)).Scan(&ck)
+// makeAndAdvance makes the checkpoint row that moveCheckpoint found
+// missing, then locks and moves it as begin does.
+func (p *Projector) makeAndAdvance(ctx context.Context, tx pgx.Tx, seq uint64) (int64, error) {
+	if _, err := tx.Exec(ctx, insertCheckpoint, p.cfg.Name); err != nil {
+		return 0, fmt.Errorf("checkpoint row: %w", err)
 	}
-	if err != nil {
+	var ck int64
+	if err := tx.QueryRow(ctx, moveCheckpoint, p.cfg.Name, int64(seq)).Scan(&ck); err != nil {
 		return 0, fmt.Errorf("lock and advance checkpoint: %w", err)
 	}
 	return ck, nil
@@ -177,10 +171,11 @@ var checkpointEvery = time.Second
 // over since is delivered again, to be passed over again.
 func (p *Projector) writeUnwritten(ctx context.Context, conn *pgxpool.Conn) error {
 	seq := p.unwritten
-	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		_, err := p.lockAndAdvance(ctx, tx, seq)
-		return err
-	})
+	tx, _, err := p.begin(ctx, conn, seq)
+	if err == nil {
+		err = tx.Commit(ctx)
+	}
+	_ = tx.Rollback(ctx) // after a commit, a no-op
 	if err != nil {
 		p.failedOutside(ctx, "writing the checkpoint of passed-over messages", err)
 		return fmt.Errorf("checkpoint %s of passed-over messages: %w", p.cfg.Name, err)

@@ -584,7 +584,7 @@ func IsDataError(err error) bool {
 }
 
 // apply runs one transaction: lock the checkpoint and move it past msgs
-// (lockAndAdvance, reading where it was), hand the new messages to the
+// (begin, reading where it was), hand the new messages to the
 // handler, dead-letter its rejections, commit.
 func (p *Projector) apply(ctx context.Context, conn *pgxpool.Conn, msgs []Message) error {
 	if p.passOver(msgs) {
