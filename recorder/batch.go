@@ -47,7 +47,8 @@ type batch struct {
 	supersedable map[string]bool
 }
 
-// batchChunk is a chunk of the batch's, with its session's id.
+// batchChunk is a chunk of the batch's, with its session's id; its time is
+// as the table keeps it (tableTime).
 type batchChunk struct {
 	sessionID string
 	Chunk
@@ -210,7 +211,7 @@ func (b *batch) chunk(ctx context.Context, m streams.Message, e *streams.Envelop
 	s.LastSeq, s.UpdatedAt, s.dirty = e.Seq, e.At, true
 	s.heard(m)
 	if e.Stream != "event" {
-		b.chunks = append(b.chunks, batchChunk{s.ID, Chunk{Seq: e.Seq, Stream: e.Stream, Text: e.Text, At: e.At}})
+		b.chunks = append(b.chunks, batchChunk{s.ID, Chunk{Seq: e.Seq, Stream: e.Stream, Text: e.Text, At: tableTime(e.At)}})
 		return nil, nil
 	}
 	b.event(s, e)

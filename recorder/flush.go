@@ -56,11 +56,10 @@ func (b *batch) flush(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for id, t := range kept {
-		if small == nil {
-			small = map[string][]byte{}
-		}
-		small[id] = t
+	if small == nil {
+		small = kept
+	} else {
+		maps.Copy(small, kept)
 	}
 	for _, s := range ended {
 		if err := b.finalTranscript(ctx, s, small[s.ID]); err != nil {
@@ -334,16 +333,17 @@ func (b *batch) transcriptFromBatch(sessionID string) []byte {
 	return buf.Bytes()
 }
 
-// chunksOf is the batch's chunks of a session, as the table keeps them
-// (times at the microsecond, in UTC).
+// chunksOf is the batch's chunks of a session.
 func (b *batch) chunksOf(sessionID string) []Chunk {
 	var chunks []Chunk
 	for _, c := range b.chunks {
-		if c.sessionID != sessionID {
-			continue
+		if c.sessionID == sessionID {
+			chunks = append(chunks, c.Chunk)
 		}
-		c.At = time.UnixMicro(c.At.UnixMicro()).UTC()
-		chunks = append(chunks, c.Chunk)
 	}
 	return chunks
 }
+
+// tableTime is t as session_chunks keeps it and reads it back: at the
+// microsecond (pgx sends no finer), in UTC.
+func tableTime(t time.Time) time.Time { return time.UnixMicro(t.UnixMicro()).UTC() }

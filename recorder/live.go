@@ -81,8 +81,11 @@ func (l *live) transcript(id string, before int64, batch []Chunk) (out []byte, o
 	all := make([]Chunk, 0, len(e.chunks)+len(batch))
 	all = append(append(all, e.chunks...), batch...)
 	var file bytes.Buffer
-	renderChunks(&file, nil, all, nil)             // redacts the copies, never the entry's texts
-	return append([]byte{}, file.Bytes()...), true // a session without prose: empty, not nil
+	renderChunks(&file, nil, all, nil) // redacts the copies, never the entry's texts
+	if file.Len() == 0 {
+		return []byte{}, true // a session without prose: empty, not nil (nil is read back)
+	}
+	return file.Bytes(), true
 }
 
 // plan notes what this batch does to the entries, applied once it commits.
@@ -90,7 +93,6 @@ func (l *live) plan(b *batch) {
 	l.pending = l.pending[:0]
 	byID := map[string][]Chunk{}
 	for _, c := range b.chunks {
-		c.At = time.UnixMicro(c.At.UnixMicro()).UTC() // as the table keeps it
 		byID[c.sessionID] = append(byID[c.sessionID], c.Chunk)
 	}
 	for id, s := range b.sessions {

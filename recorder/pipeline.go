@@ -6,6 +6,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/spinehq/spine/spine"
 )
 
 // pipeTx is a batch's transaction with its writes pipelined: a write that
@@ -16,9 +18,9 @@ import (
 // every write queued before it, and a savepoint (Begin) never holds a
 // write queued before it, which its rollback would otherwise take along.
 // A steady batch of chunks and commands was about a dozen round trips (a
-// COPY is two, and each write waited for its answer); it is now three:
-// the sessions read, the writes, and the projector's COMMIT
-// (docs/performance.md#ingest).
+// COPY is two, and each write waited for its answer); it is now four:
+// the projector's BEGIN with its checkpoint, the sessions read, the
+// writes, and COMMIT (docs/performance.md#ingest).
 type pipeTx struct {
 	pgx.Tx
 	queued pgx.Batch
@@ -32,12 +34,7 @@ var _ pgx.Tx = (*pipeTx)(nil)
 // Conn and LargeObjects are the bare transaction's too, and bypass the
 // queue: the recorder uses neither.
 func (t *pipeTx) queue(what, sql string, args ...any) {
-	t.queued.Queue(sql, args...).Fn = func(br pgx.BatchResults) error {
-		if _, err := br.Exec(); err != nil {
-			return fmt.Errorf("%s: %w", what, err)
-		}
-		return nil
-	}
+	spine.QueueWrite(&t.queued, what, sql, args...)
 }
 
 // send sends the queued writes and waits for their answers: the first

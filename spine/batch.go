@@ -57,7 +57,7 @@ func (b *Batch) Queue(q *pgx.Batch) {
 		for _, r := range b.runs {
 			c.add(r)
 		}
-		queue(q, fmt.Sprintf("insert %d runs", n), `INSERT INTO runs (id, kind, org, member, session_id, parent_run_id, parent_step_id, created_at)
+		QueueWrite(q, fmt.Sprintf("insert %d runs", n), `INSERT INTO runs (id, kind, org, member, session_id, parent_run_id, parent_step_id, created_at)
 			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[])`,
 			c.id, c.kind, c.org, c.member, c.session, c.parentRun, c.parentStep, c.at)
 	}
@@ -69,7 +69,7 @@ func (b *Batch) Queue(q *pgx.Batch) {
 		for _, s := range b.steps {
 			c.add(s)
 		}
-		queue(q, fmt.Sprintf("insert %d steps", n), `INSERT INTO steps (run_id, idx, id, action, source, session_seq, call_id, detail, at)
+		QueueWrite(q, fmt.Sprintf("insert %d steps", n), `INSERT INTO steps (run_id, idx, id, action, source, session_seq, call_id, detail, at)
 			SELECT r, i, id, a, s, q, c, d::jsonb, t
 			FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::text[], $9::timestamptz[])
 				AS u(r, i, id, a, s, q, c, d, t)`,
@@ -80,7 +80,7 @@ func (b *Batch) Queue(q *pgx.Batch) {
 		for _, o := range b.obs {
 			c.add(o)
 		}
-		queue(q, fmt.Sprintf("insert %d observations", n), `INSERT INTO observations (run_id, idx, step_id, kind, body, at)
+		QueueWrite(q, fmt.Sprintf("insert %d observations", n), `INSERT INTO observations (run_id, idx, step_id, kind, body, at)
 			SELECT r, i, s, k, b::jsonb, t FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::timestamptz[])
 				AS u(r, i, s, k, b, t)`,
 			c.run, c.idx, c.step, c.kind, c.body, c.at)
@@ -88,8 +88,9 @@ func (b *Batch) Queue(q *pgx.Batch) {
 	*b = Batch{}
 }
 
-// queue queues one statement whose failure says what it wrote.
-func queue(q *pgx.Batch, what, sql string, args ...any) {
+// QueueWrite queues on q one statement that needs no answer, whose
+// failure says what it wrote.
+func QueueWrite(q *pgx.Batch, what, sql string, args ...any) {
 	q.Queue(sql, args...).Fn = func(br pgx.BatchResults) error {
 		if _, err := br.Exec(); err != nil {
 			return fmt.Errorf("%s: %w", what, err)
@@ -111,7 +112,7 @@ func (b *Batch) queueLinks(q *pgx.Batch) {
 			ids, parents, steps = append(ids, l.ID), append(parents, l.ParentRunID), append(steps, l.ParentStepID)
 		}
 	}
-	queue(q, fmt.Sprintf("link %d runs", len(ids)), `UPDATE runs r SET parent_run_id = u.parent, parent_step_id = u.step
+	QueueWrite(q, fmt.Sprintf("link %d runs", len(ids)), `UPDATE runs r SET parent_run_id = u.parent, parent_step_id = u.step
 		FROM unnest($1::text[], $2::text[], $3::text[]) AS u(id, parent, step) WHERE r.id = u.id`, ids, parents, steps)
 }
 
