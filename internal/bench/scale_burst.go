@@ -47,11 +47,10 @@ type InstanceBurst struct {
 }
 
 // burstMark is what a burst's figures are measured from: each instance's
-// counts and recorder loops' busy time, and the CPU counters, at its start.
+// counts and recorder loops' busy time at its start.
 type burstMark struct {
 	counts []counted
 	busy   []map[*streams.Projector]time.Duration
-	cpu    cpuMark
 }
 
 func (tb *testbed) markBurst() burstMark {
@@ -60,13 +59,12 @@ func (tb *testbed) markBurst() burstMark {
 		m.counts = append(m.counts, in.counted())
 		m.busy = append(m.busy, in.recorderBusy())
 	}
-	m.cpu = readCPU()
 	return m
 }
 
 // burstSince is each instance's part of spine's burst t since mark.
 func (tb *testbed) burstSince(mark burstMark, t Throughput) *ScaleBurst {
-	b := &ScaleBurst{Seconds: t.Seconds, ChunksPerSecond: t.ChunksPerSecond, CPU: cpuSince(mark.cpu)}
+	b := &ScaleBurst{Seconds: t.Seconds, ChunksPerSecond: t.ChunksPerSecond, CPU: t.CPU} // the burst's own (runSpine)
 	for i, in := range tb.instances {
 		now := in.counted()
 		ib := InstanceBurst{Partitions: in.node.LeadingPartitions(), Envelopes: now.envelopes - mark.counts[i].envelopes,
