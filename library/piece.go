@@ -15,8 +15,16 @@ type codec struct {
 	dec *zstd.Decoder
 }
 
+// encoderWindow is the encoder's window: a piece, no more (zstd's default at
+// this level is 8 MiB, whose history buffers the encoder kept, 16 MiB, for a
+// piece of at most 1 MiB). A piece is compressed in one frame, so no match
+// can reach further back than its start: the bytes are those of the default
+// window's (TestPieceWindowHoldsAPiece).
+const encoderWindow = PieceSize
+
 func newCodec() *codec {
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1),
+		zstd.WithWindowSize(encoderWindow))
 	if err != nil {
 		panic(err) // only invalid options fail
 	}

@@ -89,9 +89,11 @@ func runBench(ctx context.Context, args []string) error {
 
 // ingestOpts are the command-line knobs beyond bench.Config.
 type ingestOpts struct {
-	latency    float64
-	events     float64
-	cpuProfile string
+	latency      float64
+	events       float64
+	cpuProfile   string
+	burstProfile string
+	heapProfile  string
 }
 
 func ingestFlags() (*flag.FlagSet, func() (bench.Config, ingestOpts)) {
@@ -105,6 +107,8 @@ func ingestFlags() (*flag.FlagSet, func() (bench.Config, ingestOpts)) {
 	events := fs.Float64("events", bench.DefaultEvents, "fraction of chunks that are command events")
 	fs.Bool("json", true, "print JSON (always; accepted for scripts)")
 	cpu := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	burstCPU := fs.String("burst-cpuprofile", "", "write a CPU profile of spine's first burst alone to this file (not with --cpuprofile or --duration)")
+	heap := fs.String("heapprofile", "", "with --duration: write a heap profile to this file, taken after a GC at the end of the soak's offering")
 	instances := fs.Int("instances", 1, "spine nodes sharing the database and the log")
 	partitions := fs.Int("partitions", 1, "split the recorder by session id into this many partitions shared by the instances (SPINE_PARTITIONS); 1: one recorder leads, the others stand by")
 	cluster := fs.Bool("cluster", false, "run the log on three in-process nats-servers, streams at replicas 3")
@@ -119,7 +123,7 @@ func ingestFlags() (*flag.FlagSet, func() (bench.Config, ingestOpts)) {
 			LatencyDuration: time.Duration(*latency * float64(time.Second)), Batch: *batch, Events: *events,
 			DatabaseURL: config.DatabaseURL(), Instances: *instances, Cluster: *cluster, Duration: *duration,
 			DuplicateWindow: *dupWindow, Partitions: *partitions}
-		return cfg, ingestOpts{latency: *latency, events: *events, cpuProfile: *cpu}
+		return cfg, ingestOpts{latency: *latency, events: *events, cpuProfile: *cpu, burstProfile: *burstCPU, heapProfile: *heap}
 	}
 }
 
@@ -140,6 +144,28 @@ func runBenchIngest(ctx context.Context, args []string) error {
 		cfg.LatencyDuration = bench.NoLatency
 	}
 	cfg.Logger = benchLogger()
+	if opts.burstProfile != "" {
+		if opts.cpuProfile != "" || cfg.Duration > 0 {
+			return usageError{"bench ingest: --burst-cpuprofile profiles the first burst: not with --cpuprofile (one profile at a time) or --duration (a soak has no burst)"}
+		}
+		f, err := os.Create(opts.burstProfile)
+		if err != nil {
+			return fmt.Errorf("burst cpu profile: %w", err)
+		}
+		defer f.Close()
+		cfg.BurstProfile = f
+	}
+	if opts.heapProfile != "" {
+		if cfg.Duration <= 0 {
+			return usageError{"bench ingest: --heapprofile is taken at a soak's end: give --duration"}
+		}
+		f, err := os.Create(opts.heapProfile)
+		if err != nil {
+			return fmt.Errorf("heap profile: %w", err)
+		}
+		defer f.Close()
+		cfg.HeapProfile = f
+	}
 	stop, err := startCPUProfile(opts.cpuProfile)
 	if err != nil {
 		return err

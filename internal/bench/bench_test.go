@@ -1,6 +1,7 @@
 package bench_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"testing"
@@ -21,10 +22,13 @@ func TestMain(m *testing.M) {
 func TestIngest(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	res, err := bench.Run(ctx, bench.Config{Sessions: 2, Chunks: 50, LatencyDuration: time.Second, Rate: 200})
+	var burstProfile bytes.Buffer
+	res, err := bench.Run(ctx, bench.Config{Sessions: 2, Chunks: 50, LatencyDuration: time.Second, Rate: 200,
+		BurstProfile: &burstProfile})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
+	checkProfile(t, "burst cpu", burstProfile.Bytes())
 	t.Logf("%+v", *res)
 	c := res.Checks
 	if !res.Verified {
@@ -95,5 +99,13 @@ func TestConfigRejectsNonsense(t *testing.T) {
 		if _, err := bench.Run(context.Background(), cfg); !errors.Is(err, bench.ErrInvalidConfig) {
 			t.Errorf("Run(%+v) = %v, want ErrInvalidConfig", cfg, err)
 		}
+	}
+}
+
+// checkProfile: a pprof profile is gzipped protobuf.
+func checkProfile(t *testing.T, what string, data []byte) {
+	t.Helper()
+	if len(data) < 20 || data[0] != 0x1f || data[1] != 0x8b {
+		t.Errorf("%s profile: %d bytes, not a gzipped profile", what, len(data))
 	}
 }

@@ -76,6 +76,13 @@ type Config struct {
 	// per org; 0 means spine's defaults, negative none.
 	OrgBytesPerSec     float64
 	OrgEnvelopesPerSec float64
+	// BurstProfile, when set, receives a CPU profile of spine's first
+	// burst alone (publish → last commit), without the start, raw's burst
+	// or the latency phase; nothing else in the process may be profiling.
+	BurstProfile io.Writer
+	// HeapProfile, when set, receives a heap profile taken after a GC at
+	// the end of a soak's offering, before its sessions drain.
+	HeapProfile io.Writer
 }
 
 // MaxInstances bounds Config.Instances.

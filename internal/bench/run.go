@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime/pprof"
 	"slices"
 	"time"
 )
@@ -56,7 +58,16 @@ func measure(ctx context.Context, tb *testbed, cfg Config, res *Result) (err err
 	}
 	log.Info("spine burst", "messages", b.counts.messages)
 	mark := tb.markBurst()
-	if res.Spine, err = runSpine(ctx, tb, b); err != nil {
+	if cfg.BurstProfile != nil {
+		if err := pprof.StartCPUProfile(cfg.BurstProfile); err != nil {
+			return fmt.Errorf("burst cpu profile: %w", err)
+		}
+	}
+	res.Spine, err = runSpine(ctx, tb, b)
+	if cfg.BurstProfile != nil {
+		pprof.StopCPUProfile()
+	}
+	if err != nil {
 		return err
 	}
 	tb.burst = tb.burstSince(mark, res.Spine)

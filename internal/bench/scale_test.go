@@ -1,6 +1,7 @@
 package bench_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"testing"
@@ -72,8 +73,10 @@ func TestIngestCluster(t *testing.T) {
 // A soak of 2s at 100 chunks/s over 3 sessions of at most 25 chunks: 200
 // chunks, each slot's 66 or 67 chunks in 3 sessions.
 func TestSoak(t *testing.T) {
+	var heap bytes.Buffer
 	res := runTiny(t, bench.Config{Sessions: 3, Chunks: 25, Rate: 100, Duration: 2 * time.Second, Instances: 2,
-		DuplicateWindow: time.Minute})
+		DuplicateWindow: time.Minute, HeapProfile: &heap})
+	checkProfile(t, "heap", heap.Bytes())
 	if p := res.Parameters; p.Duration != 2 || p.DuplicateWindow != 60 || p.Instances != 2 {
 		t.Errorf("parameters %+v", p)
 	}

@@ -3,7 +3,9 @@ package bench
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -93,6 +95,12 @@ func runSoak(ctx context.Context, tb *testbed, w *workload, cfg Config) (*Soak, 
 	samples, elapsed, err := s.offer(runCtx, every)
 	if err != nil {
 		cancel(err)
+	} else if cfg.HeapProfile != nil {
+		// At full load, with the duplicate window as full as it gets.
+		runtime.GC()
+		if perr := pprof.Lookup("heap").WriteTo(cfg.HeapProfile, 0); perr != nil {
+			cancel(fmt.Errorf("heap profile: %w", perr))
+		}
 	}
 	close(s.acks)
 	last := <-resolved
