@@ -108,11 +108,19 @@ func (r *TranscriptReader) page() error {
 // transcript file is made goes through here, so they agree byte for byte.
 func renderChunks(buf *bytes.Buffer, before map[string]string, chunks []Chunk, after map[string]string) {
 	redactAcross(before, chunks, after)
-	enc := json.NewEncoder(buf)
-	for _, c := range chunks {
-		_ = enc.Encode(c) // a Chunk always encodes
+	n := 0
+	for i := range chunks {
+		n += len(chunks[i].Text) + len(chunks[i].Stream) + chunkLineBytes
+	}
+	buf.Grow(n)
+	for i := range chunks {
+		line, _ := appendChunk(buf.AvailableBuffer(), &chunks[i]) // a time JSON refuses: no line, as encoding/json
+		buf.Write(line)
 	}
 }
+
+// chunkLineBytes is about what a line adds to its text: keys, seq and time.
+const chunkLineBytes = 80
 
 // ErrNotFound: no such session, or not the caller's. Both are one answer.
 var ErrNotFound = errors.New("session not found")
