@@ -24,6 +24,7 @@ func TestPieceWindowHoldsAPiece(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer def.Close()
 	c := newCodec()
 	p := c.encode(0, raw)
 	if want := def.EncodeAll(raw, nil); !bytes.Equal(p.data, want) {

@@ -19,7 +19,8 @@ import (
 // in pieces and are not subject to it.
 const DefaultFileCap = 1 << 20
 
-// PieceSize is how many raw bytes one stored piece holds.
+// PieceSize is how many raw bytes one stored piece holds. It is the zstd
+// encoder's window too (encoderWindow), which must be a power of two.
 const PieceSize = 1 << 20
 
 // DB is what the store needs of a pgx.Tx, *pgx.Conn or *pgxpool.Pool: the

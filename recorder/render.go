@@ -1,6 +1,7 @@
 package recorder
 
 import (
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -14,7 +15,7 @@ import (
 func appendChunk(dst []byte, c *Chunk) (_ []byte, ok bool) {
 	n := len(dst)
 	dst = append(dst, `{"seq":`...)
-	dst = appendInt(dst, c.Seq)
+	dst = strconv.AppendInt(dst, c.Seq, 10)
 	dst = append(dst, `,"stream":`...)
 	dst = appendJSONString(dst, c.Stream)
 	dst = append(dst, `,"text":`...)
@@ -25,27 +26,6 @@ func appendChunk(dst []byte, c *Chunk) (_ []byte, ok bool) {
 		return dst[:n], false
 	}
 	return append(at, "\"}\n"...), true
-}
-
-func appendInt(dst []byte, n int64) []byte {
-	var b [20]byte
-	i := len(b)
-	u := uint64(n)
-	if n < 0 {
-		u = -u
-	}
-	for {
-		i--
-		b[i] = byte('0' + u%10)
-		u /= 10
-		if u == 0 {
-			break
-		}
-	}
-	if n < 0 {
-		dst = append(dst, '-')
-	}
-	return append(dst, b[i:]...)
 }
 
 // jsonSafe is the ASCII bytes encoding/json writes as themselves with HTML

@@ -10,7 +10,8 @@ import (
 )
 
 // encodingJSON is what renderChunks wrote before appendChunk: the
-// standard library's Encoder, HTML escaping on.
+// standard library's (v1) Encoder, HTML escaping on. Transcripts are
+// content-addressed, so these are the bytes appendChunk keeps.
 func encodingJSON(c Chunk) []byte {
 	var buf bytes.Buffer
 	_ = json.NewEncoder(&buf).Encode(c) // an error writes nothing
@@ -38,7 +39,8 @@ func TestAppendChunkIsEncodingJSON(t *testing.T) {
 		time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.FixedZone("x", -(3*3600+30*60))),
 		time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC), time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC),
 		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC),
-		time.Date(2026, 6, 1, 0, 0, 0, 0, time.FixedZone("seconds", 30))}
+		time.Date(2026, 6, 1, 0, 0, 0, 0, time.FixedZone("seconds", 30)),
+		time.Date(2026, 6, 1, 0, 0, 0, 0, time.FixedZone("a day ahead", 24*3600))}
 	seqs := []int64{0, 1, -1, 42, math.MaxInt64, math.MinInt64}
 	for i, text := range texts {
 		for j, at := range times {
@@ -51,6 +53,32 @@ func TestAppendChunkIsEncodingJSON(t *testing.T) {
 	// A time JSON refuses adds no line, as the Encoder did.
 	if _, ok := appendChunk(nil, &Chunk{At: times[6]}); ok {
 		t.Fatal("year 10000 rendered")
+	}
+}
+
+// TestRenderChunksIsEncodingJSON: a transcript is its chunks' lines one after
+// another, a chunk whose time JSON refuses left out, after whatever the
+// buffer held; lines that outgrow renderChunks' estimate are whole too.
+func TestRenderChunksIsEncodingJSON(t *testing.T) {
+	at := time.Date(2026, 12, 2, 3, 4, 5, 6, time.UTC)
+	chunks := []Chunk{{Seq: 1, Stream: "stdout", Text: "first", At: at},
+		{Seq: 2, Stream: "stderr", Text: strings.Repeat("<&>\x00", 4000), At: at},
+		{Seq: 3, Stream: "stdout", Text: "year 10000", At: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{Seq: 4, Stream: "stdout", Text: "last \u2028", At: at.In(time.FixedZone("", -7*3600))}}
+	var want bytes.Buffer
+	want.WriteString("held")
+	for _, c := range chunks {
+		want.Write(encodingJSON(c))
+	}
+	var buf bytes.Buffer
+	buf.WriteString("read, held")
+	buf.Next(len("read, "))
+	renderChunks(&buf, nil, chunks, nil)
+	if !bytes.Equal(buf.Bytes(), want.Bytes()) {
+		t.Fatalf("rendered %d bytes, the Encoder's %d:\n%.300q\n%.300q", buf.Len(), want.Len(), buf.Bytes(), want.Bytes())
+	}
+	if n := bytes.Count(buf.Bytes(), []byte("\n")); n != 3 {
+		t.Fatalf("%d lines, want 3 (the year 10000 left out)", n)
 	}
 }
 

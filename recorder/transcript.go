@@ -119,7 +119,8 @@ func renderChunks(buf *bytes.Buffer, before map[string]string, chunks []Chunk, a
 	}
 }
 
-// chunkLineBytes is about what a line adds to its text: keys, seq and time.
+// chunkLineBytes is what a line typically adds to its text (keys, seq, time;
+// escapes add more): Grow's estimate, not a bound.
 const chunkLineBytes = 80
 
 // ErrNotFound: no such session, or not the caller's. Both are one answer.

@@ -144,39 +144,51 @@ func runBenchIngest(ctx context.Context, args []string) error {
 		cfg.LatencyDuration = bench.NoLatency
 	}
 	cfg.Logger = benchLogger()
-	if opts.burstProfile != "" {
-		if opts.cpuProfile != "" || cfg.Duration > 0 {
-			return usageError{"bench ingest: --burst-cpuprofile profiles the first burst: not with --cpuprofile (one profile at a time) or --duration (a soak has no burst)"}
-		}
-		f, err := os.Create(opts.burstProfile)
-		if err != nil {
-			return fmt.Errorf("burst cpu profile: %w", err)
-		}
-		defer f.Close()
-		cfg.BurstProfile = f
+	switch {
+	case opts.burstProfile != "" && (opts.cpuProfile != "" || cfg.Duration > 0):
+		return usageError{"bench ingest: --burst-cpuprofile profiles the first burst: not with --cpuprofile (one profile at a time) or --duration (a soak has no burst)"}
+	case opts.heapProfile != "" && cfg.Duration <= 0:
+		return usageError{"bench ingest: --heapprofile is taken at a soak's end: give --duration"}
 	}
-	if opts.heapProfile != "" {
-		if cfg.Duration <= 0 {
-			return usageError{"bench ingest: --heapprofile is taken at a soak's end: give --duration"}
+	var profiles []*os.File
+	for _, p := range []struct {
+		path string
+		to   *io.Writer
+	}{{opts.burstProfile, &cfg.BurstProfile}, {opts.heapProfile, &cfg.HeapProfile}} {
+		if p.path == "" {
+			continue
 		}
-		f, err := os.Create(opts.heapProfile)
+		f, err := os.Create(p.path)
 		if err != nil {
-			return fmt.Errorf("heap profile: %w", err)
+			return fmt.Errorf("profile: %w", err)
 		}
-		defer f.Close()
-		cfg.HeapProfile = f
+		profiles = append(profiles, f)
+		*p.to = f
 	}
 	stop, err := startCPUProfile(opts.cpuProfile)
 	if err != nil {
-		return err
+		return errors.Join(err, closeAll(profiles))
 	}
 	res, err := bench.Run(ctx, cfg)
 	stop()
+	err = errors.Join(err, closeAll(profiles))
 	if res == nil {
 		return err
 	}
 	// A result with an error failed only its cleanup: the figures stand.
 	return errors.Join(printBench(res), err)
+}
+
+// closeAll closes the profiles' files: a write lost to a full disk shows
+// as the close's error, not as a truncated profile.
+func closeAll(files []*os.File) error {
+	var errs []error
+	for _, f := range files {
+		if err := f.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("profile: %w", err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // benchLogger shows progress only to a person watching: stdout carries the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"testing"
 	"time"
 
@@ -95,7 +96,8 @@ func checkThroughput(t *testing.T, path string, tp bench.Throughput) {
 }
 
 func TestConfigRejectsNonsense(t *testing.T) {
-	for _, cfg := range []bench.Config{{Events: 1.5}, {Sessions: -1}, {Payload: 2 << 20}} {
+	for _, cfg := range []bench.Config{{Events: 1.5}, {Sessions: -1}, {Payload: 2 << 20},
+		{BurstProfile: io.Discard, Duration: time.Second}, {HeapProfile: io.Discard}} {
 		if _, err := bench.Run(context.Background(), cfg); !errors.Is(err, bench.ErrInvalidConfig) {
 			t.Errorf("Run(%+v) = %v, want ErrInvalidConfig", cfg, err)
 		}

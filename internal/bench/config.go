@@ -77,11 +77,13 @@ type Config struct {
 	OrgBytesPerSec     float64
 	OrgEnvelopesPerSec float64
 	// BurstProfile, when set, receives a CPU profile of spine's first
-	// burst alone (publish → last commit), without the start, raw's burst
-	// or the latency phase; nothing else in the process may be profiling.
+	// burst alone (publish → last commit: the whole process over that
+	// time, every instance and nats-server in it), without the start,
+	// raw's burst or the latency phase; nothing else in the process may be
+	// profiling, and a soak (Duration) has no burst.
 	BurstProfile io.Writer
-	// HeapProfile, when set, receives a heap profile taken after a GC at
-	// the end of a soak's offering, before its sessions drain.
+	// HeapProfile, when set, receives a soak's heap profile, taken after a
+	// GC once its last chunk is committed; only with Duration.
 	HeapProfile io.Writer
 }
 
@@ -127,6 +129,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: duplicate window %s, want 0 (spine's) or more", ErrInvalidConfig, c.DuplicateWindow)
 	case c.Duration < 0:
 		return fmt.Errorf("%w: duration %s, want 0 (no soak) or more", ErrInvalidConfig, c.Duration)
+	case c.BurstProfile != nil && c.Duration > 0:
+		return fmt.Errorf("%w: a burst profile with a soak, which has no burst", ErrInvalidConfig)
+	case c.HeapProfile != nil && c.Duration == 0:
+		return fmt.Errorf("%w: a heap profile without a soak, whose end it is taken at", ErrInvalidConfig)
 	}
 	return nil
 }

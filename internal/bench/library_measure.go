@@ -286,7 +286,8 @@ type rawCodec struct {
 }
 
 func newRawCodec() *rawCodec {
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1),
+		zstd.WithWindowSize(library.PieceSize))
 	if err != nil {
 		panic(err) // only invalid options fail
 	}
