@@ -25,7 +25,7 @@ type Chunk struct {
 }
 
 // BuildTranscript renders a session's prose as the transcript file: one JSON
-// object per line, {"seq","stream","at","text"}, in seq order, so each
+// object per line, {"seq","stream","text","at"}, in seq order, so each
 // chunk keeps its stream and place.
 func BuildTranscript(ctx context.Context, q streams.Querier, sessionID string) ([]byte, error) {
 	return io.ReadAll(NewTranscriptReader(ctx, q, sessionID))
