@@ -56,13 +56,9 @@ func (b *batch) flush(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if small == nil {
-		small = kept
-	} else {
-		maps.Copy(small, kept)
-	}
+	maps.Copy(kept, small)
 	for _, s := range ended {
-		if err := b.finalTranscript(ctx, s, small[s.ID]); err != nil {
+		if err := b.finalTranscript(ctx, s, kept[s.ID]); err != nil {
 			return err
 		}
 	}
@@ -221,6 +217,11 @@ const maxLoadedBytes = 32 << 20
 // maxLoadedChunks bounds the chunks of one transcript loadTranscripts
 // reads; a variable for tests.
 var maxLoadedChunks = 2000
+
+// loadable reports whether a transcript of chunks chunks whose lines take
+// size bytes (lineSize) is within one transcript's bounds of
+// loadTranscripts; the memory transcripts (live.go) keep to them too.
+func loadable(size, chunks int) bool { return size <= library.PieceSize && chunks <= maxLoadedChunks }
 
 // loadTranscripts renders, with one query, the transcripts of sessions
 // that started in earlier batches, byte for byte as TranscriptReader

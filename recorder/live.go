@@ -3,8 +3,6 @@ package recorder
 import (
 	"bytes"
 	"time"
-
-	"github.com/spinehq/spine/library"
 )
 
 // live keeps the chunks this recorder committed for the running sessions
@@ -75,7 +73,7 @@ func (l *live) transcript(id string, before int64, batch []Chunk) (out []byte, o
 	for _, c := range batch {
 		size += lineSize(c)
 	}
-	if size > library.PieceSize || len(e.chunks)+len(batch) > maxLoadedChunks {
+	if !loadable(size, len(e.chunks)+len(batch)) {
 		return nil, false // past loadTranscripts' bounds: the reader pages it, as before
 	}
 	all := make([]Chunk, 0, len(e.chunks)+len(batch))
@@ -149,7 +147,7 @@ func (l *live) committed() {
 			n := lineSize(c)
 			e.chunks, e.size, l.bytes = append(e.chunks, c), e.size+n, l.bytes+n
 		}
-		if e.size-liveEntryBytes > library.PieceSize || len(e.chunks) > maxLoadedChunks || l.bytes > maxLiveBytes {
+		if !loadable(e.size-liveEntryBytes, len(e.chunks)) || l.bytes > maxLiveBytes {
 			l.remove(u.id) // read back at its end, as before
 		}
 	}
