@@ -108,7 +108,7 @@ func ingestFlags() (*flag.FlagSet, func() (bench.Config, ingestOpts)) {
 	fs.Bool("json", true, "print JSON (always; accepted for scripts)")
 	cpu := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	burstCPU := fs.String("burst-cpuprofile", "", "write a CPU profile of spine's first burst alone to this file (not with --cpuprofile or --duration)")
-	heap := fs.String("heapprofile", "", "with --duration: write a heap profile to this file, taken after a GC at the end of the soak's offering")
+	heap := fs.String("heapprofile", "", "with --duration: write a heap profile to this file, taken after a GC once the soak's last chunk is committed")
 	instances := fs.Int("instances", 1, "spine nodes sharing the database and the log")
 	partitions := fs.Int("partitions", 1, "split the recorder by session id into this many partitions shared by the instances (SPINE_PARTITIONS); 1: one recorder leads, the others stand by")
 	cluster := fs.Bool("cluster", false, "run the log on three in-process nats-servers, streams at replicas 3")
