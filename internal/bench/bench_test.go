@@ -70,6 +70,9 @@ func TestIngest(t *testing.T) {
 	if b := l.Breakdown; b == nil || b.Batches < 1 || len(b.Parts) != 4 || len(b.Tail) != 4 {
 		t.Fatalf("latency breakdown = %+v", l.Breakdown)
 	}
+	if g := l.Breakdown.GC; g.LiveHeapBytes == 0 || g.CPUSeconds < 0 {
+		t.Errorf("latency gc = %+v, want the live heap read", g)
+	}
 	for name, p := range l.Breakdown.Parts {
 		if p.P50 < 0 || p.P99 < p.P50 || p.Mean < 0 {
 			t.Errorf("latency part %s = %+v", name, p)

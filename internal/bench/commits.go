@@ -23,9 +23,13 @@ type commits struct {
 	mu      sync.Mutex
 	last    uint64
 	batches int
-	at      map[uint64]time.Time
-	done    map[uint64]bool // partitioned: committed beyond last, not yet contiguous
-	wake    chan struct{}   // closed and replaced on every commit
+	// at is when each stream sequence was committed, as time since base:
+	// a map without pointers, which the garbage collector need not scan
+	// (the latency phase keeps one entry a chunk).
+	base time.Time
+	at   map[uint64]time.Duration
+	done map[uint64]bool // partitioned: committed beyond last, not yet contiguous
+	wake chan struct{}   // closed and replaced on every commit
 	// tap, when set, is given every commit instead of at keeping its
 	// times, so a long soak holds no per-message state here.
 	tap func(at time.Time, msgs []streams.Message)
@@ -33,7 +37,7 @@ type commits struct {
 	// order (the latency phase's breakdown).
 	times     []streams.BatchTimes
 	keepTimes bool
-	stored    map[uint64]time.Time // while keepTimes: when JetStream stored each message
+	stored    map[uint64]int64 // while keepTimes: when JetStream stored each message, Unix ns
 }
 
 // onTimes is the projectors' OnTimes hook.
@@ -52,7 +56,7 @@ func (c *commits) recordTimes(on bool) {
 	defer c.mu.Unlock()
 	c.keepTimes = on
 	if on {
-		c.times, c.stored = nil, map[uint64]time.Time{}
+		c.times, c.stored = nil, map[uint64]int64{}
 	}
 }
 
@@ -60,7 +64,11 @@ func (c *commits) recordTimes(on bool) {
 func (c *commits) storedAt(seq uint64) time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.stored[seq]
+	ns, ok := c.stored[seq]
+	if !ok {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
 }
 
 // batchTimes returns the kept batch times, sorted by last sequence.
@@ -80,7 +88,7 @@ func (c *commits) setTap(tap func(at time.Time, msgs []streams.Message)) {
 }
 
 func newCommits() *commits {
-	return &commits{at: map[uint64]time.Time{}, wake: make(chan struct{})}
+	return &commits{base: time.Now(), at: map[uint64]time.Duration{}, wake: make(chan struct{})}
 }
 
 // onCommit is the hook. It takes one clock reading per batch: every message
@@ -99,13 +107,14 @@ func (c *commits) onCommit(last uint64, msgs []streams.Message) (fresh counted) 
 	if c.tap != nil {
 		c.tap(now, msgs)
 	} else {
+		since := now.Sub(c.base)
 		for _, m := range msgs {
-			c.at[m.Seq] = now
+			c.at[m.Seq] = since
 			if c.keepTimes {
-				c.stored[m.Seq] = m.Time
+				c.stored[m.Seq] = m.Time.UnixNano()
 			}
 		}
-		c.at[last] = now
+		c.at[last] = since
 	}
 	c.last = max(c.last, last)
 	c.batches++
@@ -131,7 +140,7 @@ func (c *commits) onCommitOrigin(msgs []streams.Message) (fresh counted) {
 			continue // a disconnect every partition sees, or a redelivery
 		}
 		c.done[seq] = true
-		c.at[seq] = now
+		c.at[seq] = now.Sub(c.base)
 		fresh.add(m)
 	}
 	for c.done[c.last+1] {
@@ -175,12 +184,12 @@ func (c *commits) waitFor(ctx context.Context, seq uint64) (time.Time, error) {
 	for {
 		c.mu.Lock()
 		if c.last >= seq {
-			at, ok := c.at[seq]
+			since, ok := c.at[seq]
 			c.mu.Unlock()
 			if !ok { // inside a batch whose messages the hook was not given
-				at = time.Now()
+				return time.Now(), nil
 			}
-			return at, nil
+			return c.base.Add(since), nil
 		}
 		wake := c.wake
 		c.mu.Unlock()
@@ -199,7 +208,11 @@ func (c *commits) waitFor(ctx context.Context, seq uint64) (time.Time, error) {
 func (c *commits) committedAt(seq uint64) time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.at[seq]
+	since, ok := c.at[seq]
+	if !ok {
+		return time.Time{}
+	}
+	return c.base.Add(since)
 }
 
 // batchCount is the number of batches committed so far.

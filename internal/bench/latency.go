@@ -34,34 +34,43 @@ func runLatency(ctx context.Context, tb *testbed, w *workload, cfg Config) (Late
 	tb.commits.recordTimes(true)
 	defer tb.commits.recordTimes(false)
 	phases := tb.recorderPhases()
+	gcBefore := readGC()
 	walBefore, walErr := readWAL(ctx, tb.node.Pool)
 	o, err := offer(ctx, r.publish, w, ids, cfg.Rate, cfg.LatencyDuration)
 	if err != nil {
 		return Latency{}, sent, fmt.Errorf("latency chunks: %w", err)
 	}
-	chunks, err := newBurst(o.envs)
-	if err != nil {
-		return Latency{}, sent, err
+	sent = sent.plus(o.sent)
+	// The chunks are committed before the ends are sent: an end renders its
+	// session's transcript, which the last chunks would otherwise wait for
+	// in the same batch.
+	if _, err := tb.commits.waitFor(ctx, lastSeq(o.seqs)); err != nil {
+		return Latency{}, sent, fmt.Errorf("latency chunks: %w", err)
 	}
-	sent = sent.plus(chunks.counts)
-	if err := sendAndWait(ctx, tb, r, ids, w.end, &sent); err != nil {
-		return Latency{}, sent, fmt.Errorf("latency ends: %w", err)
-	}
-	lat, seqs, err := o.latencies(ctx, tb.commits)
-	if err != nil {
-		return Latency{}, sent, err
-	}
-	l := summarize(lat, cfg.Rate, o.elapsed)
-	bd := breakdown(o.at, seqs, tb.commits.batchTimes(), tb.commits.storedAt)
+	// The loop's phases, the collector's and the WAL's figures are the
+	// chunks', read before the ends.
+	var bd Breakdown
 	bd.PhaseSeconds = phaseSeconds(phases, tb.recorderPhases())
+	bd.GC = readGC().since(gcBefore)
 	walAfter, err := readWAL(ctx, tb.node.Pool)
 	if err = cmp.Or(walErr, err); err == nil {
 		bd.WAL = walAfter.since(walBefore)
 	} else {
 		bd.Note = "no WAL figures: " + err.Error()
 	}
+	if err := sendAndWait(ctx, tb, r, ids, w.end, &sent); err != nil {
+		return Latency{}, sent, fmt.Errorf("latency ends: %w", err)
+	}
+	lat, seqs, err := o.latencies(tb.commits)
+	if err != nil {
+		return Latency{}, sent, err
+	}
+	l := summarize(lat, cfg.Rate, o.elapsed)
+	split := breakdown(o.at, seqs, tb.commits.batchTimes(), tb.commits.storedAt)
+	split.PhaseSeconds, split.GC, split.WAL, split.Note = bd.PhaseSeconds, bd.GC, bd.WAL, bd.Note
+	bd = split
 	if tb.partitions > 1 {
-		bd = Breakdown{PhaseSeconds: bd.PhaseSeconds, WAL: bd.WAL,
+		bd = Breakdown{PhaseSeconds: bd.PhaseSeconds, WAL: bd.WAL, GC: bd.GC,
 			Note: "partitioned: batches carry partition sequences, so chunks are not split by part"}
 	}
 	l.Breakdown = &bd
@@ -91,47 +100,81 @@ func sendAndWait(ctx context.Context, tb *testbed, r *router, ids []string, buil
 	return err
 }
 
-// offered is the latency phase's chunks: each envelope, when it was
-// published and the future of its ack.
+// offered is the latency phase's chunks: when each was published and the
+// stream sequence its ack gave it, in publish order. It keeps nothing else
+// of a chunk (the envelope and its ack's future are let go once the ack is
+// read), so the phase's own state is 32 bytes a chunk and the garbage
+// collector's work over it stays out of the figures it measures.
 type offered struct {
-	envs    []*streams.Envelope
 	at      []time.Time
-	futures []jetstream.PubAckFuture
+	seqs    []uint64
+	sent    counts        // bytes are not counted: encoding twice would cost the phase
 	elapsed time.Duration // first publish to last
+}
+
+// pendingChunk is a published chunk whose ack the resolver has not read.
+type pendingChunk struct {
+	f jetstream.PubAckFuture
+	i int
 }
 
 // offer publishes rate chunks a second for d, round-robin over the
 // sessions, paced by a ticker: on each tick it publishes the chunks that
 // have fallen due since the phase began, so the offered rate holds even
-// when a tick comes late.
+// when a tick comes late. A second goroutine reads the acks in publish
+// order as they come.
 func offer(ctx context.Context, pub func(*streams.Envelope) (jetstream.PubAckFuture, error), w *workload, ids []string, rate int, d time.Duration) (*offered, error) {
 	total := int(float64(rate) * d.Seconds())
-	o := &offered{envs: make([]*streams.Envelope, 0, total), at: make([]time.Time, 0, total),
-		futures: make([]jetstream.PubAckFuture, 0, total)}
+	o := &offered{at: make([]time.Time, 0, total), seqs: make([]uint64, total)}
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	acks := make(chan pendingChunk, ackBacklog)
+	resolved := make(chan error, 1)
+	go func() {
+		err := o.resolve(runCtx, acks)
+		if err != nil {
+			cancel(fmt.Errorf("latency acks: %w", err))
+		}
+		resolved <- err
+	}()
+	if err := o.publishAll(runCtx, pub, w, ids, rate, total, acks); err != nil {
+		cancel(err)
+	}
+	close(acks)
+	<-resolved
+	if err := context.Cause(runCtx); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// publishAll paces the chunks and hands each one's future to the resolver.
+func (o *offered) publishAll(ctx context.Context, pub func(*streams.Envelope) (jetstream.PubAckFuture, error), w *workload, ids []string, rate, total int, acks chan<- pendingChunk) error {
 	ticker := time.NewTicker(max(time.Second/time.Duration(rate), minTick))
 	defer ticker.Stop()
 	seqs := make([]int64, len(ids))
 	start := time.Now()
-	for len(o.futures) < total {
+	for len(o.at) < total {
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-ticker.C:
 		}
 		due := min(total, int(time.Since(start).Seconds()*float64(rate)))
-		for len(o.futures) < due {
-			if err := o.publish(ctx, pub, w, ids, seqs); err != nil {
-				return nil, err
+		for len(o.at) < due {
+			if err := o.publish(ctx, pub, w, ids, seqs, acks); err != nil {
+				return err
 			}
 		}
 	}
 	o.elapsed = time.Since(start)
-	return o, nil
+	return nil
 }
 
 // publish sends the next chunk: session i mod n, its next seq.
-func (o *offered) publish(ctx context.Context, pub func(*streams.Envelope) (jetstream.PubAckFuture, error), w *workload, ids []string, seqs []int64) error {
-	i := len(o.futures) % len(ids)
+func (o *offered) publish(ctx context.Context, pub func(*streams.Envelope) (jetstream.PubAckFuture, error), w *workload, ids []string, seqs []int64, acks chan<- pendingChunk) error {
+	n := len(o.at)
+	i := n % len(ids)
 	seqs[i]++
 	now := time.Now()
 	e := w.chunk(ids[i], seqs[i], now)
@@ -139,19 +182,39 @@ func (o *offered) publish(ctx context.Context, pub func(*streams.Envelope) (jets
 	if err != nil {
 		return err
 	}
-	o.envs = append(o.envs, e)
+	o.sent.add(e, 0)
 	o.at = append(o.at, now)
-	o.futures = append(o.futures, f)
+	select {
+	case acks <- pendingChunk{f: f, i: n}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// resolve reads the acks in publish order and keeps each chunk's stream
+// sequence. A duplicate is an error: every chunk a run sends has a fresh id.
+func (o *offered) resolve(ctx context.Context, acks <-chan pendingChunk) error {
+	for p := range acks {
+		select {
+		case ack := <-p.f.Ok():
+			if ack.Duplicate {
+				return fmt.Errorf("publish chunk %d: stored as a duplicate", p.i)
+			}
+			o.seqs[p.i] = ack.Sequence
+		case err := <-p.f.Err():
+			return fmt.Errorf("publish chunk %d: %w", p.i, err)
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
 	return nil
 }
 
 // latencies pairs each chunk's publish time with its commit time. Every
 // chunk must already be committed.
-func (o *offered) latencies(ctx context.Context, c *commits) ([]time.Duration, []uint64, error) {
-	seqs, err := awaitAcks(ctx, o.futures)
-	if err != nil {
-		return nil, nil, fmt.Errorf("latency acks: %w", err)
-	}
+func (o *offered) latencies(c *commits) ([]time.Duration, []uint64, error) {
+	seqs := o.seqs[:len(o.at)]
 	out := make([]time.Duration, len(seqs))
 	for i, seq := range seqs {
 		at := c.committedAt(seq)

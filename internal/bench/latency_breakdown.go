@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime/metrics"
 	"slices"
 	"sort"
 	"time"
@@ -34,8 +35,51 @@ type Breakdown struct {
 	PhaseSeconds map[string]float64 `json:"phaseSeconds"`
 	// WAL is PostgreSQL's WAL flushes during the phase (pg_stat_wal, the
 	// whole server: fsync is in COMMIT).
-	WAL  *WALStats `json:"wal,omitempty"`
-	Note string    `json:"note,omitempty"`
+	WAL *WALStats `json:"wal,omitempty"`
+	// GC is the process's garbage collection over the phase (spine, its
+	// nats-server and the benchmark share one heap): while a cycle marks,
+	// it takes a share of the two cores the loop needs, and the chunks of
+	// those moments queue (docs/performance.md#latency-where-the-time-goes).
+	GC   GCStats `json:"gc"`
+	Note string  `json:"note,omitempty"`
+}
+
+// GCStats is the change of the Go runtime's collector counters over a
+// phase (runtime/metrics): cycles completed, the CPU they spent and the
+// live heap the last one found.
+type GCStats struct {
+	Cycles        uint64  `json:"cycles"`
+	CPUSeconds    float64 `json:"cpuSeconds"`
+	LiveHeapBytes uint64  `json:"liveHeapBytes"`
+}
+
+// gcMetrics are the runtime/metrics GCStats reads, in readGC's order.
+var gcMetrics = []string{"/gc/cycles/total:gc-cycles", "/cpu/classes/gc/total:cpu-seconds", "/gc/heap/live:bytes"}
+
+// readGC reads the collector's counters now.
+func readGC() GCStats {
+	s := make([]metrics.Sample, len(gcMetrics))
+	for i, name := range gcMetrics {
+		s[i].Name = name
+	}
+	metrics.Read(s)
+	var g GCStats
+	if v := s[0].Value; v.Kind() == metrics.KindUint64 {
+		g.Cycles = v.Uint64()
+	}
+	if v := s[1].Value; v.Kind() == metrics.KindFloat64 {
+		g.CPUSeconds = v.Float64()
+	}
+	if v := s[2].Value; v.Kind() == metrics.KindUint64 {
+		g.LiveHeapBytes = v.Uint64()
+	}
+	return g
+}
+
+// since is the counters' change from before to g, with g's live heap.
+func (g GCStats) since(before GCStats) GCStats {
+	return GCStats{Cycles: g.Cycles - before.Cycles, CPUSeconds: round(g.CPUSeconds - before.CPUSeconds),
+		LiveHeapBytes: g.LiveHeapBytes}
 }
 
 // Spread is a part's nearest-rank percentiles and mean, in milliseconds.
