@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -67,7 +68,8 @@ func runLatency(ctx context.Context, tb *testbed, w *workload, cfg Config) (Late
 	}
 	l := summarize(lat, cfg.Rate, o.elapsed)
 	split := breakdown(o.at, seqs, tb.commits.batchTimes(), tb.commits.storedAt)
-	split.PhaseSeconds, split.GC, split.WAL, split.Note = bd.PhaseSeconds, bd.GC, bd.WAL, bd.Note
+	split.PhaseSeconds, split.GC, split.WAL = bd.PhaseSeconds, bd.GC, bd.WAL
+	split.Note = strings.Join(slices.DeleteFunc([]string{split.Note, bd.Note}, func(n string) bool { return n == "" }), "; ")
 	bd = split
 	if tb.partitions > 1 {
 		bd = Breakdown{PhaseSeconds: bd.PhaseSeconds, WAL: bd.WAL, GC: bd.GC,
