@@ -153,22 +153,24 @@ func (b *batch) queueChunks() {
 // it missing and the session goes on). loaded is the whole transcript when
 // loadTranscripts read it, nil otherwise.
 func (b *batch) finalTranscript(ctx context.Context, s *Session, loaded []byte) error {
+	// head is the transcript when it is in memory, else up to one piece
+	// of it read from the chunks (most transcripts are small) and r the rest.
+	var head []byte
 	var r io.Reader
 	var tr *TranscriptReader
 	switch {
 	case s.isNew:
 		// Started in this batch: every chunk it has is in memory.
-		r = bytes.NewReader(b.transcriptFromBatch(s.ID))
+		head = b.transcriptFromBatch(s.ID)
 	case loaded != nil:
-		r = bytes.NewReader(loaded)
+		head = loaded
 	default:
 		tr = NewTranscriptReader(ctx, b.tx, s.ID)
+		var err error
+		if head, err = io.ReadAll(io.LimitReader(tr, library.PieceSize+1)); err != nil {
+			return err
+		}
 		r = tr
-	}
-	// Most transcripts are small: read up to one piece, growing as needed.
-	head, err := io.ReadAll(io.LimitReader(r, library.PieceSize+1))
-	if err != nil {
-		return err
 	}
 	if len(head) <= library.PieceSize {
 		s.TranscriptFileID = b.putBlob(head)
@@ -180,7 +182,11 @@ func (b *batch) finalTranscript(ctx context.Context, s *Session, loaded []byte) 
 	if err != nil {
 		return fmt.Errorf("transcript savepoint: %w", err)
 	}
-	f, putErr := b.r.blobs.Put(ctx, sp, io.MultiReader(bytes.NewReader(head), r))
+	whole := io.Reader(bytes.NewReader(head))
+	if r != nil {
+		whole = io.MultiReader(whole, r)
+	}
+	f, putErr := b.r.blobs.Put(ctx, sp, whole)
 	if putErr != nil {
 		if tr != nil && tr.err != nil {
 			return tr.err // reading the chunks failed: a database failure, retry the batch

@@ -249,3 +249,23 @@ func TestEnvelopesAreCountedOnCommit(t *testing.T) {
 		t.Errorf("spine_recorder_envelopes_total = %v for 3 envelopes", total)
 	}
 }
+
+// A session without prose, started and ended in one batch, stores an
+// empty transcript: a file of 0 bytes in the Library, its artifact beside
+// the session's others.
+func TestTranscriptWithoutProse(t *testing.T) {
+	h := running(t)
+	h.Publish(spinetest.Start("s1"), spinetest.Command("s1", 1, "go build"),
+		spinetest.End("s1", "done", "gpt-5-codex", "medium"))
+	h.WaitCaughtUp()
+	s := session(t, h, "s1")
+	if s.Status != "done" || s.TranscriptFileID != library.Digest(nil) {
+		t.Fatalf("session = %+v, want done with the empty file %s as its transcript", s, library.Digest(nil))
+	}
+	if n := count(t, h, `SELECT count(*) FROM library_files WHERE digest = $1 AND size = 0`, library.Digest(nil)); n != 1 {
+		t.Fatalf("%d empty files stored, want 1", n)
+	}
+	if n := count(t, h, `SELECT count(*) FROM artifacts WHERE session_id = 's1' AND kind = 'transcript' AND NOT content_missing`); n != 1 {
+		t.Fatalf("%d stored transcript artifacts, want 1", n)
+	}
+}
