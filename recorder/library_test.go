@@ -250,9 +250,11 @@ func TestEnvelopesAreCountedOnCommit(t *testing.T) {
 	}
 }
 
-// A session without prose, started and ended in one batch, stores an
-// empty transcript: a file of 0 bytes in the Library, its artifact beside
-// the session's others.
+// A session without prose stores an empty transcript: a file of 0 bytes in
+// the Library, its artifact beside the session's others. (Its start, step
+// and end usually share a batch, the transcript then rendered from the
+// batch; when they do not, from the chunks the recorder kept: both are
+// in memory.)
 func TestTranscriptWithoutProse(t *testing.T) {
 	h := running(t)
 	h.Publish(spinetest.Start("s1"), spinetest.Command("s1", 1, "go build"),

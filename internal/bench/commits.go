@@ -110,7 +110,7 @@ func (c *commits) onCommit(last uint64, msgs []streams.Message) (fresh counted) 
 		since := now.Sub(c.base)
 		for _, m := range msgs {
 			c.at[m.Seq] = since
-			if c.keepTimes {
+			if c.keepTimes && !m.Time.IsZero() {
 				c.stored[m.Seq] = m.Time.UnixNano()
 			}
 		}

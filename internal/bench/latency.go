@@ -37,7 +37,7 @@ func runLatency(ctx context.Context, tb *testbed, w *workload, cfg Config) (Late
 	phases := tb.recorderPhases()
 	gcBefore := readGC()
 	walBefore, walErr := readWAL(ctx, tb.node.Pool)
-	o, err := offer(ctx, r.publish, w, ids, cfg.Rate, cfg.LatencyDuration)
+	o, err := offer(ctx, r.publish, w, ids, cfg.Rate, cfg.LatencyDuration, ackBacklog)
 	if err != nil {
 		return Latency{}, sent, fmt.Errorf("latency chunks: %w", err)
 	}
@@ -48,8 +48,9 @@ func runLatency(ctx context.Context, tb *testbed, w *workload, cfg Config) (Late
 	if _, err := tb.commits.waitFor(ctx, lastSeq(o.seqs)); err != nil {
 		return Latency{}, sent, fmt.Errorf("latency chunks: %w", err)
 	}
-	// The loop's phases, the collector's and the WAL's figures are the
-	// chunks', read before the ends.
+	// The loop's phases and batches, the collector's and the WAL's figures
+	// are the chunks', read before the ends.
+	batches := tb.commits.batchTimes()
 	var bd Breakdown
 	bd.PhaseSeconds = phaseSeconds(phases, tb.recorderPhases())
 	bd.GC = readGC().since(gcBefore)
@@ -67,16 +68,21 @@ func runLatency(ctx context.Context, tb *testbed, w *workload, cfg Config) (Late
 		return Latency{}, sent, err
 	}
 	l := summarize(lat, cfg.Rate, o.elapsed)
-	split := breakdown(o.at, seqs, tb.commits.batchTimes(), tb.commits.storedAt)
+	split := breakdown(o.publishedAt, seqs, batches, tb.commits.storedAt)
 	split.PhaseSeconds, split.GC, split.WAL = bd.PhaseSeconds, bd.GC, bd.WAL
-	split.Note = strings.Join(slices.DeleteFunc([]string{split.Note, bd.Note}, func(n string) bool { return n == "" }), "; ")
+	split.Note = joinNotes(split.Note, bd.Note)
 	bd = split
 	if tb.partitions > 1 {
 		bd = Breakdown{PhaseSeconds: bd.PhaseSeconds, WAL: bd.WAL, GC: bd.GC,
-			Note: "partitioned: batches carry partition sequences, so chunks are not split by part"}
+			Note: joinNotes("partitioned: batches carry partition sequences, so chunks are not split by part", bd.Note)}
 	}
 	l.Breakdown = &bd
 	return l, sent, nil
+}
+
+// joinNotes joins the notes that say something.
+func joinNotes(notes ...string) string {
+	return strings.Join(slices.DeleteFunc(notes, func(n string) bool { return n == "" }), "; ")
 }
 
 // sendAndWait publishes one envelope per session and waits until the
@@ -102,13 +108,14 @@ func sendAndWait(ctx context.Context, tb *testbed, r *router, ids []string, buil
 	return err
 }
 
-// offered is the latency phase's chunks: when each was published and the
-// stream sequence its ack gave it, in publish order. It keeps nothing else
-// of a chunk (the envelope and its ack's future are let go once the ack is
-// read), so the phase's own state is 32 bytes a chunk and the garbage
-// collector's work over it stays out of the figures it measures.
+// offered is the latency phase's chunks: when each was published (since
+// start) and the stream sequence its ack gave it, in publish order. It
+// keeps nothing else of a chunk (the envelope and its ack's future are let
+// go once the ack is read) and nothing the garbage collector must scan: 16
+// bytes a chunk here, and its commit and stored times in commits' maps.
 type offered struct {
-	at      []time.Time
+	start   time.Time
+	at      []time.Duration
 	seqs    []uint64
 	sent    counts        // bytes are not counted: encoding twice would cost the phase
 	elapsed time.Duration // first publish to last
@@ -124,13 +131,13 @@ type pendingChunk struct {
 // sessions, paced by a ticker: on each tick it publishes the chunks that
 // have fallen due since the phase began, so the offered rate holds even
 // when a tick comes late. A second goroutine reads the acks in publish
-// order as they come.
-func offer(ctx context.Context, pub func(*streams.Envelope) (jetstream.PubAckFuture, error), w *workload, ids []string, rate int, d time.Duration) (*offered, error) {
+// order as they come, backlog of them at most waiting for it.
+func offer(ctx context.Context, pub func(*streams.Envelope) (jetstream.PubAckFuture, error), w *workload, ids []string, rate int, d time.Duration, backlog int) (*offered, error) {
 	total := int(float64(rate) * d.Seconds())
-	o := &offered{at: make([]time.Time, 0, total), seqs: make([]uint64, total)}
+	o := &offered{at: make([]time.Duration, 0, total), seqs: make([]uint64, total)}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	acks := make(chan pendingChunk, ackBacklog)
+	acks := make(chan pendingChunk, backlog)
 	resolved := make(chan error, 1)
 	go func() {
 		err := o.resolve(runCtx, acks)
@@ -155,23 +162,26 @@ func (o *offered) publishAll(ctx context.Context, pub func(*streams.Envelope) (j
 	ticker := time.NewTicker(max(time.Second/time.Duration(rate), minTick))
 	defer ticker.Stop()
 	seqs := make([]int64, len(ids))
-	start := time.Now()
+	o.start = time.Now()
 	for len(o.at) < total {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-ticker.C:
 		}
-		due := min(total, int(time.Since(start).Seconds()*float64(rate)))
+		due := min(total, int(time.Since(o.start).Seconds()*float64(rate)))
 		for len(o.at) < due {
 			if err := o.publish(ctx, pub, w, ids, seqs, acks); err != nil {
 				return err
 			}
 		}
 	}
-	o.elapsed = time.Since(start)
+	o.elapsed = time.Since(o.start)
 	return nil
 }
+
+// publishedAt is when chunk i was published.
+func (o *offered) publishedAt(i int) time.Time { return o.start.Add(o.at[i]) }
 
 // publish sends the next chunk: session i mod n, its next seq.
 func (o *offered) publish(ctx context.Context, pub func(*streams.Envelope) (jetstream.PubAckFuture, error), w *workload, ids []string, seqs []int64, acks chan<- pendingChunk) error {
@@ -185,7 +195,7 @@ func (o *offered) publish(ctx context.Context, pub func(*streams.Envelope) (jets
 		return err
 	}
 	o.sent.add(e, 0)
-	o.at = append(o.at, now)
+	o.at = append(o.at, now.Sub(o.start))
 	select {
 	case acks <- pendingChunk{f: f, i: n}:
 		return nil
@@ -223,7 +233,7 @@ func (o *offered) latencies(c *commits) ([]time.Duration, []uint64, error) {
 		if at.IsZero() {
 			return nil, nil, fmt.Errorf("latency: sequence %d has no commit time", seq)
 		}
-		out[i] = at.Sub(o.at[i])
+		out[i] = at.Sub(o.publishedAt(i))
 	}
 	return out, seqs, nil
 }

@@ -45,16 +45,20 @@ type Breakdown struct {
 }
 
 // GCStats is the change of the Go runtime's collector counters over a
-// phase (runtime/metrics): cycles completed, the CPU they spent and the
-// live heap the last one found.
+// phase (runtime/metrics): cycles completed, the CPU they spent (the
+// runtime's estimate), the part of it spent marking on otherwise idle
+// CPU (which took no core from anyone), and the live heap the last cycle
+// found.
 type GCStats struct {
-	Cycles        uint64  `json:"cycles"`
-	CPUSeconds    float64 `json:"cpuSeconds"`
-	LiveHeapBytes uint64  `json:"liveHeapBytes"`
+	Cycles         uint64  `json:"cycles"`
+	CPUSeconds     float64 `json:"cpuSeconds"`
+	IdleCPUSeconds float64 `json:"idleCpuSeconds"`
+	LiveHeapBytes  uint64  `json:"liveHeapBytes"`
 }
 
 // gcMetrics are the runtime/metrics GCStats reads, in readGC's order.
-var gcMetrics = []string{"/gc/cycles/total:gc-cycles", "/cpu/classes/gc/total:cpu-seconds", "/gc/heap/live:bytes"}
+var gcMetrics = []string{"/gc/cycles/total:gc-cycles", "/cpu/classes/gc/total:cpu-seconds",
+	"/cpu/classes/gc/mark/idle:cpu-seconds", "/gc/heap/live:bytes"}
 
 // readGC reads the collector's counters now.
 func readGC() GCStats {
@@ -70,7 +74,10 @@ func readGC() GCStats {
 	if v := s[1].Value; v.Kind() == metrics.KindFloat64 {
 		g.CPUSeconds = v.Float64()
 	}
-	if v := s[2].Value; v.Kind() == metrics.KindUint64 {
+	if v := s[2].Value; v.Kind() == metrics.KindFloat64 {
+		g.IdleCPUSeconds = v.Float64()
+	}
+	if v := s[3].Value; v.Kind() == metrics.KindUint64 {
 		g.LiveHeapBytes = v.Uint64()
 	}
 	return g
@@ -79,7 +86,7 @@ func readGC() GCStats {
 // since is the counters' change from before to g, with g's live heap.
 func (g GCStats) since(before GCStats) GCStats {
 	return GCStats{Cycles: g.Cycles - before.Cycles, CPUSeconds: round(g.CPUSeconds - before.CPUSeconds),
-		LiveHeapBytes: g.LiveHeapBytes}
+		IdleCPUSeconds: round(g.IdleCPUSeconds - before.IdleCPUSeconds), LiveHeapBytes: g.LiveHeapBytes}
 }
 
 // Spread is a part's nearest-rank percentiles and mean, in milliseconds.
@@ -104,9 +111,9 @@ type WALStats struct {
 var partNames = []string{"log", "deliveredAndQueued", "apply", "commit"}
 
 // breakdown splits each chunk's latency by the batch that committed it.
-// published[i] is when chunk i was published and seqs[i] its sequence;
+// published(i) is when chunk i was published and seqs[i] its sequence;
 // batches are sorted by last sequence.
-func breakdown(published []time.Time, seqs []uint64, batches []streams.BatchTimes, storedAt func(uint64) time.Time) Breakdown {
+func breakdown(published func(int) time.Time, seqs []uint64, batches []streams.BatchTimes, storedAt func(uint64) time.Time) Breakdown {
 	b := Breakdown{Batches: len(batches), Parts: map[string]Spread{}, Tail: map[string]float64{}}
 	if len(batches) == 0 || len(seqs) == 0 {
 		b.Note = "no batch times were kept"
@@ -132,7 +139,8 @@ func breakdown(published []time.Time, seqs []uint64, batches []streams.BatchTime
 		if stored.IsZero() {
 			continue
 		}
-		c := chunk{total: t.Committed.Sub(published[i]), part: [4]time.Duration{stored.Sub(published[i]),
+		at := published(i)
+		c := chunk{total: t.Committed.Sub(at), part: [4]time.Duration{stored.Sub(at),
 			t.Began.Sub(stored), t.Handled.Sub(t.Began), t.Committed.Sub(t.Handled)}}
 		for k := range parts {
 			parts[k] = append(parts[k], c.part[k])

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -54,7 +55,7 @@ func (l *fakeLog) publish(e *streams.Envelope) (jetstream.PubAckFuture, error) {
 func TestOfferKeepsEachChunksSequence(t *testing.T) {
 	w := newWorkload("t", 8, 0.5)
 	var log fakeLog
-	o, err := offer(context.Background(), log.publish, w, []string{"a", "b", "c"}, 1000, 60*time.Millisecond)
+	o, err := offer(context.Background(), log.publish, w, []string{"a", "b", "c"}, 1000, 60*time.Millisecond, ackBacklog)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func TestOfferKeepsEachChunksSequence(t *testing.T) {
 		if seq != 1001+uint64(i) {
 			t.Fatalf("chunk %d: sequence %d, want %d", i, seq, 1001+i)
 		}
-		if i > 0 && o.at[i].Before(o.at[i-1]) {
+		if i > 0 && o.publishedAt(i).Before(o.publishedAt(i-1)) {
 			t.Fatalf("chunk %d published before chunk %d", i, i-1)
 		}
 	}
@@ -79,20 +80,49 @@ func TestOfferKeepsEachChunksSequence(t *testing.T) {
 }
 
 // A failed or duplicate ack ends the phase with an error that says so,
-// and stops the publisher.
+// and stops the publisher, also one waiting for room in a full backlog
+// (of 1) when the resolver stops.
 func TestOfferStopsAtABadAck(t *testing.T) {
 	for _, tc := range []struct {
-		log  fakeLog
-		want string
-	}{{fakeLog{fail: 3}, "publish chunk 2: no stream"}, {fakeLog{dup: 5}, "publish chunk 4: stored as a duplicate"}} {
+		log     fakeLog
+		backlog int
+		want    string
+	}{
+		{fakeLog{fail: 3}, ackBacklog, "publish chunk 2: no stream"},
+		{fakeLog{dup: 5}, ackBacklog, "publish chunk 4: stored as a duplicate"},
+		{fakeLog{fail: 1}, 1, "publish chunk 0: no stream"},
+	} {
 		w := newWorkload("t", 8, 0)
-		_, err := offer(context.Background(), tc.log.publish, w, []string{"a"}, 1000, 2*time.Second)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("offer: %v, want %q", err, tc.want)
+		done := make(chan error, 1)
+		go func() {
+			_, err := offer(context.Background(), tc.log.publish, w, []string{"a"}, 100000, 2*time.Second, tc.backlog)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("offer: %v, want %q", err, tc.want)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("offer (backlog %d) did not return after a bad ack", tc.backlog)
 		}
-		if n := len(tc.log.published); n >= 2000 {
+		if n := len(tc.log.published); n >= 200000 {
 			t.Errorf("the publisher went on after the bad ack: %d published", n)
 		}
+	}
+}
+
+// The collector's counters are read: a cycle forced between two readings
+// is counted, with CPU, and the live heap is known.
+func TestReadGC(t *testing.T) {
+	before := readGC()
+	runtime.GC()
+	after := readGC()
+	if g := after.since(before); g.Cycles < 1 || g.LiveHeapBytes == 0 || g.CPUSeconds < g.IdleCPUSeconds || g.IdleCPUSeconds < 0 {
+		t.Errorf("gc over a forced cycle = %+v", g)
+	}
+	if after.CPUSeconds <= before.CPUSeconds {
+		t.Errorf("gc cpu %g s, then %g s over a forced cycle", before.CPUSeconds, after.CPUSeconds)
 	}
 }
 
