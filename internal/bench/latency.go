@@ -51,14 +51,15 @@ func runLatency(ctx context.Context, tb *testbed, w *workload, cfg Config) (Late
 	// The loop's phases and batches, the collector's and the WAL's figures
 	// are the chunks', read before the ends.
 	batches := tb.commits.batchTimes()
-	var bd Breakdown
-	bd.PhaseSeconds = phaseSeconds(phases, tb.recorderPhases())
-	bd.GC = readGC().since(gcBefore)
+	phaseSecs := phaseSeconds(phases, tb.recorderPhases())
+	gc := readGC().since(gcBefore)
+	var wal *WALStats
+	var walNote string
 	walAfter, err := readWAL(ctx, tb.node.Pool)
 	if err = cmp.Or(walErr, err); err == nil {
-		bd.WAL = walAfter.since(walBefore)
+		wal = walAfter.since(walBefore)
 	} else {
-		bd.Note = "no WAL figures: " + err.Error()
+		walNote = "no WAL figures: " + err.Error()
 	}
 	if err := sendAndWait(ctx, tb, r, ids, w.end, &sent); err != nil {
 		return Latency{}, sent, fmt.Errorf("latency ends: %w", err)
@@ -68,14 +69,14 @@ func runLatency(ctx context.Context, tb *testbed, w *workload, cfg Config) (Late
 		return Latency{}, sent, err
 	}
 	l := summarize(lat, cfg.Rate, o.elapsed)
-	split := breakdown(o.publishedAt, seqs, batches, tb.commits.storedAt)
-	split.PhaseSeconds, split.GC, split.WAL = bd.PhaseSeconds, bd.GC, bd.WAL
-	split.Note = joinNotes(split.Note, bd.Note)
-	bd = split
+	var bd Breakdown
 	if tb.partitions > 1 {
-		bd = Breakdown{PhaseSeconds: bd.PhaseSeconds, WAL: bd.WAL, GC: bd.GC,
-			Note: joinNotes("partitioned: batches carry partition sequences, so chunks are not split by part", bd.Note)}
+		bd.Note = joinNotes("partitioned: batches carry partition sequences, so chunks are not split by part", walNote)
+	} else {
+		bd = breakdown(o.publishedAt, seqs, batches, tb.commits.storedAt)
+		bd.Note = joinNotes(bd.Note, walNote)
 	}
+	bd.PhaseSeconds, bd.GC, bd.WAL = phaseSecs, gc, wal
 	l.Breakdown = &bd
 	return l, sent, nil
 }

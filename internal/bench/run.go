@@ -76,11 +76,10 @@ func measure(ctx context.Context, tb *testbed, cfg Config, res *Result) (err err
 		return err
 	}
 	res.Ratio = round(res.Spine.ChunksPerSecond / res.Raw.ChunksPerSecond)
-	// The burst's envelopes and bytes are let go before the phases after
-	// it, so the garbage collector does not carry them through the latency
-	// phase; only their counts are verified.
+	// Only the burst's counts are verified: nothing after this point holds
+	// its envelopes and bytes, so the collector need not carry them through
+	// the latency phase.
 	burstCounts := b.counts
-	b = nil
 	unredacted, err := measureRedaction(ctx, tb, cfg, res)
 	if err != nil {
 		return err
